@@ -1,0 +1,81 @@
+package eventstore
+
+import (
+	"maps"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// EventData is an event to append.
+type EventData struct {
+	// ID identifies the event. Appending an ID that the stream already holds
+	// at that place is a no-op, so a retried append never duplicates. The
+	// zero UUID asks the store for a new time-ordered one (UUIDv7).
+	ID uuid.UUID
+	// Type is the stable event type name, such as "order.placed".
+	Type string
+	// SchemaVersion is the version of Type's data layout, for upcasting.
+	SchemaVersion uint32
+	// Data is the serialized event. It must not be nil; an event without a
+	// payload has empty, non-nil Data.
+	Data []byte
+	// Metadata travels with the event.
+	Metadata Metadata
+}
+
+// Metadata is what an event carries besides its data: where it came from
+// and what it belongs to.
+type Metadata struct {
+	// CorrelationID ties together every message of one business flow.
+	CorrelationID string `json:"correlation_id,omitempty"`
+	// CausationID is the ID of the message that caused this event.
+	CausationID string `json:"causation_id,omitempty"`
+	// CommandID is the ID of the command that produced this event; the
+	// command bus uses it to absorb redelivered commands.
+	CommandID string `json:"command_id,omitempty"`
+	// Extra holds free key/value pairs.
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Clone returns a copy of m that shares no memory with it.
+func (m Metadata) Clone() Metadata {
+	if len(m.Extra) == 0 {
+		m.Extra = nil
+	} else {
+		m.Extra = maps.Clone(m.Extra)
+	}
+	return m
+}
+
+// Event is an event as recorded in a stream.
+type Event struct {
+	EventData
+	// StreamID is the stream the event was appended to.
+	StreamID string
+	// Version is the event's place in its stream: 0, 1, 2, ...
+	Version uint64
+	// Position is the event's global position.
+	Position Position
+	// RecordedAt is when the store committed the event, in UTC.
+	RecordedAt time.Time
+}
+
+// NewEventID returns a new time-ordered event ID (UUIDv7), the kind stores
+// assign to events appended with a zero ID.
+func NewEventID() uuid.UUID {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// NewV7 fails only when the system's random source fails, after which
+		// no ID this process makes can be trusted to be unique.
+		panic("eventstore: cannot read random bytes for an event ID: " + err.Error())
+	}
+	return id
+}
+
+// Clone returns a copy of e that shares no memory with it.
+func (e EventData) Clone() EventData {
+	e.Data = append(make([]byte, 0, len(e.Data)), e.Data...)
+	e.Metadata = e.Metadata.Clone()
+	return e
+}

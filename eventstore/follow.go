@@ -1,0 +1,194 @@
+package eventstore
+
+import (
+	"context"
+	"iter"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Page is one read of a store's global log, the primitive on which
+// [ReadPages] and [Follow] build ReadAll and Subscribe for every store.
+type Page struct {
+	// Events are the matching events after the read's start, in position
+	// order, at most the read's limit.
+	Events []Event
+	// Through is the position through which the read looked: every matching
+	// event after the read's start, up to and including Through, is in
+	// Events. When Events is shorter than the limit, Through is the end of
+	// the log as the read saw it; otherwise it is the last event's position.
+	Through Position
+}
+
+// PageReader reads one [Page] of at most limit events after position after.
+type PageReader func(ctx context.Context, after Position, filter Filter, limit int) (Page, error)
+
+// DefaultPageSize is the number of events a page read asks for when the
+// caller does not say.
+const DefaultPageSize = 512
+
+// ReadPages implements [Store.ReadAll] on a [PageReader]: it reads page after
+// page until a page comes back short, so memory stays flat however long the
+// log is.
+func ReadPages(ctx context.Context, after Position, filter Filter, read PageReader, pageSize int) iter.Seq2[Event, error] {
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	return func(yield func(Event, error) bool) {
+		for {
+			page, err := read(ctx, after, filter, pageSize)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, e := range page.Events {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if len(page.Events) < pageSize || !after.Before(page.Through) {
+				return
+			}
+			after = page.Through
+		}
+	}
+}
+
+// FollowOptions tells [Follow] how to learn that a store has new events.
+// The zero value polls every [DefaultPollInterval].
+type FollowOptions struct {
+	// PageSize is the number of events read at a time; zero means
+	// [DefaultPageSize].
+	PageSize int
+	// Changed, when set, returns a channel that is closed at the next commit
+	// (see [Notifier]). Follow takes it before each read, so a commit that
+	// lands during the read still wakes it.
+	Changed func() <-chan struct{}
+	// PollInterval bounds how long Follow waits without a wake-up before it
+	// reads again, to see commits that Changed cannot report (another
+	// process's). Zero means [DefaultPollInterval] without Changed and no
+	// polling with it.
+	PollInterval time.Duration
+	// Closed is closed when the store closes; Follow then yields [ErrClosed].
+	Closed <-chan struct{}
+	// Transient reports read errors worth retrying (a dropped connection).
+	// Follow logs them, waits PollInterval (or one second) and reads again
+	// from where it was. Other errors end the subscription.
+	Transient func(error) bool
+	// Logger receives transient read errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultPollInterval is how often [Follow] polls a store that cannot wake
+// it.
+const DefaultPollInterval = 100 * time.Millisecond
+
+// Follow implements [Store.Subscribe] on a [PageReader]: it reads pages
+// until it is caught up, then waits for a wake-up, a poll tick, the end of
+// ctx or the store's closing, and reads again from the last position it
+// looked through. It never skips an event that the reader's pages report.
+func Follow(ctx context.Context, after Position, filter Filter, read PageReader, opts FollowOptions) iter.Seq2[Event, error] {
+	pageSize := opts.PageSize
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	poll := opts.PollInterval
+	if poll <= 0 && opts.Changed == nil {
+		poll = DefaultPollInterval
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return func(yield func(Event, error) bool) {
+		var timer *time.Timer
+		if poll > 0 {
+			timer = time.NewTimer(poll)
+			defer timer.Stop()
+		}
+		for {
+			var wake <-chan struct{}
+			if opts.Changed != nil {
+				wake = opts.Changed()
+			}
+			page, err := read(ctx, after, filter, pageSize)
+			caughtUp := true
+			switch {
+			case err != nil && ctx.Err() != nil:
+				yield(Event{}, ctx.Err())
+				return
+			case err != nil && opts.Transient != nil && opts.Transient(err):
+				logger.WarnContext(ctx, "eventstore: subscription read failed; retrying",
+					slog.String("after", after.String()), slog.Any("error", err))
+				wake = nil // wait for the timer, not a commit, before retrying
+			case err != nil:
+				yield(Event{}, err)
+				return
+			default:
+				for _, e := range page.Events {
+					if !yield(e, nil) {
+						return
+					}
+				}
+				if after.Before(page.Through) {
+					after = page.Through
+				}
+				caughtUp = len(page.Events) < pageSize
+			}
+			if !caughtUp {
+				if ctx.Err() != nil {
+					yield(Event{}, ctx.Err())
+					return
+				}
+				continue
+			}
+			var tick <-chan time.Time
+			if timer != nil {
+				timer.Reset(poll)
+				tick = timer.C
+			} else if wake == nil {
+				tick = time.After(time.Second)
+			}
+			select {
+			case <-ctx.Done():
+				yield(Event{}, ctx.Err())
+				return
+			case <-opts.Closed:
+				yield(Event{}, ErrClosed)
+				return
+			case <-wake:
+			case <-tick:
+			}
+		}
+	}
+}
+
+// Notifier wakes subscribers when a store commits, without polling: each
+// waiter takes the channel of the next commit and blocks on it; Notify closes
+// it and starts a new one. A slow subscriber never holds up a writer. The
+// zero value is ready to use.
+type Notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Changed returns a channel that is closed at the next [Notifier.Notify].
+func (n *Notifier) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
+
+// Notify wakes everyone waiting on a channel from [Notifier.Changed].
+func (n *Notifier) Notify() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
+}

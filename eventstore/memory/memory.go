@@ -1,0 +1,243 @@
+// Package memory is an in-memory [eventstore.Store] for tests and
+// prototypes. It keeps every event in memory and loses them when the
+// process ends; otherwise it honours the whole store contract, and live
+// subscribers are woken by commits, not by polling.
+package memory
+
+import (
+	"context"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Store is an in-memory event store. The zero value is not usable; call
+// [New].
+type Store struct {
+	mu      sync.RWMutex
+	log     []eventstore.Event // log[i] has position {Major: i+1}
+	streams map[string]*stream
+	closed  bool
+
+	changes eventstore.Notifier
+	done    chan struct{}
+	now     func() time.Time
+}
+
+type stream struct {
+	entries []int // indexes into Store.log, one per stream version
+	ids     map[uuid.UUID]uint64
+}
+
+// New returns an empty in-memory store.
+func New() *Store {
+	return &Store{
+		streams: make(map[string]*stream),
+		done:    make(chan struct{}),
+		now:     func() time.Time { return time.Now().UTC() },
+	}
+}
+
+var _ eventstore.Store = (*Store)(nil)
+
+// Append implements [eventstore.Store.Append].
+func (s *Store) Append(ctx context.Context, name string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	events, err := eventstore.PrepareAppend(name, events)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return eventstore.AppendResult{}, eventstore.ErrClosed
+	}
+	st := s.streams[name]
+	var next uint64
+	if st != nil {
+		next = uint64(len(st.entries))
+	}
+	current := eventstore.StreamState(next-1, st != nil)
+
+	if st != nil {
+		stored := make(map[uuid.UUID]uint64)
+		for _, e := range events {
+			if v, ok := st.ids[e.ID]; ok {
+				stored[e.ID] = v
+			}
+		}
+		first, repeat, err := eventstore.CheckRepeat(name, expected, events, eventstore.Repeat{Stored: stored, Current: current})
+		if err != nil {
+			return eventstore.AppendResult{}, err
+		}
+		if repeat {
+			last := first + uint64(len(events)) - 1
+			return eventstore.AppendResult{
+				FirstVersion: first,
+				LastVersion:  last,
+				Position:     s.log[st.entries[last]].Position,
+				Duplicate:    true,
+			}, nil
+		}
+	}
+	if !expected.Matches(next-1, st != nil) {
+		return eventstore.AppendResult{}, &eventstore.WrongVersionError{Stream: name, Expected: expected, Actual: current}
+	}
+
+	if st == nil {
+		st = &stream{ids: make(map[uuid.UUID]uint64)}
+		s.streams[name] = st
+	}
+	now := s.now()
+	for i, e := range events {
+		version := next + uint64(i)
+		index := len(s.log)
+		s.log = append(s.log, eventstore.Event{
+			EventData:  e,
+			StreamID:   name,
+			Version:    version,
+			Position:   eventstore.Position{Major: uint64(index) + 1},
+			RecordedAt: now,
+		})
+		st.entries = append(st.entries, index)
+		st.ids[e.ID] = version
+	}
+	s.changes.Notify()
+	return eventstore.AppendResult{
+		FirstVersion: next,
+		LastVersion:  next + uint64(len(events)) - 1,
+		Position:     s.log[len(s.log)-1].Position,
+	}, nil
+}
+
+// ReadStream implements [eventstore.Store.ReadStream]. It copies events out
+// a page at a time, so the consumer may append while it ranges.
+func (s *Store) ReadStream(ctx context.Context, name string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
+	return func(yield func(eventstore.Event, error) bool) {
+		if err := eventstore.ValidateStream(name); err != nil {
+			yield(eventstore.Event{}, err)
+			return
+		}
+		next, ok := opts.From, true
+		for ok {
+			if err := ctx.Err(); err != nil {
+				yield(eventstore.Event{}, err)
+				return
+			}
+			var page []eventstore.Event
+			var err error
+			page, next, ok, err = s.streamPage(name, next, opts.Backward)
+			if err != nil {
+				yield(eventstore.Event{}, err)
+				return
+			}
+			for _, e := range page {
+				if !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// streamPage copies up to one page of a stream's events starting at version
+// from, and says where the next page starts and whether there is one.
+func (s *Store) streamPage(name string, from uint64, backward bool) (page []eventstore.Event, next uint64, more bool, err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, 0, false, eventstore.ErrClosed
+	}
+	st := s.streams[name]
+	if st == nil {
+		return nil, 0, false, nil
+	}
+	n := uint64(len(st.entries))
+	if backward {
+		if from >= n {
+			from = n - 1
+		}
+		for v := int64(from); v >= 0 && len(page) < eventstore.DefaultPageSize; v-- {
+			page = append(page, s.copyOf(st.entries[v]))
+		}
+		last := page[len(page)-1].Version
+		return page, last - 1, last > 0, nil
+	}
+	for v := from; v < n && len(page) < eventstore.DefaultPageSize; v++ {
+		page = append(page, s.copyOf(st.entries[v]))
+	}
+	if len(page) == 0 {
+		return nil, 0, false, nil
+	}
+	last := page[len(page)-1].Version
+	return page, last + 1, last+1 < n, nil
+}
+
+// ReadAll implements [eventstore.Store.ReadAll].
+func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
+	return eventstore.ReadPages(ctx, after, filter, s.readPage, 0)
+}
+
+// Subscribe implements [eventstore.Store.Subscribe]; live subscribers wake
+// on commit.
+func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
+	return eventstore.Follow(ctx, after, filter, s.readPage, eventstore.FollowOptions{
+		Changed: s.changes.Changed,
+		Closed:  s.done,
+	})
+}
+
+func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (eventstore.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return eventstore.Page{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return eventstore.Page{}, eventstore.ErrClosed
+	}
+	// Positions are dense: the event after position p.Major sits at index
+	// p.Major. A Minor part (never written here) sorts after {Major, 0}.
+	start := after.Major
+	if after.Minor > 0 {
+		start++
+	}
+	page := eventstore.Page{Through: after}
+	for i := start; i < uint64(len(s.log)); i++ {
+		if filter.Match(&s.log[i]) {
+			page.Events = append(page.Events, s.copyOf(int(i)))
+			if len(page.Events) == limit {
+				page.Through = s.log[i].Position
+				return page, nil
+			}
+		}
+	}
+	if n := len(s.log); n > 0 && after.Before(s.log[n-1].Position) {
+		page.Through = s.log[n-1].Position
+	}
+	return page, nil
+}
+
+func (s *Store) copyOf(index int) eventstore.Event {
+	e := s.log[index]
+	e.EventData = e.EventData.Clone()
+	return e
+}
+
+// Close implements [eventstore.Store.Close]. Reads, appends and
+// subscriptions on a closed store fail with [eventstore.ErrClosed].
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+var appendTests = []test{
+	{"RoundTripsEveryField", testRoundTrip},
+	{"AssignsIDsToZeroIDs", testAssignsIDs},
+	{"ExpectedVersionOnAbsentStream", testExpectedOnAbsent},
+	{"ExpectedVersionOnExistingStream", testExpectedOnExisting},
+	{"MultiEventAppendIsAllOrNothing", testAtomicity},
+	{"VersionsAndPositionsOfResult", testAppendResult},
+}
+
+func testRoundTrip(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("round-trip")
+	want := []eventstore.EventData{
+		{
+			ID:            uuid.New(),
+			Type:          "order.placed",
+			SchemaVersion: 3,
+			Data:          []byte(`{"order":"o-1","total":"12.50","note":"ünïcödé ✓"}`),
+			Metadata: eventstore.Metadata{
+				CorrelationID: "corr-1",
+				CausationID:   "cause-1",
+				CommandID:     "cmd-1",
+				Extra:         map[string]string{"tenant": "acme", "user": "u-7", "empty": ""},
+			},
+		},
+		{ID: uuid.New(), Type: "order.noted", SchemaVersion: 1, Data: []byte{}},
+		{ID: uuid.New(), Type: "blob.stored", SchemaVersion: 7, Data: bytes.Repeat([]byte{0, 1, 2, 0xff}, 64<<10)},
+	}
+	before := time.Now().Add(-time.Minute)
+	mustAppend(t, s, stream, eventstore.NoStream, want...)
+	after := time.Now().Add(time.Minute)
+
+	check := func(source string, got []eventstore.Event) {
+		require.Len(t, got, len(want), source)
+		for i, e := range got {
+			w := want[i]
+			assert.Equal(t, w.ID, e.ID, "%s: event %d ID", source, i)
+			assert.Equal(t, w.Type, e.Type, "%s: event %d type", source, i)
+			assert.Equal(t, w.SchemaVersion, e.SchemaVersion, "%s: event %d schema version", source, i)
+			assert.True(t, bytes.Equal(w.Data, e.Data), "%s: event %d data differs (%d bytes, want %d)", source, i, len(e.Data), len(w.Data))
+			assert.NotNil(t, e.Data, "%s: event %d data is nil", source, i)
+			assert.Equal(t, w.Metadata, e.Metadata, "%s: event %d metadata", source, i)
+			assert.Equal(t, stream, e.StreamID, "%s: event %d stream", source, i)
+			assert.Equal(t, uint64(i), e.Version, "%s: event %d version", source, i)
+			assert.False(t, e.Position.IsZero(), "%s: event %d has the zero position", source, i)
+			assert.Equal(t, time.UTC, e.RecordedAt.Location(), "%s: event %d recorded time is not UTC", source, i)
+			assert.True(t, e.RecordedAt.After(before) && e.RecordedAt.Before(after),
+				"%s: event %d recorded at %s, not around now", source, i, e.RecordedAt)
+		}
+		requireIncreasing(t, got)
+	}
+	check("ReadStream", readStream(t, s, stream, eventstore.Forward(0)))
+	check("ReadAll", readAll(t, s, eventstore.Start, n.filter()))
+
+	// What the store returns is a copy: changing it changes nothing stored.
+	first := readStream(t, s, stream, eventstore.Forward(0))[0]
+	first.Data[0] = 'X'
+	first.Metadata.Extra["tenant"] = "changed"
+	again := readStream(t, s, stream, eventstore.Forward(0))[0]
+	assert.Equal(t, want[0].Data, again.Data)
+	assert.Equal(t, "acme", again.Metadata.Extra["tenant"])
+}
+
+func testAssignsIDs(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("ids")
+	in := []eventstore.EventData{
+		{Type: "a", Data: []byte(`{}`)},
+		{Type: "b", Data: []byte(`{}`)},
+	}
+	mustAppend(t, s, stream, eventstore.NoStream, in...)
+	assert.Equal(t, uuid.UUID{}, in[0].ID, "the caller's events must not be modified")
+	got := readStream(t, s, stream, eventstore.Forward(0))
+	require.Len(t, got, 2)
+	for i, e := range got {
+		assert.Equal(t, uuid.Version(7), e.ID.Version(), "event %d: assigned ID %s is not a UUIDv7", i, e.ID)
+	}
+	assert.NotEqual(t, got[0].ID, got[1].ID)
+}
+
+// wrongVersion checks that err is a conflict naming the stream, what was
+// expected and what the stream actually was.
+func wrongVersion(t *testing.T, err error, stream string, expected, actual eventstore.ExpectedVersion) {
+	t.Helper()
+	require.Error(t, err)
+	require.ErrorIs(t, err, eventstore.ErrWrongVersion)
+	var wv *eventstore.WrongVersionError
+	require.ErrorAs(t, err, &wv)
+	assert.Equal(t, stream, wv.Stream)
+	assert.Equal(t, expected, wv.Expected)
+	assert.Equal(t, actual, wv.Actual, "actual state reported by the conflict")
+	assert.Contains(t, err.Error(), stream, "the message names the stream")
+}
+
+func testExpectedOnAbsent(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	ctx := context.Background()
+	for _, expected := range []eventstore.ExpectedVersion{eventstore.StreamExists, eventstore.Exact(0), eventstore.Exact(4)} {
+		stream := n.stream("absent")
+		_, err := s.Append(ctx, stream, expected, event("x", "1"))
+		wrongVersion(t, err, stream, expected, eventstore.NoStream)
+		assert.Empty(t, readStream(t, s, stream, eventstore.Forward(0)), "a failed append wrote to %q", stream)
+	}
+	for i, expected := range []eventstore.ExpectedVersion{eventstore.Any, eventstore.NoStream} {
+		stream := n.stream(expected.String())
+		r := mustAppend(t, s, stream, expected, event("x", "1"), event("x", "2"))
+		assert.Equal(t, uint64(0), r.FirstVersion, "case %d", i)
+		assert.Equal(t, uint64(1), r.LastVersion, "case %d", i)
+	}
+}
+
+func testExpectedOnExisting(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	ctx := context.Background()
+	stream := n.stream("existing")
+	mustAppend(t, s, stream, eventstore.NoStream, events("x", 3)...) // versions 0..2
+
+	for _, expected := range []eventstore.ExpectedVersion{eventstore.NoStream, eventstore.Exact(0), eventstore.Exact(1), eventstore.Exact(3), eventstore.Exact(100)} {
+		_, err := s.Append(ctx, stream, expected, event("x", "lost"))
+		wrongVersion(t, err, stream, expected, eventstore.Exact(2))
+	}
+	require.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 3, "failed appends wrote events")
+
+	r := mustAppend(t, s, stream, eventstore.Exact(2), event("x", "3"))
+	assert.Equal(t, uint64(3), r.LastVersion)
+	r = mustAppend(t, s, stream, eventstore.StreamExists, event("x", "4"))
+	assert.Equal(t, uint64(4), r.LastVersion)
+	r = mustAppend(t, s, stream, eventstore.Any, event("x", "5"), event("x", "6"))
+	assert.Equal(t, uint64(5), r.FirstVersion)
+	assert.Equal(t, uint64(6), r.LastVersion)
+
+	got := readStream(t, s, stream, eventstore.Forward(0))
+	require.Len(t, got, 7)
+	for i, e := range got {
+		assert.Equal(t, uint64(i), e.Version)
+	}
+}
+
+func testAtomicity(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	ctx := context.Background()
+	stream := n.stream("atomic")
+	mustAppend(t, s, stream, eventstore.NoStream, event("x", "0"))
+
+	// A conflict rejects the whole batch.
+	_, err := s.Append(ctx, stream, eventstore.Exact(7), events("x", 5)...)
+	require.ErrorIs(t, err, eventstore.ErrWrongVersion)
+
+	// One bad event rejects the whole batch.
+	batch := events("x", 5)
+	batch[3].Type = ""
+	_, err = s.Append(ctx, stream, eventstore.Exact(0), batch...)
+	require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+
+	// A batch that repeats a stored ID in the middle rejects the whole batch.
+	stored := readStream(t, s, stream, eventstore.Forward(0))[0]
+	batch = events("x", 5)
+	batch[2].ID = stored.ID
+	_, err = s.Append(ctx, stream, eventstore.Any, batch...)
+	require.ErrorIs(t, err, eventstore.ErrEventIDConflict)
+
+	got := readStream(t, s, stream, eventstore.Forward(0))
+	require.Len(t, got, 1, "a rejected multi-event append left events behind")
+	assert.Len(t, readAll(t, s, eventstore.Start, n.filter()), 1)
+
+	// And a good batch writes all of its events, contiguously.
+	batch = events("x", 50)
+	r := mustAppend(t, s, stream, eventstore.Exact(0), batch...)
+	assert.Equal(t, uint64(1), r.FirstVersion)
+	assert.Equal(t, uint64(50), r.LastVersion)
+	got = readStream(t, s, stream, eventstore.Forward(1))
+	require.Equal(t, ids(batch), recordedIDs(got))
+}
+
+func testAppendResult(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	a, b := n.stream("a"), n.stream("b")
+	r1 := mustAppend(t, s, a, eventstore.NoStream, events("x", 3)...)
+	r2 := mustAppend(t, s, b, eventstore.NoStream, events("x", 2)...)
+	r3 := mustAppend(t, s, a, eventstore.Exact(2), events("x", 1)...)
+	assert.Equal(t, eventstore.AppendResult{FirstVersion: 0, LastVersion: 2, Position: r1.Position}, r1)
+	assert.Equal(t, eventstore.AppendResult{FirstVersion: 0, LastVersion: 1, Position: r2.Position}, r2)
+	assert.Equal(t, eventstore.AppendResult{FirstVersion: 3, LastVersion: 3, Position: r3.Position}, r3)
+	assert.True(t, r1.Position.Before(r2.Position) && r2.Position.Before(r3.Position),
+		"sequential appends have increasing positions: %s %s %s", r1.Position, r2.Position, r3.Position)
+
+	// The result's position is that of the last event written.
+	got := readStream(t, s, a, eventstore.Forward(0))
+	require.Len(t, got, 4)
+	assert.Equal(t, r1.Position, got[2].Position)
+	assert.Equal(t, r3.Position, got[3].Position)
+}
+
+// requireNothingWritten checks that this test's category holds no events.
+func requireNothingWritten(t *testing.T, s eventstore.Store, n names, why string) {
+	t.Helper()
+	got := readAll(t, s, eventstore.Start, n.filter())
+	require.Empty(t, got, "%s: yet %d events were written", why, len(got))
+}
+
+// isCanceled reports whether err says the context was canceled.
+func isCanceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

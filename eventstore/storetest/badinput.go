@@ -1,0 +1,91 @@
+package storetest
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+var badInputTests = []test{
+	{"RejectedAppendsWriteNothing", testBadAppends},
+	{"BadStreamNameOnRead", testBadRead},
+	{"CanceledContext", testCanceledAppend},
+}
+
+func testBadAppends(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	ctx := context.Background()
+	good := func() eventstore.EventData { return event("x", "ok") }
+	withEvent := func(i int, change func(*eventstore.EventData)) []eventstore.EventData {
+		evs := []eventstore.EventData{good(), good(), good()}
+		change(&evs[i])
+		return evs
+	}
+	dup := withEvent(0, func(*eventstore.EventData) {})
+	dup[2].ID = dup[0].ID
+
+	cases := []struct {
+		name   string
+		stream string
+		events []eventstore.EventData
+		field  string
+		index  int
+	}{
+		{"empty stream name", "", []eventstore.EventData{good()}, "stream", -1},
+		{"reserved stream name", "$" + n.stream("sys"), []eventstore.EventData{good()}, "stream", -1},
+		{"overlong stream name", n.stream(strings.Repeat("s", eventstore.MaxStreamLen)), []eventstore.EventData{good()}, "stream", -1},
+		{"control character in stream name", n.stream("a\x00b"), []eventstore.EventData{good()}, "stream", -1},
+		{"no events", n.stream("none"), nil, "events", -1},
+		{"empty type", n.stream("t"), withEvent(1, func(e *eventstore.EventData) { e.Type = "" }), "type", 1},
+		{"overlong type", n.stream("t"), withEvent(2, func(e *eventstore.EventData) { e.Type = strings.Repeat("t", eventstore.MaxTypeLen+1) }), "type", 2},
+		{"invalid UTF-8 type", n.stream("t"), withEvent(0, func(e *eventstore.EventData) { e.Type = "bad\xff" }), "type", 0},
+		{"nil data", n.stream("d"), withEvent(1, func(e *eventstore.EventData) { e.Data = nil }), "data", 1},
+		{"oversize data", n.stream("d"), withEvent(2, func(e *eventstore.EventData) { e.Data = make([]byte, eventstore.MaxEventSize+1) }), "data", 2},
+		{"empty metadata key", n.stream("m"), withEvent(0, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"": "v"} }), "metadata", 0},
+		{"repeated ID in one append", n.stream("id"), dup, "id", 2},
+	}
+	for _, c := range cases {
+		_, err := s.Append(ctx, c.stream, eventstore.Any, c.events...)
+		require.Error(t, err, c.name)
+		require.ErrorIs(t, err, eventstore.ErrInvalidArgument, c.name)
+		var bad *eventstore.InvalidArgumentError
+		require.ErrorAs(t, err, &bad, c.name)
+		assert.Equal(t, c.stream, bad.Stream, c.name)
+		assert.Equal(t, c.index, bad.Index, c.name)
+		assert.Contains(t, bad.Field, c.field, c.name)
+	}
+	requireNothingWritten(t, s, n, "every append was invalid")
+}
+
+func testBadRead(t *testing.T, s eventstore.Store) {
+	for _, stream := range []string{"", "$all"} {
+		var errs int
+		for _, err := range s.ReadStream(context.Background(), stream, eventstore.Forward(0)) {
+			require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "reading stream %q", stream)
+			errs++
+		}
+		assert.Equal(t, 1, errs, "reading stream %q yields one error", stream)
+	}
+}
+
+func testCanceledAppend(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.Append(ctx, n.stream("canceled"), eventstore.Any, events("x", 2)...)
+	require.Error(t, err)
+	assert.True(t, isCanceled(err), "append on a canceled context: %v", err)
+	requireNothingWritten(t, s, n, "the append's context was canceled")
+
+	var errs int
+	for _, err := range s.ReadStream(ctx, n.stream("canceled"), eventstore.Forward(0)) {
+		assert.True(t, isCanceled(err), "read on a canceled context: %v", err)
+		errs++
+	}
+	assert.LessOrEqual(t, errs, 1)
+}

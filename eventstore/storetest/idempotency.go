@@ -1,0 +1,129 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+var idempotencyTests = []test{
+	{"RepeatedAppendWritesNothing", testRepeatWritesNothing},
+	{"RepeatAfterLaterAppends", testRepeatAfterLater},
+	{"RepeatContradictingExpectedVersion", testRepeatWrongPlace},
+	{"PartialRepeatIsRejected", testPartialRepeat},
+	{"SameIDInAnotherStreamIsIndependent", testIDScopedToStream},
+}
+
+func testRepeatWritesNothing(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("repeat")
+	batch := events("x", 3)
+	first := mustAppend(t, s, stream, eventstore.NoStream, batch...)
+	require.False(t, first.Duplicate)
+
+	for _, expected := range []eventstore.ExpectedVersion{eventstore.NoStream, eventstore.Any} {
+		again, err := s.Append(context.Background(), stream, expected, batch...)
+		require.NoError(t, err, "repeating an append expecting %s", expected)
+		assert.True(t, again.Duplicate, "a repeat must be reported as a duplicate")
+		assert.Equal(t, first.FirstVersion, again.FirstVersion)
+		assert.Equal(t, first.LastVersion, again.LastVersion)
+		assert.Equal(t, first.Position, again.Position, "a repeat reports the position of the earlier append")
+	}
+	// A retried prefix of the batch is a repeat too: those events are there.
+	again := mustAppend(t, s, stream, eventstore.NoStream, batch[:2]...)
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, uint64(1), again.LastVersion)
+
+	got := readStream(t, s, stream, eventstore.Forward(0))
+	require.Equal(t, ids(batch), recordedIDs(got), "repeats must write nothing")
+	assert.Len(t, readAll(t, s, eventstore.Start, n.filter()), 3)
+}
+
+func testRepeatAfterLater(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("later")
+	a := events("x", 2)
+	b := events("x", 2)
+	mustAppend(t, s, stream, eventstore.NoStream, a...)
+	rb := mustAppend(t, s, stream, eventstore.Exact(1), b...)
+
+	// A publisher retries the second append after it succeeded: with the
+	// expected version it used then, and with Any.
+	for _, expected := range []eventstore.ExpectedVersion{eventstore.Exact(1), eventstore.Any, eventstore.StreamExists} {
+		r := mustAppend(t, s, stream, expected, b...)
+		assert.True(t, r.Duplicate, "expecting %s", expected)
+		assert.Equal(t, uint64(2), r.FirstVersion)
+		assert.Equal(t, uint64(3), r.LastVersion)
+		assert.Equal(t, rb.Position, r.Position)
+	}
+	// And the first append, now two events behind the end.
+	r := mustAppend(t, s, stream, eventstore.NoStream, a...)
+	assert.True(t, r.Duplicate)
+	assert.Equal(t, uint64(0), r.FirstVersion)
+	assert.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 4)
+}
+
+func testRepeatWrongPlace(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("place")
+	a := events("x", 2)
+	mustAppend(t, s, stream, eventstore.NoStream, a...)
+	mustAppend(t, s, stream, eventstore.Exact(1), events("x", 1)...)
+
+	// The same events, but the caller says they belong after version 2:
+	// that is not the append that stored them.
+	_, err := s.Append(context.Background(), stream, eventstore.Exact(2), a...)
+	wrongVersion(t, err, stream, eventstore.Exact(2), eventstore.Exact(2))
+	assert.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 3)
+}
+
+func testPartialRepeat(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	ctx := context.Background()
+	stream := n.stream("partial")
+	batch := events("x", 3)
+	mustAppend(t, s, stream, eventstore.NoStream, batch...)
+
+	cases := map[string][]eventstore.EventData{
+		"stored then new":    {batch[2], event("x", "new")},
+		"new then stored":    {event("x", "new"), batch[0]},
+		"stored, reordered":  {batch[1], batch[0]},
+		"stored, with a gap": {batch[0], batch[2]},
+	}
+	for name, attempt := range cases {
+		_, err := s.Append(ctx, stream, eventstore.Any, attempt...)
+		require.Error(t, err, name)
+		require.ErrorIs(t, err, eventstore.ErrEventIDConflict, name)
+		var conflict *eventstore.EventIDConflictError
+		require.ErrorAs(t, err, &conflict, name)
+		assert.Equal(t, stream, conflict.Stream, name)
+		stored := map[int]uint64{}
+		for i, e := range batch {
+			for j, a := range attempt {
+				if a.ID == e.ID {
+					stored[j] = uint64(i)
+				}
+			}
+		}
+		v, ok := stored[conflict.Index]
+		require.True(t, ok, "%s: the conflict names event %d, which is not a stored one", name, conflict.Index)
+		assert.Equal(t, attempt[conflict.Index].ID, conflict.EventID, name)
+		assert.Equal(t, v, conflict.StoredVersion, name)
+		assert.Contains(t, err.Error(), stream, name)
+	}
+	got := readStream(t, s, stream, eventstore.Forward(0))
+	require.Equal(t, ids(batch), recordedIDs(got), "rejected partial repeats wrote events")
+}
+
+func testIDScopedToStream(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	batch := events("x", 2)
+	mustAppend(t, s, n.stream("one"), eventstore.NoStream, batch...)
+	r := mustAppend(t, s, n.stream("two"), eventstore.NoStream, batch...)
+	assert.False(t, r.Duplicate, "an event ID is unique within its stream; another stream may hold it")
+	assert.Len(t, readAll(t, s, eventstore.Start, n.filter()), 4)
+}

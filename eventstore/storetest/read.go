@@ -1,0 +1,196 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+var readTests = []test{
+	{"ForwardFromVersion", testReadForward},
+	{"BackwardFromVersion", testReadBackward},
+	{"AbsentStreamYieldsNothing", testReadAbsent},
+	{"LongStreamsAreReadWhole", testReadLong},
+	{"StoppingEarlyReleasesTheStore", testReadStopEarly},
+	{"ReadAllInPositionOrder", testReadAllOrder},
+	{"ReadAllFilters", testReadAllFilters},
+	{"ReadAllAfterEveryPosition", testReadAllAfter},
+}
+
+// versionsOf returns the stream versions of events, in order.
+func versionsOf(evs []eventstore.Event) []uint64 {
+	out := make([]uint64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Version
+	}
+	return out
+}
+
+func span(from, to uint64) []uint64 {
+	var out []uint64
+	if from <= to {
+		for v := from; v <= to; v++ {
+			out = append(out, v)
+		}
+		return out
+	}
+	for v := from; ; v-- {
+		out = append(out, v)
+		if v == to {
+			return out
+		}
+	}
+}
+
+func testReadForward(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("fwd")
+	mustAppend(t, s, stream, eventstore.NoStream, events("x", 4)...)
+	mustAppend(t, s, stream, eventstore.Exact(3), events("x", 6)...) // versions 0..9
+
+	assert.Equal(t, span(0, 9), versionsOf(readStream(t, s, stream, eventstore.Forward(0))))
+	assert.Equal(t, span(3, 9), versionsOf(readStream(t, s, stream, eventstore.Forward(3))))
+	assert.Equal(t, span(9, 9), versionsOf(readStream(t, s, stream, eventstore.Forward(9))))
+	assert.Empty(t, readStream(t, s, stream, eventstore.Forward(10)))
+	assert.Empty(t, readStream(t, s, stream, eventstore.Forward(eventstore.End)))
+	assert.Equal(t, span(0, 9), versionsOf(readStream(t, s, stream, eventstore.ReadOptions{})), "the zero options read forward from 0")
+}
+
+func testReadBackward(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("bwd")
+	batch := events("x", 10)
+	mustAppend(t, s, stream, eventstore.NoStream, batch...)
+
+	got := readStream(t, s, stream, eventstore.Backward(eventstore.End))
+	assert.Equal(t, span(9, 0), versionsOf(got))
+	for i, e := range got {
+		assert.Equal(t, batch[9-i].ID, e.ID)
+	}
+	assert.Equal(t, span(4, 0), versionsOf(readStream(t, s, stream, eventstore.Backward(4))))
+	assert.Equal(t, span(0, 0), versionsOf(readStream(t, s, stream, eventstore.Backward(0))))
+	assert.Equal(t, span(9, 0), versionsOf(readStream(t, s, stream, eventstore.Backward(25))), "from past the end starts at the last event")
+}
+
+func testReadAbsent(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	mustAppend(t, s, n.stream("present"), eventstore.NoStream, events("x", 2)...)
+	for _, opts := range []eventstore.ReadOptions{eventstore.Forward(0), eventstore.Backward(eventstore.End), eventstore.Forward(5)} {
+		assert.Empty(t, readStream(t, s, n.stream("absent"), opts))
+	}
+	// A stream whose name is a prefix of another's is a different stream.
+	assert.Empty(t, readStream(t, s, n.stream("pres"), eventstore.Forward(0)))
+}
+
+func testReadLong(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("long")
+	const total = 2500 // longer than any sensible page
+	var written []eventstore.EventData
+	for len(written) < total {
+		batch := events("x", 500)
+		mustAppend(t, s, stream, eventstore.Any, batch...)
+		written = append(written, batch...)
+	}
+	mustAppend(t, s, n.stream("other"), eventstore.NoStream, events("x", 3)...)
+
+	fwd := readStream(t, s, stream, eventstore.Forward(0))
+	require.Equal(t, ids(written), recordedIDs(fwd))
+	assert.Equal(t, span(0, total-1), versionsOf(fwd))
+	requireIncreasing(t, fwd)
+
+	bwd := readStream(t, s, stream, eventstore.Backward(eventstore.End))
+	assert.Equal(t, span(total-1, 0), versionsOf(bwd))
+
+	all := readAll(t, s, eventstore.Start, eventstore.Filter{StreamPrefixes: []string{stream}})
+	require.Equal(t, ids(written), recordedIDs(all))
+}
+
+func testReadStopEarly(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("stop")
+	mustAppend(t, s, stream, eventstore.NoStream, events("x", 1200)...)
+	ctx := context.Background()
+	for range 3 {
+		seen := 0
+		for _, err := range s.ReadStream(ctx, stream, eventstore.Forward(0)) {
+			require.NoError(t, err)
+			seen++
+			if seen == 5 {
+				break
+			}
+		}
+		require.Equal(t, 5, seen)
+		for _, err := range s.ReadAll(ctx, eventstore.Start, n.filter()) {
+			require.NoError(t, err)
+			break
+		}
+		// The store must still take writes: the readers let go.
+		mustAppend(t, s, stream, eventstore.Any, event("x", "after"))
+	}
+}
+
+func testReadAllOrder(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	var written []eventstore.EventData
+	for i := range 30 {
+		batch := events("x", 1+i%4)
+		mustAppend(t, s, n.stream(string(rune('a'+i%5))), eventstore.Any, batch...)
+		written = append(written, batch...)
+	}
+	got := readAll(t, s, eventstore.Start, n.filter())
+	require.Equal(t, ids(written), recordedIDs(got), "sequential appends are read back in append order")
+	requireIncreasing(t, got)
+}
+
+func testReadAllFilters(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	other := newNames(t)
+	mustAppend(t, s, n.stream("1"), eventstore.Any, event("order.placed", "1"), event("order.paid", "1"))
+	mustAppend(t, s, other.stream("1"), eventstore.Any, event("order.placed", "x"))
+	mustAppend(t, s, n.stream("2"), eventstore.Any, event("order.shipped", "2"), event("order.placed", "2"))
+
+	typesOf := func(evs []eventstore.Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.StreamID[len(e.StreamID)-1:]+":"+e.Type)
+		}
+		return out
+	}
+	mine := n.filter()
+	assert.Equal(t, []string{"1:order.placed", "1:order.paid", "2:order.shipped", "2:order.placed"},
+		typesOf(readAll(t, s, eventstore.Start, mine)))
+
+	mine.Types = []string{"order.placed"}
+	assert.Equal(t, []string{"1:order.placed", "2:order.placed"}, typesOf(readAll(t, s, eventstore.Start, mine)))
+
+	mine.Types = []string{"order.paid", "order.shipped"}
+	assert.Equal(t, []string{"1:order.paid", "2:order.shipped"}, typesOf(readAll(t, s, eventstore.Start, mine)))
+
+	both := eventstore.Filter{StreamPrefixes: []string{n.stream("2"), other.stream("")}, Types: []string{"order.placed"}}
+	got := readAll(t, s, eventstore.Start, both)
+	require.Len(t, got, 2)
+	assert.Equal(t, other.stream("1"), got[0].StreamID)
+	assert.Equal(t, n.stream("2"), got[1].StreamID)
+
+	mine.Types = []string{"no.such.type"}
+	assert.Empty(t, readAll(t, s, eventstore.Start, mine))
+}
+
+func testReadAllAfter(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	for i := range 8 {
+		mustAppend(t, s, n.stream(string(rune('a'+i%3))), eventstore.Any, events("x", 1+i%3)...)
+	}
+	all := readAll(t, s, eventstore.Start, n.filter())
+	require.NotEmpty(t, all)
+	for i, e := range all {
+		rest := readAll(t, s, e.Position, n.filter())
+		require.Equal(t, recordedIDs(all[i+1:]), recordedIDs(rest), "reading after event %d at %s", i, e.Position)
+	}
+	assert.Empty(t, readAll(t, s, all[len(all)-1].Position, n.filter()))
+}

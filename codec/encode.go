@@ -1,0 +1,75 @@
+package codec
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/upcast"
+)
+
+// Encode serializes a registered event value, a T or a *T, into the
+// event to append: its Type, SchemaVersion and Data. The caller sets ID
+// and Metadata. An unregistered Go type is an [*EncodeError] matching
+// [ErrUnregisteredType].
+func (r *Registry) Encode(v any) (eventstore.EventData, error) {
+	raw, err := r.EncodeValue(v)
+	if err != nil {
+		return eventstore.EventData{}, err
+	}
+	return eventstore.EventData{Type: raw.Type, SchemaVersion: raw.Version, Data: raw.Data}, nil
+}
+
+// EncodeAll encodes several events, as an aggregate's decision returns
+// them, in order. It fails as a whole on the first value it cannot encode.
+func (r *Registry) EncodeAll(vs ...any) ([]eventstore.EventData, error) {
+	out := make([]eventstore.EventData, len(vs))
+	for i, v := range vs {
+		e, err := r.Encode(v)
+		if err != nil {
+			return nil, fmt.Errorf("event %d of %d: %w", i, len(vs), err)
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// EncodeValue serializes any registered value, such as a snapshot or a
+// saga's state, to its raw form: type name, current schema version and
+// data. Store all three; [Registry.DecodeValue] reads them back, upcasting
+// with the same chains as events.
+func (r *Registry) EncodeValue(v any) (upcast.Raw, error) {
+	if err := r.ready(); err != nil {
+		return upcast.Raw{}, err
+	}
+	if v == nil {
+		return upcast.Raw{}, &EncodeError{GoType: "nil", Err: ErrUnregisteredType}
+	}
+	t := reflect.TypeOf(v)
+	e, ok := r.byType[t]
+	if !ok && t.Kind() == reflect.Pointer {
+		e, ok = r.byType[t.Elem()]
+	}
+	if !ok {
+		return upcast.Raw{}, &EncodeError{GoType: t.String(), Err: ErrUnregisteredType}
+	}
+	data, err := r.marshal(e, v)
+	if err != nil {
+		return upcast.Raw{}, &EncodeError{GoType: t.String(), Name: e.name, Version: e.version, Err: err}
+	}
+	if data == nil {
+		data = []byte{} // stores reject nil data
+	}
+	return upcast.Raw{Type: e.name, Version: e.version, Data: data}, nil
+}
+
+// marshal runs the serializer, turning a panic in a custom one (or in a
+// user's MarshalJSON) into an error.
+func (r *Registry) marshal(e *entry, v any) (data []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			data, err = nil, fmt.Errorf("serializer panicked: %v", p)
+		}
+	}()
+	return e.encode(v)
+}

@@ -1,0 +1,229 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/upcast"
+)
+
+// Options configure a [Registry]. The zero value is the default.
+type Options struct {
+	// Serializer encodes and decodes every registered type; nil means
+	// [JSON].
+	Serializer Serializer
+}
+
+// Registry maps Go event types to stable type names and schema versions,
+// encodes values, and decodes stored events, upcasting old ones, into the
+// Go values the current code expects.
+//
+// Set it up once: [Register] every type, add upcasters with
+// [Registry.Upcast], then call [Registry.Validate]. The first Encode or
+// Decode validates it if Validate was not called, and from then on the
+// registry is frozen: later registrations fail with [ErrFrozen]. A registry
+// whose set-up is invalid refuses every Encode and Decode with the set-up
+// error ([ErrInvalidSetup]) rather than decode wrongly. After set-up, every
+// method is safe for concurrent use.
+type Registry struct {
+	ser Serializer
+
+	mu        sync.Mutex // serializes set-up
+	frozen    atomic.Bool
+	setupErrs []error
+	setupErr  error // set before frozen is, never changed after
+
+	// Read without locking once frozen: nothing writes them after.
+	byName map[string]*entry
+	byType map[reflect.Type]*entry
+	chain  upcast.Chain
+}
+
+// entry is one registered type: its name, its current version, and the
+// closures that encode and decode it without reflection on the hot path.
+type entry struct {
+	name    string
+	version uint32
+	goType  reflect.Type
+	// decode unmarshals data into a new T and returns the T (not a pointer).
+	decode func(data []byte) (any, error)
+	// encode marshals a T or a non-nil *T.
+	encode func(v any) ([]byte, error)
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(opts Options) *Registry {
+	ser := opts.Serializer
+	if ser == nil {
+		ser = JSON{}
+	}
+	return &Registry{
+		ser:    ser,
+		byName: make(map[string]*entry),
+		byType: make(map[reflect.Type]*entry),
+	}
+}
+
+// Register maps the Go type T to the type name and its current schema
+// version. Names are explicit and must stay stable, whatever the Go type
+// is called or where it lives; versions start at 1 (older data may still
+// be stored at version 0 and upcast from there). Decoding yields T values,
+// not pointers, so consumers switch on `case OrderPlaced:`. Encode accepts
+// both a T and a *T.
+//
+// It returns a [*RegistrationError] for an empty or malformed name, a
+// version of 0, an interface type, a name or a Go type already registered;
+// the problem is also kept, and [Registry.Validate] reports it again, so a
+// set-up that ignored the error cannot be used. After the registry is
+// frozen it returns [ErrFrozen].
+func Register[T any](r *Registry, name string, version uint32) error {
+	goType := reflect.TypeFor[T]()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.frozen.Load() {
+		return fmt.Errorf("register %s as %q v%d: %w", goType, name, version, ErrFrozen)
+	}
+	fail := func(reason string) error {
+		err := &RegistrationError{Name: name, Version: version, GoType: goType.String(), Reason: reason}
+		r.setupErrs = append(r.setupErrs, err)
+		return err
+	}
+	if reason := checkName(name); reason != "" {
+		return fail(reason)
+	}
+	switch {
+	case version == 0:
+		return fail("version 0 is reserved for data written before versioning: registered versions start at 1")
+	case goType.Kind() == reflect.Interface:
+		return fail("is an interface type: register the concrete types")
+	}
+	if old, ok := r.byName[name]; ok {
+		return fail(fmt.Sprintf("the name is already registered for %s", old.goType))
+	}
+	if old, ok := r.byType[goType]; ok {
+		return fail(fmt.Sprintf("the Go type is already registered as %q v%d", old.name, old.version))
+	}
+	ser := r.ser
+	e := &entry{
+		name:    name,
+		version: version,
+		goType:  goType,
+		decode: func(data []byte) (any, error) {
+			var v T
+			if err := ser.Unmarshal(data, &v); err != nil {
+				return nil, err
+			}
+			return v, nil
+		},
+		encode: func(v any) ([]byte, error) {
+			switch x := v.(type) {
+			case T:
+				return ser.Marshal(x)
+			case *T:
+				if x == nil {
+					return nil, errors.New("nil pointer")
+				}
+				return ser.Marshal(*x)
+			}
+			return nil, fmt.Errorf("%T is not %s", v, goType) // unreachable: looked up by type
+		},
+	}
+	r.byName[name] = e
+	r.byType[goType] = e
+	return nil
+}
+
+func checkName(name string) string {
+	switch {
+	case name == "":
+		return "the type name is empty"
+	case len(name) > eventstore.MaxTypeLen:
+		return fmt.Sprintf("the type name is %d bytes long, more than the limit of %d", len(name), eventstore.MaxTypeLen)
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "the type name is not printable UTF-8"
+	}
+	return ""
+}
+
+// Upcast adds upcaster steps, built with the constructors of package
+// upcast. A malformed step, or a second step for one (type, version), is an
+// error here and again from [Registry.Validate]; the whole chain is
+// checked against the registered types by Validate. After the registry is
+// frozen it returns [ErrFrozen].
+func (r *Registry) Upcast(steps ...upcast.Step) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.frozen.Load() {
+		return fmt.Errorf("add upcasters: %w", ErrFrozen)
+	}
+	if err := r.chain.Add(steps...); err != nil {
+		r.setupErrs = append(r.setupErrs, err)
+		return err
+	}
+	return nil
+}
+
+// Validate checks the set-up once and freezes the registry: every
+// registration problem, and every problem of the upcaster chain (a gap, two
+// steps for one type and version, a rename cycle, a chain that does not end
+// at a registered type and version), joined in one error that matches
+// [ErrInvalidSetup] and each problem's own sentinel. Later calls return the
+// same result.
+func (r *Registry) Validate() error {
+	if r.frozen.Load() {
+		return r.setupErr
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.frozen.Load() {
+		return r.setupErr
+	}
+	errs := append([]error(nil), r.setupErrs...)
+	if err := r.chain.Validate(r.current); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		r.setupErr = fmt.Errorf("%w: %w", ErrInvalidSetup, errors.Join(errs...))
+	}
+	r.frozen.Store(true)
+	return r.setupErr
+}
+
+// ready validates the registry on first use, so that no Encode or Decode
+// runs on a set-up that is still changing or is wrong.
+func (r *Registry) ready() error {
+	if r.frozen.Load() {
+		return r.setupErr
+	}
+	return r.Validate()
+}
+
+func (r *Registry) current(name string) (uint32, bool) {
+	if e, ok := r.byName[name]; ok {
+		return e.version, true
+	}
+	return 0, false
+}
+
+// NameOf returns the type name and current schema version registered for
+// T.
+//
+// Unlike Encode and Decode, it does not freeze the registry, so set-up code
+// may call it between registrations.
+func NameOf[T any](r *Registry) (name string, version uint32, ok bool) {
+	if !r.frozen.Load() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+	}
+	e, ok := r.byType[reflect.TypeFor[T]()]
+	if !ok {
+		return "", 0, false
+	}
+	return e.name, e.version, true
+}

@@ -15,3 +15,11 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Benchmark(b, func(b *testing.B) eventstore.Store {
+		s := memory.New()
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}

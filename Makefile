@@ -1,0 +1,39 @@
+# Cairn's build, test, benchmark and lint entry points. CI runs `make test`
+# through .ci/run on a fresh machine.
+
+GO            ?= go
+STATICCHECK   ?= honnef.co/go/tools/cmd/staticcheck@2026.2.2
+# Benchmarks run several times so that docs/benchmarks.md can record medians.
+BENCH_COUNT   ?= 5
+BENCH         ?= .
+BENCH_PKGS    ?= ./...
+TEST_TIMEOUT  ?= 14m
+
+.PHONY: all build test bench lint demo clean
+
+all: build lint test
+
+build:
+	$(GO) build ./...
+
+# The PostgreSQL tests start a throwaway server of their own (internal/pgtest)
+# unless CAIRN_POSTGRES_URL names one; KurrentDB tests need CAIRN_KURRENTDB_URL.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)
+
+lint:
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+# The flagship example on the embedded store; a second run reuses its data.
+demo:
+	$(GO) run ./examples/quickstart
+
+clean:
+	$(GO) clean -testcache

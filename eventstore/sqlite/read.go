@@ -1,0 +1,355 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+const eventColumns = `position, stream, version, id, type, schema_version, data,
+	correlation_id, causation_id, command_id, extra, recorded_at`
+
+// readStatements are prepared once on the reader pool.
+type readStatements struct {
+	forward, backward, tip *sql.Stmt
+}
+
+func (r *readStatements) prepare(ctx context.Context, db *sql.DB) error {
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = db.PrepareContext(ctx, q)
+		return st
+	}
+	r.forward = prep(`SELECT ` + eventColumns + ` FROM cairn_events
+		WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`)
+	r.backward = prep(`SELECT ` + eventColumns + ` FROM cairn_events
+		WHERE stream = ? AND version <= ? ORDER BY version DESC LIMIT ?`)
+	r.tip = prep(`SELECT coalesce(max(position), 0) FROM cairn_events`)
+	return err
+}
+
+func (r *readStatements) close() {
+	for _, st := range []*sql.Stmt{r.forward, r.backward, r.tip} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// ReadStream implements [eventstore.Store.ReadStream]. It reads a page of
+// events at a time and holds no connection while the consumer runs, so
+// memory stays flat and the consumer may append as it ranges.
+func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
+	return func(yield func(eventstore.Event, error) bool) {
+		if err := eventstore.ValidateStream(stream); err != nil {
+			yield(eventstore.Event{}, err)
+			return
+		}
+		from := opts.From
+		if from > math.MaxInt64 {
+			if !opts.Backward {
+				return // no stream is that long
+			}
+			from = math.MaxInt64
+		}
+		const pageSize = eventstore.DefaultPageSize
+		for {
+			page, err := s.streamPage(ctx, stream, from, opts.Backward, pageSize)
+			if err != nil {
+				yield(eventstore.Event{}, err)
+				return
+			}
+			for _, e := range page {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if len(page) < pageSize {
+				return
+			}
+			last := page[len(page)-1].Version
+			if opts.Backward {
+				if last == 0 {
+					return
+				}
+				from = last - 1
+			} else {
+				from = last + 1
+			}
+		}
+	}
+}
+
+func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+	if err := s.readable(ctx); err != nil {
+		return nil, err
+	}
+	st := s.reads.forward
+	if backward {
+		st = s.reads.backward
+	}
+	rows, err := st.QueryContext(ctx, stream, int64(from), limit)
+	if err != nil {
+		return nil, s.readErr(ctx, err, "read stream "+quote(stream))
+	}
+	events, err := scanEvents(rows, limit)
+	if err != nil {
+		return nil, s.readErr(ctx, err, "read stream "+quote(stream))
+	}
+	return events, nil
+}
+
+// readPage is the one page reader behind ReadAll and Subscribe. The end of
+// the log (Through) is read in the same transaction as the events, so a
+// page never claims to have looked past an event it did not see.
+func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (eventstore.Page, error) {
+	if err := s.readable(ctx); err != nil {
+		return eventstore.Page{}, err
+	}
+	page := eventstore.Page{Through: after}
+	if after.Major >= math.MaxInt64 {
+		return page, nil // past any rowid SQLite can hold
+	}
+	query, args := pageQuery(after, filter, limit)
+	tx, err := s.readers.BeginTx(ctx, nil)
+	if err != nil {
+		return page, s.readErr(ctx, err, "read all")
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to lose
+	var tip int64
+	if err := tx.StmtContext(ctx, s.reads.tip).QueryRowContext(ctx).Scan(&tip); err != nil {
+		return page, s.readErr(ctx, err, "read all")
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return page, s.readErr(ctx, err, "read all")
+	}
+	page.Events, err = scanEvents(rows, limit)
+	if err != nil {
+		return eventstore.Page{Through: after}, s.readErr(ctx, err, "read all")
+	}
+	if len(page.Events) == limit {
+		page.Through = page.Events[limit-1].Position
+	} else if end := (eventstore.Position{Major: uint64(tip)}); after.Before(end) {
+		page.Through = end
+	}
+	return page, nil
+}
+
+// pageQuery builds the query for one page of the global log.
+func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (string, []any) {
+	var b strings.Builder
+	b.WriteString("SELECT " + eventColumns + " FROM cairn_events WHERE position > ?")
+	// {Major, Minor > 0} sorts after {Major, 0}, which is the only position
+	// this store gives rowid Major: the next event is still Major+1.
+	args := []any{int64(after.Major)}
+	if len(filter.Types) > 0 {
+		b.WriteString(" AND type IN (?" + strings.Repeat(", ?", len(filter.Types)-1) + ")")
+		for _, t := range filter.Types {
+			args = append(args, t)
+		}
+	}
+	if ranges, all := prefixRanges(filter.StreamPrefixes); !all {
+		b.WriteString(" AND (")
+		for i, r := range ranges {
+			if i > 0 {
+				b.WriteString(" OR ")
+			}
+			if r.bounded {
+				b.WriteString("(stream >= ? AND stream < ?)")
+				args = append(args, r.from, r.to)
+			} else {
+				b.WriteString("stream >= ?")
+				args = append(args, r.from)
+			}
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(" ORDER BY position LIMIT ?")
+	args = append(args, limit)
+	return b.String(), args
+}
+
+type streamRange struct {
+	from, to string
+	bounded  bool
+}
+
+// prefixRanges turns stream prefixes into ranges of names, which the
+// (stream, version) index answers; all reports that some prefix is empty and
+// so selects every stream. SQLite compares text byte by byte, like
+// strings.HasPrefix.
+func prefixRanges(prefixes []string) (ranges []streamRange, all bool) {
+	if len(prefixes) == 0 {
+		return nil, true
+	}
+	for _, p := range prefixes {
+		if p == "" {
+			return nil, true
+		}
+		r := streamRange{from: p}
+		b := []byte(p)
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] < 0xff {
+				b[i]++
+				r.to, r.bounded = string(b[:i+1]), true
+				break
+			}
+		}
+		ranges = append(ranges, r)
+	}
+	return ranges, false
+}
+
+// scanEvents reads and closes rows.
+func scanEvents(rows *sql.Rows, capacity int) ([]eventstore.Event, error) {
+	defer rows.Close()
+	events := make([]eventstore.Event, 0, min(capacity, 64))
+	var cols [12]any
+	var dest [12]any
+	for i := range cols {
+		dest[i] = &cols[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest[:]...); err != nil {
+			return nil, err
+		}
+		e, err := decodeEvent(&cols)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// decodeEvent checks every column rather than trusting the schema: a row
+// written by another program must give an error that says where, not a
+// panic or a wrong event.
+func decodeEvent(c *[12]any) (eventstore.Event, error) {
+	var e eventstore.Event
+	pos, ok := c[0].(int64)
+	if !ok || pos <= 0 {
+		return e, &CorruptError{Field: "position", Reason: fmt.Sprintf("is %v", c[0])}
+	}
+	e.Position = eventstore.Position{Major: uint64(pos)}
+	bad := func(field, reason string) error {
+		return &CorruptError{Stream: e.StreamID, Version: e.Version, Position: uint64(pos), Field: field, Reason: reason}
+	}
+	if e.StreamID, ok = c[1].(string); !ok {
+		return e, bad("stream", fmt.Sprintf("is a %T, not text", c[1]))
+	}
+	version, ok := c[2].(int64)
+	if !ok || version < 0 {
+		return e, bad("version", fmt.Sprintf("is %v, not a version", c[2]))
+	}
+	e.Version = uint64(version)
+	id, ok := c[3].([]byte)
+	if !ok || len(id) != len(uuid.UUID{}) {
+		return e, bad("id", fmt.Sprintf("is a %T of length %d, not a 16-byte UUID", c[3], len(id)))
+	}
+	e.ID = uuid.UUID(id)
+	if e.Type, ok = c[4].(string); !ok {
+		return e, bad("type", fmt.Sprintf("is a %T, not text", c[4]))
+	}
+	sv, ok := c[5].(int64)
+	if !ok || sv < 0 || sv > math.MaxUint32 {
+		return e, bad("schema_version", fmt.Sprintf("is %v, not a schema version", c[5]))
+	}
+	e.SchemaVersion = uint32(sv)
+	switch d := c[6].(type) {
+	case []byte:
+		e.Data = d
+	case nil:
+	default:
+		return e, bad("data", fmt.Sprintf("is a %T, not a blob", c[6]))
+	}
+	if e.Data == nil {
+		e.Data = []byte{}
+	}
+	for i, dst := range []*string{&e.Metadata.CorrelationID, &e.Metadata.CausationID, &e.Metadata.CommandID} {
+		switch v := c[7+i].(type) {
+		case string:
+			*dst = v
+		case nil:
+		default:
+			return e, bad([]string{"correlation_id", "causation_id", "command_id"}[i], fmt.Sprintf("is a %T, not text", v))
+		}
+	}
+	switch v := c[10].(type) {
+	case string:
+		if err := json.Unmarshal([]byte(v), &e.Metadata.Extra); err != nil {
+			return e, bad("extra", "is not a JSON object of strings: "+err.Error())
+		}
+		if len(e.Metadata.Extra) == 0 {
+			e.Metadata.Extra = nil
+		}
+	case nil:
+	default:
+		return e, bad("extra", fmt.Sprintf("is a %T, not JSON text", v))
+	}
+	at, ok := c[11].(int64)
+	if !ok {
+		return e, bad("recorded_at", fmt.Sprintf("is a %T, not Unix nanoseconds", c[11]))
+	}
+	e.RecordedAt = time.Unix(0, at).UTC()
+	return e, nil
+}
+
+// readable fails fast on a canceled context or a closed store.
+func (s *Store) readable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed() {
+		return eventstore.ErrClosed
+	}
+	return nil
+}
+
+// readErr explains a failed read: the context's end, the store's closing, or
+// SQLite's error.
+func (s *Store) readErr(ctx context.Context, err error, what string) error {
+	var ce *CorruptError
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case s.closed():
+		return eventstore.ErrClosed
+	case errors.As(err, &ce):
+		return err
+	}
+	return fmt.Errorf("sqlite: %s: %w", what, err)
+}
+
+// isBusy reports a lock held by another connection or process, which a
+// later read will get past.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }

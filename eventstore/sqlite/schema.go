@@ -1,0 +1,247 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// applicationID marks a SQLite file as a Cairn event store ("Crn1") in the
+// database header, so that Open can tell its own files from other
+// applications' before it changes anything.
+const applicationID = 0x43726e31
+
+// migration is one forward step of the schema. Steps are never edited once
+// released: a change is a new step, so every file reaches the same schema
+// whatever version created it.
+type migration struct {
+	note string
+	sql  string
+}
+
+// migrations[i] takes the schema from version i to version i+1. Later
+// features (snapshots, checkpoints, dead letters, leases) add their tables
+// as new steps; every table is prefixed cairn_ so that applications may keep
+// their own tables (transactional projections) in the same file.
+var migrations = []migration{
+	{
+		note: "events and their indexes",
+		sql: `
+CREATE TABLE cairn_events (
+	position       INTEGER PRIMARY KEY, -- the rowid: dense and commit-ordered, since one writer appends at a time
+	stream         TEXT    NOT NULL,
+	version        INTEGER NOT NULL,
+	id             BLOB    NOT NULL,    -- 16-byte UUID
+	type           TEXT    NOT NULL,
+	schema_version INTEGER NOT NULL,
+	data           BLOB    NOT NULL,
+	correlation_id TEXT,                -- NULL when empty
+	causation_id   TEXT,
+	command_id     TEXT,
+	extra          TEXT,                -- JSON object of Metadata.Extra, NULL when empty
+	recorded_at    INTEGER NOT NULL     -- Unix nanoseconds, UTC
+) STRICT;
+CREATE UNIQUE INDEX cairn_events_stream_version ON cairn_events (stream, version);
+CREATE INDEX cairn_events_id ON cairn_events (id);
+CREATE INDEX cairn_events_type ON cairn_events (type);
+CREATE INDEX cairn_events_command ON cairn_events (stream, command_id) WHERE command_id IS NOT NULL;
+`,
+	},
+}
+
+// SchemaVersion is the schema version this package writes and reads: the
+// number of migrations.
+const SchemaVersion = 1
+
+// schemaTable records every migration applied to the file.
+const schemaTable = `
+CREATE TABLE IF NOT EXISTS cairn_schema (
+	version    INTEGER PRIMARY KEY,
+	note       TEXT    NOT NULL,
+	applied_at INTEGER NOT NULL -- Unix milliseconds
+) STRICT`
+
+// sqliteMagic starts every SQLite database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// inspect decides, without changing the file, whether Open may use it: it
+// returns nil for a missing or empty file, or a Cairn event store this
+// version can migrate, and a typed error otherwise.
+func inspect(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &FileError{Path: path, Reason: "cannot read the file", Err: err, corrupt: true}
+	}
+	header := make([]byte, 100)
+	n, err := io.ReadFull(f, header)
+	f.Close()
+	switch {
+	case n == 0:
+		// An empty file is a new database, or one whose pages are all
+		// still in the write-ahead log: SQLite must look.
+	case err != nil || !bytes.Equal(header[:len(sqliteMagic)], sqliteMagic):
+		return &FileError{Path: path, Reason: "not a SQLite database"}
+	}
+
+	db, err := sql.Open("sqlite", fileURI(path, "mode=ro", "_pragma=busy_timeout(5000)"))
+	if err != nil {
+		return &FileError{Path: path, Reason: "cannot open read-only to inspect it", Err: err, corrupt: true}
+	}
+	defer db.Close()
+	st, err := readState(ctx, db)
+	if err != nil {
+		return classify(path, err)
+	}
+	return st.check(path)
+}
+
+// schemaState is what a file says about itself.
+type schemaState struct {
+	appID   int64
+	objects []string // names of the tables, indexes, views and triggers
+	version int      // highest applied migration, when appID is ours
+}
+
+// querier is a *sql.DB, *sql.Conn or *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func readState(ctx context.Context, q querier) (schemaState, error) {
+	var st schemaState
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&st.appID); err != nil {
+		return st, err
+	}
+	rows, err := q.QueryContext(ctx, "SELECT name FROM sqlite_schema ORDER BY name")
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return st, err
+		}
+		st.objects = append(st.objects, name)
+	}
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	if st.appID == applicationID && st.has("cairn_schema") {
+		var v sql.NullInt64
+		if err := q.QueryRowContext(ctx, "SELECT max(version) FROM cairn_schema").Scan(&v); err != nil {
+			return st, err
+		}
+		st.version = int(v.Int64)
+	}
+	return st, nil
+}
+
+func (st schemaState) has(name string) bool {
+	for _, o := range st.objects {
+		if o == name {
+			return true
+		}
+	}
+	return false
+}
+
+// fresh reports a database that nothing has written to: Open may make it a
+// Cairn event store.
+func (st schemaState) fresh() bool { return st.appID == 0 && len(st.objects) == 0 }
+
+// check returns why Open must refuse a file in this state, or nil.
+func (st schemaState) check(path string) error {
+	switch {
+	case st.fresh():
+		return nil
+	case st.appID != applicationID:
+		shown := st.objects
+		if len(shown) > 5 {
+			shown = append(shown[:5:5], "...")
+		}
+		return &FileError{Path: path, Reason: fmt.Sprintf(
+			"a SQLite database of another application (application_id %#x, objects: %s)",
+			st.appID, strings.Join(shown, ", "))}
+	case !st.has("cairn_schema"):
+		return &FileError{Path: path, Reason: "marked as a Cairn event store but has no cairn_schema table", corrupt: true}
+	case st.version > SchemaVersion:
+		return &SchemaVersionError{Path: path, Found: st.version, Supported: SchemaVersion}
+	}
+	return nil
+}
+
+// classify turns an error from inspecting or migrating a file into a typed
+// error when SQLite says the file is not a database or is damaged.
+func classify(path string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB:
+			return &FileError{Path: path, Reason: "not a SQLite database", Err: err}
+		case sqlite3.SQLITE_CORRUPT:
+			return &FileError{Path: path, Reason: "the database is damaged", Err: err, corrupt: true}
+		}
+	}
+	return fmt.Errorf("sqlite: open %s: %w", path, err)
+}
+
+// migrate brings the file to [SchemaVersion] in one IMMEDIATE transaction,
+// so that two processes opening a new file at once cannot both create it
+// and a crash leaves the file at the old version, never between.
+func migrate(ctx context.Context, conn *sql.Conn, path string) (err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return classify(path, err)
+	}
+	defer func() {
+		if err != nil {
+			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	// Another process may have changed the file since inspect looked.
+	st, err := readState(ctx, conn)
+	if err != nil {
+		return classify(path, err)
+	}
+	if err := st.check(path); err != nil {
+		return err
+	}
+	if st.version == SchemaVersion {
+		_, err = conn.ExecContext(ctx, "COMMIT")
+		return err
+	}
+	if st.fresh() {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, schemaTable); err != nil {
+			return err
+		}
+	}
+	now := time.Now().UnixMilli()
+	for v := st.version; v < SchemaVersion; v++ {
+		m := migrations[v]
+		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("sqlite: open %s: migration to schema version %d (%s): %w", path, v+1, m.note, err)
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO cairn_schema (version, note, applied_at) VALUES (?, ?, ?)",
+			v+1, m.note, now); err != nil {
+			return err
+		}
+	}
+	_, err = conn.ExecContext(ctx, "COMMIT")
+	return err
+}

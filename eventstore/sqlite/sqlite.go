@@ -1,0 +1,248 @@
+// Package sqlite is the embedded [eventstore.Store]: one SQLite file, no
+// server, no cgo (it runs on modernc.org/sqlite).
+//
+// The file is in WAL mode. One writer connection makes every append, inside
+// BEGIN IMMEDIATE transactions, so global positions are dense and in commit
+// order; concurrent appends are gathered into one transaction and one fsync
+// (group commit), each in its own savepoint, so one append's conflict fails
+// only that append. Readers use a pool of their own and never wait for the
+// writer. Subscribers in the same process wake on commit; commits by other
+// processes on the same file are seen by polling.
+//
+// By default a successful append is durable: it survives power loss
+// (synchronous=FULL). See [Options.Synchronous] for the faster setting and
+// its risk.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Synchronous says when SQLite makes a commit durable.
+type Synchronous int
+
+const (
+	// SyncFull, the default, syncs the write-ahead log at every commit: an
+	// acknowledged append survives a process crash, an OS crash and power
+	// loss.
+	SyncFull Synchronous = iota
+	// SyncNormal syncs only at checkpoints. It is faster, and an
+	// acknowledged append still survives a crash of the process, but an OS
+	// crash or power loss can lose the last appends acknowledged before it
+	// (never corrupt the file, never keep part of an append).
+	SyncNormal
+)
+
+func (s Synchronous) pragma() string {
+	if s == SyncNormal {
+		return "NORMAL"
+	}
+	return "FULL"
+}
+
+// Options configure a [Store]. The zero value is the durable default.
+type Options struct {
+	// Synchronous trades durability against power loss for speed; the zero
+	// value is [SyncFull].
+	Synchronous Synchronous
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// process on the same file (its writer, or a checkpoint) before it
+	// fails. Zero means 5 seconds.
+	BusyTimeout time.Duration
+	// PollInterval is how often subscribers look for events appended by
+	// other processes; commits by this store wake them at once. Zero means
+	// [eventstore.DefaultPollInterval]; a negative value turns polling off
+	// when no other process writes to the file.
+	PollInterval time.Duration
+	// MaxReaders bounds the pool of read connections. Zero means 4.
+	MaxReaders int
+	// Logger receives what the store reports on its own (retried reads);
+	// nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = eventstore.DefaultPollInterval
+	}
+	if o.MaxReaders <= 0 {
+		o.MaxReaders = 4
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Store is an event store in one SQLite file. It is safe for concurrent
+// use, and several processes may open the same file.
+type Store struct {
+	path    string
+	opts    Options
+	readers *sql.DB
+	w       *writer
+	reads   readStatements
+
+	changes   eventstore.Notifier
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ eventstore.Store = (*Store)(nil)
+
+// Open opens the event store in the file at path, creating the file if it
+// does not exist and migrating its schema forward if an older version of
+// Cairn wrote it.
+//
+// Open changes nothing in a file it refuses: one that is not a SQLite
+// database or belongs to another application ([ErrNotEventStore]), or one
+// written by a newer version of Cairn ([ErrNewerSchema]).
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := inspect(ctx, abs); err != nil {
+		return nil, err
+	}
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
+
+	wdb, err := sql.Open("sqlite", fileURI(abs, busy,
+		"_pragma=journal_mode(WAL)", "_pragma=synchronous("+opts.Synchronous.pragma()+")"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetConnMaxIdleTime(0)
+	wdb.SetConnMaxLifetime(0)
+	conn, err := wdb.Conn(ctx)
+	if err == nil {
+		err = checkWAL(ctx, conn)
+	}
+	if err == nil {
+		err = migrate(ctx, conn, abs)
+	}
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		wdb.Close()
+		var fe *FileError
+		var se *SchemaVersionError
+		if errors.As(err, &fe) || errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, classify(abs, err)
+	}
+
+	s := &Store{path: abs, opts: opts, done: make(chan struct{})}
+	s.w, err = newWriter(ctx, wdb, conn, s.changes.Notify)
+	if err != nil {
+		conn.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s.readers, err = sql.Open("sqlite", fileURI(abs, busy, "mode=ro", "_pragma=query_only(1)"))
+	if err == nil {
+		s.readers.SetMaxOpenConns(opts.MaxReaders)
+		s.readers.SetMaxIdleConns(opts.MaxReaders)
+		err = s.reads.prepare(ctx, s.readers)
+	}
+	if err != nil {
+		s.w.close()
+		if s.readers != nil {
+			s.readers.Close()
+		}
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// checkWAL makes sure the file is in WAL mode, which the one-writer,
+// many-readers model relies on; some file systems cannot hold it.
+func checkWAL(ctx context.Context, conn *sql.Conn) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if mode != "wal" {
+		return fmt.Errorf("the file cannot be put in WAL mode (journal_mode is %q)", mode)
+	}
+	return nil
+}
+
+// fileURI returns a SQLite URI for the absolute path with query parameters.
+func fileURI(abs string, params ...string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	s := u.String()
+	for i, p := range params {
+		if i == 0 {
+			s += "?"
+		} else {
+			s += "&"
+		}
+		s += p
+	}
+	return s
+}
+
+// Path returns the absolute path of the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Subscribe implements [eventstore.Store.Subscribe]. Appends through this
+// store wake subscribers at once; appends by other processes are seen
+// within [Options.PollInterval].
+func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
+	return eventstore.Follow(ctx, after, filter, s.readPage, eventstore.FollowOptions{
+		Changed:      s.changes.Changed,
+		PollInterval: max(s.opts.PollInterval, 0),
+		Closed:       s.done,
+		Transient:    isBusy,
+		Logger:       s.opts.Logger,
+	})
+}
+
+// ReadAll implements [eventstore.Store.ReadAll].
+func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
+	return eventstore.ReadPages(ctx, after, filter, s.readPage, 0)
+}
+
+// Close implements [eventstore.Store.Close]. Appends still waiting for the
+// writer fail with [eventstore.ErrClosed]; those it has taken complete
+// first. Subscriptions end with [eventstore.ErrClosed]. Close is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		werr := s.w.close()
+		s.reads.close()
+		s.closeErr = errors.Join(werr, s.readers.Close())
+	})
+	return s.closeErr
+}
+
+func (s *Store) closed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}

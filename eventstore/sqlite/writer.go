@@ -1,0 +1,258 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// job is one unit of work for the writer: an append today; a projection's
+// transactional update later. It runs inside the writer's transaction, in a
+// savepoint of its own, so that its failure undoes only its own writes.
+type job interface {
+	// run does the work. An error rolls back the job's savepoint and is the
+	// job's outcome.
+	run(tx *writeTx) error
+	// finish reports the outcome once the transaction has committed (err
+	// nil), or failed (err says why), and wakes the caller.
+	finish(err error)
+	// claim is called, under the writer's lock, when the writer takes the
+	// job; it returns false when the caller has given up on it.
+	claim() bool
+}
+
+// writer owns the one connection that writes. Callers queue jobs; the
+// writer goroutine takes all that are queued at that moment, runs them in one
+// BEGIN IMMEDIATE transaction and commits once, so concurrent appenders
+// share one fsync. A lone job is taken at once: batching adds no wait.
+type writer struct {
+	db   *sql.DB
+	conn *sql.Conn
+	tx   writeTx
+
+	mu     sync.Mutex
+	queue  []job
+	spare  []job
+	closed bool
+	wake   chan struct{} // capacity 1: a pending wake-up
+	exited chan struct{}
+
+	committed func() // wakes subscribers after a commit
+}
+
+// writeTx is what a job sees of the transaction: the writer's connection
+// and its prepared statements, and the time of the commit.
+type writeTx struct {
+	conn *sql.Conn
+	now  time.Time
+
+	lastVersion, findID, insert, positionAt *sql.Stmt
+	savepoint, release, rollbackTo          *sql.Stmt
+}
+
+const (
+	sqlLastVersion = `SELECT version FROM cairn_events WHERE stream = ? ORDER BY version DESC LIMIT 1`
+	sqlFindID      = `SELECT version FROM cairn_events WHERE id = ? AND stream = ?`
+	sqlInsert      = `INSERT INTO cairn_events (stream, version, id, type, schema_version, data,
+		correlation_id, causation_id, command_id, extra, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlPositionAt = `SELECT position FROM cairn_events WHERE stream = ? AND version = ?`
+)
+
+func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, committed func()) (*writer, error) {
+	w := &writer{
+		db:        db,
+		conn:      conn,
+		wake:      make(chan struct{}, 1),
+		exited:    make(chan struct{}),
+		committed: committed,
+	}
+	w.tx.conn = conn
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&w.tx.lastVersion, sqlLastVersion},
+		{&w.tx.findID, sqlFindID},
+		{&w.tx.insert, sqlInsert},
+		{&w.tx.positionAt, sqlPositionAt},
+		{&w.tx.savepoint, "SAVEPOINT job"},
+		{&w.tx.release, "RELEASE job"},
+		{&w.tx.rollbackTo, "ROLLBACK TO job"},
+	} {
+		stmt, err := conn.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return nil, err
+		}
+		*p.stmt = stmt
+	}
+	go w.loop()
+	return w, nil
+}
+
+// enqueue hands j to the writer, or fails with [eventstore.ErrClosed].
+func (w *writer) enqueue(j job) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return eventstore.ErrClosed
+	}
+	w.queue = append(w.queue, j)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// locked runs f under the writer's lock, which also guards the jobs' claim
+// state.
+func (w *writer) locked(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f()
+}
+
+func (w *writer) loop() {
+	defer close(w.exited)
+	for {
+		batch, ok := w.take()
+		if !ok {
+			return
+		}
+		w.commit(batch)
+		clear(batch)
+		w.spare = batch[:0]
+	}
+}
+
+// take waits for queued jobs and claims all of them, or returns false once
+// the writer is closed and nothing is queued.
+func (w *writer) take() ([]job, bool) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) > 0 {
+			// Only this goroutine uses spare, and only between takes.
+			batch := w.spare[:0]
+			for _, j := range w.queue {
+				if j.claim() {
+					batch = append(batch, j)
+				}
+			}
+			clear(w.queue)
+			w.queue = w.queue[:0]
+			w.mu.Unlock()
+			if len(batch) > 0 {
+				return batch, true
+			}
+			continue
+		}
+		if w.closed {
+			w.mu.Unlock()
+			return nil, false
+		}
+		w.mu.Unlock()
+		<-w.wake
+	}
+}
+
+// commit runs batch in one transaction and reports to every job.
+func (w *writer) commit(batch []job) {
+	ctx := context.Background() // a claimed job completes and reports the truth
+	tx := &w.tx
+	tx.now = time.Now()
+	outcomes := make([]error, len(batch))
+	fail := func(err error) {
+		for i, j := range batch {
+			if outcomes[i] == nil {
+				j.finish(err)
+			} else {
+				j.finish(outcomes[i])
+			}
+		}
+	}
+	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		fail(fmt.Errorf("sqlite: begin the write transaction: %w", err))
+		return
+	}
+	abort := func(err error) {
+		_, _ = w.conn.ExecContext(ctx, "ROLLBACK")
+		fail(err)
+	}
+	if len(batch) == 1 {
+		// Alone, a job needs no savepoint: its failure rolls back everything.
+		if err := batch[0].run(tx); err != nil {
+			abort(err)
+			return
+		}
+	} else {
+		for i, j := range batch {
+			if _, err := tx.savepoint.ExecContext(ctx); err != nil {
+				abort(fmt.Errorf("sqlite: open a savepoint: %w", err))
+				return
+			}
+			if err := j.run(tx); err != nil {
+				outcomes[i] = err
+				if _, rerr := tx.rollbackTo.ExecContext(ctx); rerr != nil {
+					// SQLite rolled back the whole transaction (disk full, I/O
+					// error): nothing in it was written.
+					abort(fmt.Errorf("sqlite: write transaction lost after %w: %w", err, rerr))
+					return
+				}
+			}
+			if _, err := tx.release.ExecContext(ctx); err != nil {
+				abort(fmt.Errorf("sqlite: release a savepoint: %w", err))
+				return
+			}
+		}
+	}
+	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		abort(fmt.Errorf("sqlite: commit: %w", err))
+		return
+	}
+	w.committed()
+	for i, j := range batch {
+		j.finish(outcomes[i])
+	}
+}
+
+// close fails the jobs still queued with [eventstore.ErrClosed], waits for
+// the batch being committed, and closes the connection.
+func (w *writer) close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.exited
+		return nil
+	}
+	w.closed = true
+	pending := w.queue
+	w.queue = nil
+	var dropped []job
+	for _, j := range pending {
+		if j.claim() {
+			dropped = append(dropped, j)
+		}
+	}
+	w.mu.Unlock()
+	for _, j := range dropped {
+		j.finish(eventstore.ErrClosed)
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.exited
+	var errs []error
+	for _, s := range []*sql.Stmt{w.tx.lastVersion, w.tx.findID, w.tx.insert, w.tx.positionAt,
+		w.tx.savepoint, w.tx.release, w.tx.rollbackTo} {
+		errs = append(errs, s.Close())
+	}
+	errs = append(errs, w.conn.Close(), w.db.Close())
+	return errors.Join(errs...)
+}

@@ -227,3 +227,19 @@ func NameOf[T any](r *Registry) (name string, version uint32, ok bool) {
 	}
 	return e.name, e.version, true
 }
+
+// SourceTypes returns every stored type name that decodes, through the
+// upcasters, to one of the given current type names, those names
+// included. Subscribe and ReadAll filter by stored type name before any
+// upcasting, so a consumer that filters by type must ask for all of them:
+//
+//	filter := eventstore.Filter{Types: reg.SourceTypes("finance.payment_received")}
+//
+// It does not freeze the registry.
+func (r *Registry) SourceTypes(names ...string) []string {
+	if !r.frozen.Load() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+	}
+	return r.chain.Sources(names...)
+}

@@ -90,29 +90,36 @@ func (c *Chain) Apply(dst []Raw, r Raw) ([]Raw, error) {
 	if len(c.steps) == 0 {
 		return append(dst, r), nil
 	}
-	budget := MaxSteps
-	out, err := c.apply(dst, r, &budget, false)
+	run := run{steps: MaxSteps, start: len(dst), input: r.Key()}
+	out, err := c.apply(dst, r, &run, false)
 	if err != nil {
-		clear(out[len(dst):])
+		clear(out[len(dst):]) // the caller keeps the backing array
 		return dst, err
-	}
-	if len(out)-len(dst) > MaxParts {
-		clear(out[len(dst):])
-		return dst, &StepError{Step: "(chain)", Input: r.Key(),
-			Err: fmt.Errorf("yields %d events, more than the limit of %d", len(out)-len(dst), MaxParts)}
 	}
 	return out, nil
 }
 
+// run is the state of one Apply: what is left of its budget, and where
+// its results start in dst.
+type run struct {
+	steps int
+	start int
+	input Key
+}
+
 // apply runs steps on r until none applies. owned says whether r's
 // metadata is already a private copy that a step function may change.
-func (c *Chain) apply(dst []Raw, r Raw, budget *int, owned bool) ([]Raw, error) {
+func (c *Chain) apply(dst []Raw, r Raw, run *run, owned bool) ([]Raw, error) {
 	for {
 		s, ok := c.steps[r.Key()]
 		if !ok {
+			if len(dst)-run.start >= MaxParts {
+				return dst, &StepError{Step: "(chain)", Input: run.input,
+					Err: fmt.Errorf("yields more than %d events", MaxParts)}
+			}
 			return append(dst, r), nil
 		}
-		if *budget--; *budget < 0 {
+		if run.steps--; run.steps < 0 {
 			return dst, &StepError{Step: s.String(), Input: r.Key(),
 				Err: fmt.Errorf("the chain runs more than %d steps: is it a cycle that was never validated?", MaxSteps)}
 		}
@@ -158,7 +165,7 @@ func (c *Chain) apply(dst []Raw, r Raw, budget *int, owned bool) ([]Raw, error) 
 				} else {
 					p.Metadata = p.Metadata.Clone()
 				}
-				if dst, err = c.apply(dst, p, budget, true); err != nil {
+				if dst, err = c.apply(dst, p, run, true); err != nil {
 					return dst, err
 				}
 			}

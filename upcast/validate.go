@@ -31,16 +31,19 @@ func (c *Chain) Validate(current Current) error {
 	keys := c.sortedKeys()
 
 	// Steps against the registered versions.
+	misplaced := map[Key]bool{}
 	for _, k := range keys {
 		s := c.steps[k]
-		if cur, ok := current(k.Type); ok && k.Version >= cur {
-			rel := "is the current version"
-			if k.Version > cur {
-				rel = fmt.Sprintf("is newer than the current version v%d", cur)
-			}
-			errs = append(errs, &ChainError{Key: k, Step: s.String(), Err: ErrInvalidStep,
-				Reason: fmt.Sprintf("applies to v%d, which %s of %q: a step there would hide the registered type", k.Version, rel, k.Type)})
+		cur, ok := current(k.Type)
+		if !ok || k.Version < cur {
+			continue
 		}
+		misplaced[k] = true
+		reason := fmt.Sprintf("applies to v%d, the current version of %q: a step there would hide the registered type", k.Version, k.Type)
+		if k.Version > cur {
+			reason = fmt.Sprintf("applies to v%d, newer than the current version v%d of %q: steps only bring old versions forward", k.Version, cur, k.Type)
+		}
+		errs = append(errs, &ChainError{Key: k, Step: s.String(), Err: ErrInvalidStep, Reason: reason})
 	}
 
 	// Gaps: from a type's oldest step to its newest step, or to its current
@@ -58,8 +61,13 @@ func (c *Chain) Validate(current Current) error {
 		versions := byType[name] // sorted, as keys are
 		last := versions[len(versions)-1]
 		cur, registered := current(name)
-		if registered && cur > last {
+		if registered {
+			// Steps from the current version on are reported above.
 			last = cur
+			versions = versions[:countBelow(versions, cur)]
+			if len(versions) == 0 {
+				continue
+			}
 		}
 		for i, v := 0, versions[0]; v < last; v++ {
 			if i < len(versions) && versions[i] == v {
@@ -80,6 +88,9 @@ func (c *Chain) Validate(current Current) error {
 	// Every declared output must lead to a current version or to another step.
 	for _, k := range keys {
 		s := c.steps[k]
+		if misplaced[k] {
+			continue // reported above; where it leads does not matter
+		}
 		for _, out := range s.outputs() {
 			if c.Has(out) {
 				continue
@@ -107,6 +118,11 @@ func (c *Chain) Validate(current Current) error {
 	return joinErrors(errs)
 }
 
+func countBelow(sorted []uint32, v uint32) int {
+	n, _ := slices.BinarySearch(sorted, v)
+	return n
+}
+
 // inGapRange reports whether v lies between a type's oldest and newest
 // step, where the gap check has already reported a missing step.
 func inGapRange(versions []uint32, v, cur uint32, registered bool) bool {
@@ -114,7 +130,7 @@ func inGapRange(versions []uint32, v, cur uint32, registered bool) bool {
 		return false
 	}
 	upper := versions[len(versions)-1]
-	if registered && cur > upper {
+	if registered {
 		upper = cur
 	}
 	return v > versions[0] && v < upper

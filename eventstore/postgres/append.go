@@ -1,0 +1,267 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// maxRaces bounds how often an append retries after losing a race that its
+// expected version allows it to retry (Any, StreamExists): another append
+// took the version it was about to write.
+const maxRaces = 100
+
+// querier is what appends need from a pool or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// Append implements [eventstore.Store.Append] in one round trip, in a
+// transaction of its own. Subscribers in this process are woken at once,
+// those in other processes by a NOTIFY sent after the commit.
+func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if err := s.checkOpen(); err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	events, err := eventstore.PrepareAppend(stream, events)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	args := appendArgs(stream, expected, events)
+	for range maxRaces {
+		r, written, err := s.tryAppend(ctx, s.pool, args)
+		if err == nil && written {
+			s.wake()
+			return r, nil
+		}
+		if err != nil && !isUniqueViolation(err) {
+			return eventstore.AppendResult{}, s.closedOr(fmt.Errorf("postgres: append to stream %q: %w", stream, err))
+		}
+		r, retry, err := s.explain(ctx, s.pool, stream, expected, events)
+		if err != nil || !retry {
+			return r, err
+		}
+	}
+	return eventstore.AppendResult{}, fmt.Errorf("postgres: append to stream %q: lost the race for the next version %d times in a row", stream, maxRaces)
+}
+
+// AppendTx appends events like [Store.Append], inside the caller's
+// transaction: they commit or roll back with it, together with whatever
+// else it writes (a read model, an outbox).
+//
+// Their positions are those of tx, so subscribers see them, in order, once
+// tx commits and every transaction older than it has ended. Nobody is
+// notified: subscribers in this process and others find the events at their
+// next poll, unless the caller calls [Store.Notify] after the commit.
+//
+// The append runs in a savepoint, sent in the same round trip, so that a
+// version conflict leaves tx usable. Under READ COMMITTED an append with
+// [eventstore.Any] that races another retries; under REPEATABLE READ or
+// SERIALIZABLE it cannot see the other's events and fails.
+func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if err := s.checkOpen(); err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	events, err := eventstore.PrepareAppend(stream, events)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	args := appendArgs(stream, expected, events)
+	for range maxRaces {
+		r, written, err := s.trySavepointAppend(ctx, tx, args)
+		if err == nil && written {
+			return r, nil
+		}
+		if err != nil && !isUniqueViolation(err) {
+			return eventstore.AppendResult{}, s.closedOr(fmt.Errorf("postgres: append to stream %q in a transaction: %w", stream, err))
+		}
+		r, retry, err := s.explain(ctx, tx, stream, expected, events)
+		if err != nil || !retry {
+			return r, err
+		}
+	}
+	return eventstore.AppendResult{}, fmt.Errorf("postgres: append to stream %q in a transaction: lost the race for the next version %d times in a row", stream, maxRaces)
+}
+
+// Notify wakes the store's subscribers, in this process and others (through
+// a coalesced NOTIFY outside any append's transaction). Call it after
+// committing a transaction that used [Store.AppendTx], so that subscribers
+// need not wait for their next poll.
+func (s *Store) Notify() { s.wake() }
+
+// appendArgs are the parameters of the append statement: the stream, the
+// expected version and the events as parallel arrays, so that any number of
+// events is one statement.
+func appendArgs(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) []any {
+	kind, version := kindAny, uint64(0)
+	switch {
+	case expected.IsNoStream():
+		kind = kindNoStream
+	case expected.IsStreamExists():
+		kind = kindStreamExists
+	default:
+		if v, ok := expected.Version(); ok {
+			kind, version = kindExact, v
+		}
+	}
+	if version > math.MaxInt64 {
+		// No stream reaches this version; -1 matches no stream either,
+		// without overflowing the statement's bigint.
+		return appendArgsWith(stream, kind, -1, events)
+	}
+	return appendArgsWith(stream, kind, int64(version), events)
+}
+
+func appendArgsWith(stream string, kind int, version int64, events []eventstore.EventData) []any {
+	n := len(events)
+	ids := make([]uuid.UUID, n)
+	types := make([]string, n)
+	schemas := make([]int64, n)
+	data := make([][]byte, n)
+	corr := make([]string, n)
+	caus := make([]string, n)
+	cmd := make([]string, n)
+	extra := make([]string, n)
+	for i, e := range events {
+		ids[i] = e.ID
+		types[i] = e.Type
+		schemas[i] = int64(e.SchemaVersion)
+		data[i] = e.Data
+		corr[i] = e.Metadata.CorrelationID
+		caus[i] = e.Metadata.CausationID
+		cmd[i] = e.Metadata.CommandID
+		if len(e.Metadata.Extra) > 0 {
+			// A map of strings always marshals.
+			b, _ := json.Marshal(e.Metadata.Extra)
+			extra[i] = string(b)
+		}
+	}
+	return []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}
+}
+
+// tryAppend runs the append statement. written is false when the expected
+// version did not match, err a unique violation when a concurrent append
+// took the versions or the IDs first.
+func (s *Store) tryAppend(ctx context.Context, q querier, args []any) (r eventstore.AppendResult, written bool, err error) {
+	var count int64
+	var first int64
+	var txID uint64
+	var seq int64
+	if err := q.QueryRow(ctx, s.sql.append, args...).Scan(&count, &first, &txID, &seq); err != nil {
+		return r, false, err
+	}
+	if count == 0 {
+		return r, false, nil
+	}
+	return eventstore.AppendResult{
+		FirstVersion: uint64(first),
+		LastVersion:  uint64(first + count - 1),
+		Position:     eventstore.Position{Major: txID, Minor: uint64(seq)},
+	}, true, nil
+}
+
+// trySavepointAppend is tryAppend inside a savepoint of tx, all in one round
+// trip, rolling back to the savepoint when the append fails.
+func (s *Store) trySavepointAppend(ctx context.Context, tx pgx.Tx, args []any) (r eventstore.AppendResult, written bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue("SAVEPOINT cairn_append")
+	var count, first, seq int64
+	var txID uint64
+	b.Queue(s.sql.append, args...).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&count, &first, &txID, &seq)
+	})
+	b.Queue("RELEASE SAVEPOINT cairn_append")
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT cairn_append"); rerr != nil {
+			return r, false, errors.Join(err, rerr)
+		}
+		return r, false, err
+	}
+	if count == 0 {
+		return r, false, nil
+	}
+	return eventstore.AppendResult{
+		FirstVersion: uint64(first),
+		LastVersion:  uint64(first + count - 1),
+		Position:     eventstore.Position{Major: txID, Minor: uint64(seq)},
+	}, true, nil
+}
+
+// explain finds out why an append wrote nothing: it is a repeat of an earlier
+// append (success, Duplicate set), a version mismatch or an ID conflict (an
+// error), or it lost a race that its expected version lets it retry.
+func (s *Store) explain(ctx context.Context, q querier, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (r eventstore.AppendResult, retry bool, err error) {
+	ids := make([]uuid.UUID, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	b := &pgx.Batch{}
+	var last *int64
+	b.Queue(s.sql.current, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
+	type place struct {
+		version int64
+		pos     eventstore.Position
+	}
+	stored := make(map[uuid.UUID]place)
+	b.Queue(s.sql.stored, stream, ids).Query(func(rows pgx.Rows) error {
+		var id uuid.UUID
+		var p place
+		var seq int64
+		_, err := pgx.ForEachRow(rows, []any{&id, &p.version, &p.pos.Major, &seq}, func() error {
+			p.pos.Minor = uint64(seq)
+			stored[id] = p
+			return nil
+		})
+		return err
+	})
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return r, false, s.closedOr(fmt.Errorf("postgres: append to stream %q: reading the stream's state: %w", stream, err))
+	}
+	current := eventstore.NoStream
+	if last != nil {
+		current = eventstore.Exact(uint64(*last))
+	}
+	repeat := eventstore.Repeat{Stored: make(map[uuid.UUID]uint64, len(stored)), Current: current}
+	for id, p := range stored {
+		repeat.Stored[id] = uint64(p.version)
+	}
+	first, found, err := eventstore.CheckRepeat(stream, expected, events, repeat)
+	if err != nil {
+		return r, false, err
+	}
+	if found {
+		return eventstore.AppendResult{
+			FirstVersion: first,
+			LastVersion:  first + uint64(len(events)) - 1,
+			Position:     stored[events[len(events)-1].ID].pos,
+			Duplicate:    true,
+		}, false, nil
+	}
+	lastV := uint64(0)
+	if last != nil {
+		lastV = uint64(*last)
+	}
+	if !expected.Matches(lastV, last != nil) {
+		return r, false, &eventstore.WrongVersionError{Stream: stream, Expected: expected, Actual: current}
+	}
+	// The stream is now as expected: a concurrent append moved it between
+	// our statement and this look (Any, StreamExists), or one that had
+	// taken our IDs rolled back.
+	return r, true, nil
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}

@@ -1,0 +1,56 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/internal/pgtest"
+)
+
+// server is the one PostgreSQL server of this test binary; every store
+// lives in a fresh schema on it.
+var server *pgtest.Server
+
+func TestMain(m *testing.M) {
+	// Benchmarks measure a server with default durability; functional
+	// tests run with fsync off, which makes no difference to what they check.
+	os.Exit(pgtest.Main(m, pgtest.Options{Durable: pgtest.BenchmarksRequested()}, &server))
+}
+
+// newStore returns a store in a schema of its own, closed and dropped at
+// cleanup.
+func newStore(tb testing.TB, opts postgres.Options) *postgres.Store {
+	tb.Helper()
+	if opts.Schema == "" {
+		opts.Schema = server.NewSchema("test")
+	}
+	s, err := postgres.Open(context.Background(), server.URL, opts)
+	require.NoError(tb, err)
+	tb.Cleanup(func() {
+		require.NoError(tb, s.Close())
+		dropSchema(tb, opts.Schema)
+	})
+	return s
+}
+
+func dropSchema(tb testing.TB, schema string) {
+	tb.Helper()
+	ctx := context.Background()
+	pool := newPoolOnce(tb)
+	_, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
+	require.NoError(tb, err)
+}
+
+// newPoolOnce returns a small pool for set-up and clean-up statements.
+func newPoolOnce(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	pool, err := pgxpool.New(context.Background(), server.URL)
+	require.NoError(tb, err)
+	tb.Cleanup(pool.Close)
+	return pool
+}

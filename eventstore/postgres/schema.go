@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations are the store's schema changes, in order: migrations[i] takes
+// the schema from version i to version i+1. They only ever move forward;
+// a released migration is never edited, a change is a new one. "{{s}}" is
+// replaced by the quoted schema name.
+var migrations = []string{
+	// 1: the event log.
+	//
+	// (tx_id, seq) is the global position: the writing transaction's ID and
+	// the order of the row within it. Readers take only rows whose tx_id is
+	// below the xmin of their snapshot, so a transaction that commits late
+	// cannot slip in behind a subscriber's checkpoint (see read.go).
+	//
+	// Optimistic concurrency needs no lock: two appends that pick the same
+	// next version collide on events_stream_version, and retried appends of
+	// the same IDs collide on events_stream_event_id.
+	`CREATE TABLE {{s}}.events (
+		tx_id          xid8        NOT NULL DEFAULT pg_current_xact_id(),
+		seq            bigint      NOT NULL GENERATED ALWAYS AS IDENTITY,
+		stream         text        NOT NULL,
+		version        bigint      NOT NULL CHECK (version >= 0),
+		event_id       uuid        NOT NULL,
+		type           text        NOT NULL,
+		schema_version bigint      NOT NULL,
+		data           bytea       NOT NULL,
+		correlation_id text        NOT NULL DEFAULT '',
+		causation_id   text        NOT NULL DEFAULT '',
+		command_id     text        NOT NULL DEFAULT '',
+		extra          jsonb,
+		recorded_at    timestamptz NOT NULL DEFAULT statement_timestamp(),
+		CONSTRAINT events_position PRIMARY KEY (tx_id, seq),
+		CONSTRAINT events_stream_version UNIQUE (stream, version),
+		CONSTRAINT events_stream_event_id UNIQUE (stream, event_id)
+	)`,
+}
+
+// SchemaVersion is the schema version that this build of the store creates
+// and expects.
+var SchemaVersion = len(migrations)
+
+// migrate creates the schema or brings it up to [SchemaVersion]. Several
+// processes may start at once: an advisory lock on the schema's name lets
+// one migrate while the others wait, then find nothing left to do.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	quoted := pgx.Identifier{schema}.Sanitize()
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('cairn.eventstore.migrate'), hashtext($1))`, schema); err != nil {
+			return err
+		}
+		setup := fmt.Sprintf(`CREATE SCHEMA IF NOT EXISTS %[1]s;
+			CREATE TABLE IF NOT EXISTS %[1]s.schema_version (
+				version    integer     PRIMARY KEY,
+				applied_at timestamptz NOT NULL DEFAULT now()
+			)`, quoted)
+		if _, err := tx.Exec(ctx, setup); err != nil {
+			return err
+		}
+		var current int
+		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(max(version), 0) FROM %s.schema_version`, quoted)).Scan(&current); err != nil {
+			return err
+		}
+		if current > len(migrations) {
+			return fmt.Errorf("postgres: schema %q is at version %d, newer than this build of Cairn knows (%d): upgrade Cairn", schema, current, len(migrations))
+		}
+		for v := current; v < len(migrations); v++ {
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(migrations[v], "{{s}}", quoted)); err != nil {
+				return fmt.Errorf("postgres: migrating schema %q to version %d: %w", schema, v+1, err)
+			}
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.schema_version (version) VALUES ($1)`, quoted), v+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,100 @@
+package postgres
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// statements are the store's SQL, with its schema name filled in once.
+type statements struct {
+	append, current, stored       string
+	readAll, streamFwd, streamBwd string
+	lag                           string
+}
+
+// Expected-version kinds, as the append statement receives them.
+const (
+	kindAny = iota
+	kindNoStream
+	kindStreamExists
+	kindExact
+)
+
+// eventColumns are the columns that decode into an [eventstore.Event], in
+// the order scanEvent reads them.
+const eventColumns = `tx_id, seq, stream, version, event_id, type, schema_version, data,
+	correlation_id, causation_id, command_id, extra, recorded_at`
+
+func newStatements(schema string) statements {
+	q := pgx.Identifier{schema}.Sanitize()
+	fill := func(sql string) string { return strings.ReplaceAll(sql, "{{s}}", q) }
+	return statements{
+		// One statement, so one round trip: it reads the stream's last
+		// version, checks the expected one and inserts every event with
+		// unnest. It inserts nothing when the check fails, and a concurrent
+		// append that took the same versions or IDs first makes it fail
+		// with a unique violation; in both cases Append looks closer
+		// (append.go). Only the rows it writes are locked.
+		append: fill(`WITH cur AS (
+				SELECT max(version) AS last FROM {{s}}.events WHERE stream = $1
+			), base AS (
+				SELECT CASE $2::int
+					WHEN 0 THEN coalesce(last + 1, 0)
+					WHEN 1 THEN CASE WHEN last IS NULL THEN 0 END
+					WHEN 2 THEN last + 1
+					ELSE CASE WHEN last = $3::bigint THEN last + 1 END
+				END AS next FROM cur
+			), ins AS (
+				INSERT INTO {{s}}.events (stream, version, event_id, type, schema_version, data,
+					correlation_id, causation_id, command_id, extra)
+				SELECT $1, base.next + e.ord - 1, e.id, e.type, e.sv, e.data,
+					e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb
+				FROM base, unnest($4::uuid[], $5::text[], $6::bigint[], $7::bytea[],
+					$8::text[], $9::text[], $10::text[], $11::text[])
+					WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)
+				WHERE base.next IS NOT NULL
+				RETURNING tx_id, seq, version
+			)
+			SELECT count(*), coalesce(min(version), 0), coalesce(max(tx_id), '0'::xid8), coalesce(max(seq), 0) FROM ins`),
+		current: fill(`SELECT max(version) FROM {{s}}.events WHERE stream = $1`),
+		stored:  fill(`SELECT event_id, version, tx_id, seq FROM {{s}}.events WHERE stream = $1 AND event_id = ANY($2::uuid[])`),
+
+		// The horizon and the page come from one statement, hence one
+		// snapshot: every transaction below the snapshot's xmin has ended,
+		// so the page holds every committed event up to the horizon.
+		// head is the newest transaction with events in the snapshot, which
+		// ReadAll waits for.
+		readAll: fill(`WITH h AS MATERIALIZED (
+				SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin,
+					(SELECT tx_id FROM {{s}}.events ORDER BY tx_id DESC LIMIT 1) AS head
+			)
+			SELECT h.xmin, coalesce(h.head, '0'::xid8), e.tx_id IS NOT NULL,
+				coalesce(e.tx_id, '0'::xid8), coalesce(e.seq, 0), coalesce(e.stream, ''), coalesce(e.version, 0),
+				coalesce(e.event_id, '00000000-0000-0000-0000-000000000000'::uuid), coalesce(e.type, ''),
+				coalesce(e.schema_version, 0), coalesce(e.data, ''::bytea), coalesce(e.correlation_id, ''),
+				coalesce(e.causation_id, ''), coalesce(e.command_id, ''), e.extra, coalesce(e.recorded_at, 'epoch'::timestamptz)
+			FROM h LEFT JOIN LATERAL (
+				SELECT ` + eventColumns + ` FROM {{s}}.events
+				WHERE (tx_id, seq) > ($1::xid8, $2::bigint) AND tx_id < h.xmin
+					AND ($3::text[] IS NULL OR type = ANY($3::text[]))
+					AND ($4::text[] IS NULL OR EXISTS (SELECT FROM unnest($4::text[]) AS p WHERE starts_with(stream, p)))
+				ORDER BY tx_id, seq
+				LIMIT $5
+			) e ON true`),
+		streamFwd: fill(`SELECT ` + eventColumns + ` FROM {{s}}.events
+			WHERE stream = $1 AND version >= $2 ORDER BY version LIMIT $3`),
+		streamBwd: fill(`SELECT ` + eventColumns + ` FROM {{s}}.events
+			WHERE stream = $1 AND version <= $2 ORDER BY version DESC LIMIT $3`),
+
+		lag: fill(`WITH h AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
+			SELECT h.xmin,
+				(SELECT count(*) FROM {{s}}.events WHERE tx_id >= h.xmin),
+				(SELECT extract(epoch FROM clock_timestamp() - min(recorded_at))::float8 FROM {{s}}.events WHERE tx_id >= h.xmin),
+				a.pid, extract(epoch FROM clock_timestamp() - a.xact_start)::float8, a.state
+			FROM h LEFT JOIN LATERAL (
+				SELECT pid, xact_start, coalesce(state, '') AS state FROM pg_stat_activity
+				WHERE backend_xid IS NOT NULL ORDER BY age(backend_xid) DESC LIMIT 1
+			) a ON true`),
+	}
+}

@@ -1,0 +1,185 @@
+// Package postgres is an [eventstore.Store] on PostgreSQL (13 or newer),
+// through pgx and pgxpool, for services that share a database server.
+//
+// Every store lives in a schema of its own (see [Options.Schema]), which it
+// creates and migrates forward when it opens, so several services can share
+// one database.
+//
+// Global order never skips a committed event. An event's [eventstore.Position]
+// is (ID of the writing transaction, sequence within the log), and readers
+// take only events whose transaction ID is below the oldest transaction
+// still running in the cluster. A transaction that commits late therefore
+// cannot land behind a subscriber's checkpoint; the price is that a
+// long-running writing transaction anywhere in the cluster delays
+// subscribers (lag, never loss). [Store.Lag] measures that delay. The
+// package documentation in docs/postgres.md explains the design.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// DefaultSchema is the schema a store uses when [Options.Schema] is empty.
+const DefaultSchema = "cairn"
+
+// DefaultPollInterval is how often a subscriber reads without having been
+// woken, when [Options.PollInterval] is zero. NOTIFY wakes subscribers of
+// this store's own appends at once; polling catches the rest (appends made
+// with [Store.AppendTx], a transaction that held the read horizon back, a
+// notification lost with a dropped connection).
+const DefaultPollInterval = 250 * time.Millisecond
+
+// Options configures a [Store]. The zero value is ready to use.
+type Options struct {
+	// Schema is the PostgreSQL schema that holds the store's tables;
+	// empty means [DefaultSchema]. Stores in different schemas are
+	// independent, so several services can share a database.
+	Schema string
+	// PollInterval bounds how long a live subscriber waits between reads
+	// when nothing wakes it; zero means [DefaultPollInterval].
+	PollInterval time.Duration
+	// PageSize is how many events a read fetches per query; zero means
+	// [eventstore.DefaultPageSize].
+	PageSize int
+	// Logger receives the store's warnings (a dropped LISTEN connection, a
+	// subscription read retried); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is a PostgreSQL event store. It is safe for concurrent use.
+type Store struct {
+	pool      *pgxpool.Pool
+	ownsPool  bool
+	schema    string
+	sql       statements
+	channel   string
+	poll      time.Duration
+	pageSize  int
+	logger    *slog.Logger
+	closed    atomic.Bool
+	done      chan struct{}
+	closeOnce sync.Once
+	workers   sync.WaitGroup
+
+	changes   eventstore.Notifier // wakes this process's subscribers
+	notify    chan struct{}       // asks the notify worker to tell other processes
+	lifecycle sync.Mutex          // orders starting the listener against Close
+	listening bool
+	stop      context.CancelFunc // ends the workers
+	workerCtx context.Context
+}
+
+var _ eventstore.Store = (*Store)(nil)
+
+// Open connects to the database at connString (a URL or DSN as pgx
+// accepts), creates or migrates the store's schema and returns the store.
+// The store owns the pool it makes: [Store.Close] closes it.
+func Open(ctx context.Context, connString string, opts Options) (*Store, error) {
+	pool, err := pgxpool.New(ctx, connString)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connecting: %w", err)
+	}
+	s, err := New(ctx, pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownsPool = true
+	return s, nil
+}
+
+// New returns a store on an existing pool, after creating or migrating its
+// schema. The caller keeps the pool: [Store.Close] leaves it open. The store
+// also opens one connection of its own, outside the pool, for LISTEN, when
+// its first subscription starts.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	schema := opts.Schema
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	if len(schema) > 40 {
+		// PostgreSQL cuts identifiers at 63 bytes; the notification channel
+		// adds a prefix to the schema name, and two schemas must not share one.
+		return nil, &eventstore.InvalidArgumentError{Index: -1, Field: "schema",
+			Reason: fmt.Sprintf("%q is %d bytes long, more than the limit of 40", schema, len(schema))}
+	}
+	if err := migrate(ctx, pool, schema); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		pool:     pool,
+		schema:   schema,
+		sql:      newStatements(schema),
+		channel:  "cairn_events_" + schema,
+		poll:     opts.PollInterval,
+		pageSize: opts.PageSize,
+		logger:   opts.Logger,
+		done:     make(chan struct{}),
+		notify:   make(chan struct{}, 1),
+	}
+	if s.poll <= 0 {
+		s.poll = DefaultPollInterval
+	}
+	if s.pageSize <= 0 {
+		s.pageSize = eventstore.DefaultPageSize
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	s.workerCtx, s.stop = context.WithCancel(context.Background())
+	s.workers.Add(1)
+	go s.notifyWorker()
+	return s, nil
+}
+
+// Schema returns the PostgreSQL schema that holds the store's tables.
+func (s *Store) Schema() string { return s.schema }
+
+// Pool returns the pool the store uses, for transactions that call
+// [Store.AppendTx].
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close stops the store's subscriptions (they end with
+// [eventstore.ErrClosed]) and its background connections, and closes the
+// pool if [Open] made it. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.lifecycle.Lock()
+		s.closed.Store(true)
+		s.lifecycle.Unlock()
+		close(s.done)
+		s.stop()
+		s.workers.Wait()
+		if s.ownsPool {
+			s.pool.Close()
+		}
+	})
+	return nil
+}
+
+// checkOpen returns [eventstore.ErrClosed] once the store is closed.
+func (s *Store) checkOpen() error {
+	if s.closed.Load() {
+		return eventstore.ErrClosed
+	}
+	return nil
+}
+
+// closedOr returns ErrClosed instead of err when the store was closed under
+// a running call: the pool's own error would not match it.
+func (s *Store) closedOr(err error) error {
+	if s.closed.Load() && !errors.Is(err, eventstore.ErrClosed) {
+		return fmt.Errorf("%w (%v)", eventstore.ErrClosed, err)
+	}
+	return err
+}

@@ -4,7 +4,7 @@
 GO            ?= go
 STATICCHECK   ?= honnef.co/go/tools/cmd/staticcheck@2026.2.2
 # Benchmarks run several times so that docs/benchmarks.md can record medians.
-BENCH_COUNT   ?= 5
+BENCH_COUNT   ?= 6
 BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m

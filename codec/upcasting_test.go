@@ -1,0 +1,134 @@
+package codec_test
+
+import (
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/upcast"
+)
+
+func TestValidateReportsChainProblemsAndBlocksUse(t *testing.T) {
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[OrderPlaced](reg, "order.placed", 4))
+	require.NoError(t, codec.Register[OrderCancelled](reg, "order.cancelled", 1))
+	require.NoError(t, reg.Upcast(
+		upcast.Transform("order.placed", 1, func(r upcast.Raw) (upcast.Raw, error) { return r, nil }),
+		upcast.Transform("order.placed", 3, func(r upcast.Raw) (upcast.Raw, error) { return r, nil }),
+		upcast.Rename("a", 1, "b", 1),
+		upcast.Rename("b", 1, "a", 1),
+		upcast.Rename("order.voided", 1, "order.deleted", 1),
+	))
+	err := reg.Upcast(upcast.Drop("order.placed", 1))
+	require.ErrorIs(t, err, upcast.ErrDuplicateStep)
+
+	err = reg.Validate()
+	require.ErrorIs(t, err, codec.ErrInvalidSetup)
+	for _, want := range []error{upcast.ErrDuplicateStep, upcast.ErrGap, upcast.ErrCycle, upcast.ErrDeadEnd} {
+		require.ErrorIs(t, err, want)
+	}
+	for _, want := range []string{`no step for v2 of "order.placed"`, `"order.deleted" v1`, `"a" v1 -> "b" v1 -> "a" v1`} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.Equal(t, err, reg.Validate(), "the result is kept")
+
+	_, err = reg.Decode(stored(eventstore.EventData{Type: "order.cancelled", SchemaVersion: 1, Data: []byte(`{}`)}, "order-1", 0))
+	require.ErrorIs(t, err, codec.ErrInvalidSetup, "a wrong set-up never decodes")
+}
+
+func TestDecodeRunsChainAndReportsStepFailures(t *testing.T) {
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[OrderPlaced](reg, "order.placed", 2))
+	require.NoError(t, codec.Register[OrderCancelled](reg, "order.cancelled", 1))
+	require.NoError(t, reg.Upcast(
+		upcast.TransformJSON("order.placed", 1, func(f map[string]json.RawMessage) error {
+			if _, ok := f["seats"]; !ok {
+				return errors.New("no seats")
+			}
+			return nil
+		}),
+		// Undeclared outputs: checked when read.
+		upcast.Split("order.batch", 1, func(r upcast.Raw) ([]upcast.Raw, error) {
+			return []upcast.Raw{
+				{Type: "order.placed", Version: 2, Data: []byte(`{"order_id":"b-1","seats":1}`)},
+				{Type: string(r.Data), Version: 1, Data: []byte(`{"order_id":"b-1"}`)},
+			}, nil
+		}),
+	))
+	require.NoError(t, reg.Validate())
+
+	got, err := reg.Decode(stored(eventstore.EventData{Type: "order.placed", SchemaVersion: 1, Data: []byte(`{"order_id":"o","seats":2}`)}, "order-o", 4))
+	require.NoError(t, err)
+	assert.Equal(t, OrderPlaced{OrderID: "o", Seats: 2}, got[0].Value)
+	assert.Equal(t, uint32(2), got[0].Event.SchemaVersion)
+
+	_, err = reg.Decode(stored(eventstore.EventData{Type: "order.placed", SchemaVersion: 1, Data: []byte(`{"order_id":"o"}`)}, "order-o", 5))
+	require.ErrorIs(t, err, codec.ErrUpcastFailed)
+	require.ErrorIs(t, err, upcast.ErrStepFailed)
+	var de *codec.DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, uint32(1), de.SchemaVersion, "the stored version")
+	assert.Contains(t, err.Error(), "no seats")
+
+	batch := stored(eventstore.EventData{Type: "order.batch", SchemaVersion: 1, Data: []byte("order.cancelled")}, "order-b", 0)
+	got, err = reg.Decode(batch)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, OrderCancelled{OrderID: "b-1"}, got[1].Value)
+
+	// A part of an unknown type fails the whole stored event, naming the part.
+	batch.Data = []byte("order.mystery")
+	dst := []codec.Decoded{{Value: "earlier"}}
+	out, err := reg.DecodeAppend(dst, batch)
+	require.ErrorIs(t, err, codec.ErrUnknownType)
+	assert.Contains(t, err.Error(), `part 1 of 2, upcast to "order.mystery" v1`)
+	assert.Contains(t, err.Error(), `type "order.batch" v1`)
+	assert.Equal(t, dst, out)
+
+	// Above the newest step of a name that is not registered: too new.
+	_, err = reg.Decode(stored(eventstore.EventData{Type: "order.batch", SchemaVersion: 2, Data: []byte(`{}`)}, "order-b", 1))
+	require.ErrorIs(t, err, codec.ErrVersionTooNew)
+	// Below the oldest: no path.
+	_, err = reg.Decode(stored(eventstore.EventData{Type: "order.placed", SchemaVersion: 0, Data: []byte(`{}`)}, "order-b", 1))
+	require.ErrorIs(t, err, codec.ErrNoUpcastPath)
+}
+
+func TestDroppedEventDecodesToNothing(t *testing.T) {
+	reg := newRegistry(t)
+	require.NoError(t, reg.Upcast(upcast.Drop("order.noted", 1)))
+	got, err := reg.Decode(stored(eventstore.EventData{Type: "order.noted", SchemaVersion: 1, Data: []byte(`garbage`)}, "order-1", 0))
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func TestConcurrentFirstUseAndDecode(t *testing.T) {
+	reg := v2Registry(t)
+	old := v1Registry(t)
+	data, err := old.Encode(v1OrderPlaced{OrderID: "o-1", Seats: []string{"A1"}})
+	require.NoError(t, err)
+	ev := stored(data, "order-o-1", 0)
+
+	fresh := newRegistry(t) // not validated yet: the goroutines race to do it
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				got, err := reg.Decode(ev)
+				if !assert.NoError(t, err) || !assert.Len(t, got, 2) {
+					return
+				}
+				_, err = fresh.Encode(OrderPlaced{OrderID: "x"})
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+}

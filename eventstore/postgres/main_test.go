@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,10 +28,16 @@ func TestMain(m *testing.M) {
 // cleanup.
 func newStore(tb testing.TB, opts postgres.Options) *postgres.Store {
 	tb.Helper()
+	return newStoreAt(tb, server.URL, opts)
+}
+
+// newStoreAt is newStore with a connection string of its own.
+func newStoreAt(tb testing.TB, connString string, opts postgres.Options) *postgres.Store {
+	tb.Helper()
 	if opts.Schema == "" {
 		opts.Schema = server.NewSchema("test")
 	}
-	s, err := postgres.Open(context.Background(), server.URL, opts)
+	s, err := postgres.Open(context.Background(), connString, opts)
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
 		require.NoError(tb, s.Close())
@@ -53,4 +61,17 @@ func newPoolOnce(tb testing.TB) *pgxpool.Pool {
 	require.NoError(tb, err)
 	tb.Cleanup(pool.Close)
 	return pool
+}
+
+// withPoolSize returns connString with pgxpool's pool_max_conns set, in
+// URL or key=value form.
+func withPoolSize(connString string, n int) string {
+	switch {
+	case !strings.Contains(connString, "://"):
+		return connString + " pool_max_conns=" + strconv.Itoa(n)
+	case strings.Contains(connString, "?"):
+		return connString + "&pool_max_conns=" + strconv.Itoa(n)
+	default:
+		return connString + "?pool_max_conns=" + strconv.Itoa(n)
+	}
 }

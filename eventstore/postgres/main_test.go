@@ -63,15 +63,20 @@ func newPoolOnce(tb testing.TB) *pgxpool.Pool {
 	return pool
 }
 
-// withPoolSize returns connString with pgxpool's pool_max_conns set, in
-// URL or key=value form.
+// withPoolSize returns connString with pgxpool's pool_max_conns set.
 func withPoolSize(connString string, n int) string {
+	return withParam(connString, "pool_max_conns", strconv.Itoa(n))
+}
+
+// withParam returns connString with one more parameter, in URL or
+// key=value form.
+func withParam(connString, key, value string) string {
 	switch {
 	case !strings.Contains(connString, "://"):
-		return connString + " pool_max_conns=" + strconv.Itoa(n)
+		return connString + " " + key + "=" + value
 	case strings.Contains(connString, "?"):
-		return connString + "&pool_max_conns=" + strconv.Itoa(n)
+		return connString + "&" + key + "=" + value
 	default:
-		return connString + "?pool_max_conns=" + strconv.Itoa(n)
+		return connString + "?" + key + "=" + value
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -106,67 +106,33 @@ func (j *appendJob) finish(err error) {
 
 // run checks the stream's state and writes the events. Earlier jobs of the
 // same transaction are visible to it, so two appends to one stream in one
-// group are checked one after the other, as if committed apart.
+// group are checked one after the other, as if committed apart. It writes
+// nothing unless the checks pass.
 func (j *appendJob) run(tx *writeTx) error {
-	ctx := context.Background()
-	var last int64
-	err := tx.lastVersion.QueryRowContext(ctx, j.stream).Scan(&last)
-	exists := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite: append to stream %q: read its version: %w", j.stream, err)
+	last, exists, repeat, err := j.state(tx)
+	if err != nil {
+		return err
 	}
-	if last < 0 {
-		return &CorruptError{Stream: j.stream, Version: uint64(last), Field: "version", Reason: "is negative"}
+	next := uint64(0)
+	if exists {
+		next = last + 1
 	}
-	next := uint64(last) + 1
-	if !exists {
-		next = 0
-	}
-	current := eventstore.StreamState(next-1, exists)
-
-	if exists && j.callerIDs {
-		repeat, err := j.findStored(tx, current)
-		if err != nil {
-			return err
-		}
+	repeat.Current = eventstore.StreamState(last, exists)
+	if len(repeat.Stored) > 0 {
 		first, found, err := eventstore.CheckRepeat(j.stream, j.expected, j.events, repeat)
 		if err != nil {
 			return err
 		}
 		if found {
-			lastVersion := first + uint64(len(j.events)) - 1
-			var pos int64
-			if err := tx.positionAt.QueryRowContext(ctx, j.stream, int64(lastVersion)).Scan(&pos); err != nil {
-				return fmt.Errorf("sqlite: append to stream %q: read the position of version %d: %w", j.stream, lastVersion, err)
-			}
-			j.result = eventstore.AppendResult{
-				FirstVersion: first,
-				LastVersion:  lastVersion,
-				Position:     eventstore.Position{Major: uint64(pos)},
-				Duplicate:    true,
-			}
-			return nil
+			return j.duplicate(tx, first)
 		}
 	}
-	if !j.expected.Matches(next-1, exists) {
-		return &eventstore.WrongVersionError{Stream: j.stream, Expected: j.expected, Actual: current}
+	if !j.expected.Matches(last, exists) {
+		return &eventstore.WrongVersionError{Stream: j.stream, Expected: j.expected, Actual: repeat.Current}
 	}
-
-	recordedAt := tx.now.UnixNano()
-	var pos int64
-	for i := range j.events {
-		e := &j.events[i]
-		res, err := tx.insert.ExecContext(ctx, j.stream, int64(next)+int64(i), e.ID[:], e.Type, int64(e.SchemaVersion), e.Data,
-			nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID), j.extras[i], recordedAt)
-		if err != nil {
-			return fmt.Errorf("sqlite: append to stream %q: write event %d (version %d, type %q): %w",
-				j.stream, i, next+uint64(i), e.Type, err)
-		}
-		if i == len(j.events)-1 {
-			if pos, err = res.LastInsertId(); err != nil {
-				return fmt.Errorf("sqlite: append to stream %q: read the position: %w", j.stream, err)
-			}
-		}
+	pos, err := j.insert(tx, next)
+	if err != nil {
+		return err
 	}
 	j.result = eventstore.AppendResult{
 		FirstVersion: next,
@@ -176,25 +142,122 @@ func (j *appendJob) run(tx *writeTx) error {
 	return nil
 }
 
-// findStored looks up which of the append's event IDs the stream holds.
-func (j *appendJob) findStored(tx *writeTx, current eventstore.ExpectedVersion) (eventstore.Repeat, error) {
-	repeat := eventstore.Repeat{Current: current}
-	for _, e := range j.events {
-		var v int64
-		err := tx.findID.QueryRowContext(context.Background(), e.ID[:], j.stream).Scan(&v)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return repeat, fmt.Errorf("sqlite: append to stream %q: look up event ID %s: %w", j.stream, e.ID, err)
-		}
-		if repeat.Stored == nil {
-			repeat.Stored = make(map[uuid.UUID]uint64)
-		}
-		repeat.Stored[e.ID] = uint64(v)
+// state reads, in one statement, the stream's last version and the
+// versions at which it holds the append's caller-chosen event IDs.
+func (j *appendJob) state(tx *writeTx) (last uint64, exists bool, repeat eventstore.Repeat, err error) {
+	fail := func(err error) (uint64, bool, eventstore.Repeat, error) {
+		return 0, false, repeat, fmt.Errorf("sqlite: append to stream %q: read its state: %w", j.stream, err)
 	}
-	return repeat, nil
+	query, args := sqlLastVersion, []any{j.stream}
+	if j.callerIDs {
+		query, args = stateQuery(j.stream, j.events)
+	}
+	rows, err := tx.conn.QueryContext(context.Background(), query, args...)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id []byte
+		var version sql.NullInt64
+		if err := rows.Scan(&id, &version); err != nil {
+			return fail(err)
+		}
+		if version.Valid && version.Int64 < 0 {
+			return 0, false, repeat, &CorruptError{Stream: j.stream, Version: uint64(version.Int64), Field: "version", Reason: "is negative"}
+		}
+		switch {
+		case id == nil: // the row of the last version
+			last, exists = uint64(version.Int64), version.Valid
+		case len(id) == len(uuid.UUID{}):
+			if repeat.Stored == nil {
+				repeat.Stored = make(map[uuid.UUID]uint64)
+			}
+			repeat.Stored[uuid.UUID(id)] = uint64(version.Int64)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	return last, exists, repeat, nil
 }
+
+// stateQuery looks up the last version and the given event IDs. The unary
+// plus keeps SQLite on the ID index: the stream index would scan the whole
+// stream.
+func stateQuery(stream string, events []eventstore.EventData) (string, []any) {
+	var b strings.Builder
+	b.WriteString(`SELECT NULL, (SELECT version FROM cairn_events WHERE stream = ?1 ORDER BY version DESC LIMIT 1)
+		UNION ALL SELECT id, version FROM cairn_events WHERE +stream = ?1 AND id IN (`)
+	args := make([]any, 0, len(events)+1)
+	args = append(args, stream)
+	for i := range events {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("?")
+		args = append(args, events[i].ID[:])
+	}
+	b.WriteString(")")
+	return b.String(), args
+}
+
+// duplicate reports an exact repeat of an earlier append.
+func (j *appendJob) duplicate(tx *writeTx, first uint64) error {
+	last := first + uint64(len(j.events)) - 1
+	var pos int64
+	if err := tx.conn.QueryRowContext(context.Background(), sqlPositionAt, j.stream, int64(last)).Scan(&pos); err != nil {
+		return fmt.Errorf("sqlite: append to stream %q: read the position of version %d: %w", j.stream, last, err)
+	}
+	j.result = eventstore.AppendResult{FirstVersion: first, LastVersion: last, Position: eventstore.Position{Major: uint64(pos)}, Duplicate: true}
+	return nil
+}
+
+// insertChunk bounds the rows of one INSERT. Fewer statements save parsing
+// (the driver prepares each statement anew), but the driver matches bound
+// parameters in quadratic time, so chunks stay small.
+const insertChunk = 16
+
+// insert writes the events from version next on, a chunk of rows per
+// statement, and returns the position of the last.
+func (j *appendJob) insert(tx *writeTx, next uint64) (int64, error) {
+	recordedAt := tx.now.UnixNano()
+	var pos int64
+	for start := 0; start < len(j.events); start += insertChunk {
+		chunk := j.events[start:min(start+insertChunk, len(j.events))]
+		args := tx.args[:0]
+		for i := range chunk {
+			e := &chunk[i]
+			args = append(args, j.stream, int64(next)+int64(start+i), e.ID[:], e.Type, int64(e.SchemaVersion), e.Data,
+				nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
+				j.extras[start+i], recordedAt)
+		}
+		res, err := tx.conn.ExecContext(context.Background(), insertQuery(len(chunk)), args...)
+		clear(args)
+		tx.args = args[:0]
+		if err != nil {
+			return 0, fmt.Errorf("sqlite: append to stream %q: write events %d to %d (from version %d): %w",
+				j.stream, start, start+len(chunk)-1, next+uint64(start), err)
+		}
+		if pos, err = res.LastInsertId(); err != nil {
+			return 0, fmt.Errorf("sqlite: append to stream %q: read the position: %w", j.stream, err)
+		}
+	}
+	return pos, nil
+}
+
+const insertRow = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+// insertQueries[n] is the INSERT of n rows, built once.
+var insertQueries = func() []string {
+	q := make([]string, insertChunk+1)
+	for n := 1; n <= insertChunk; n++ {
+		q[n] = sqlInsert + strings.Repeat(", "+insertRow, n-1)
+	}
+	return q
+}()
+
+func insertQuery(rows int) string { return insertQueries[rows] }
 
 // nullable stores an empty string as NULL, which keeps the command ID index
 // to the events that have one.

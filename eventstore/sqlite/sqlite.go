@@ -154,12 +154,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 
 	s := &Store{path: abs, opts: opts, done: make(chan struct{})}
-	s.w, err = newWriter(ctx, wdb, conn, s.changes.Notify)
-	if err != nil {
-		conn.Close()
-		wdb.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
+	s.w = newWriter(wdb, conn, s.changes.Notify)
 	s.readers, err = sql.Open("sqlite", fileURI(abs, busy, "mode=ro", "_pragma=query_only(1)"))
 	if err == nil {
 		s.readers.SetMaxOpenConns(opts.MaxReaders)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -43,27 +44,28 @@ type writer struct {
 	exited chan struct{}
 
 	committed func() // wakes subscribers after a commit
+
+	// commits and jobs count transactions and the jobs they carried, so
+	// tests can see group commit at work.
+	commits, jobs atomic.Int64
 }
 
 // writeTx is what a job sees of the transaction: the writer's connection
-// and its prepared statements, and the time of the commit.
+// and the time of the commit.
 type writeTx struct {
 	conn *sql.Conn
 	now  time.Time
-
-	lastVersion, findID, insert, positionAt *sql.Stmt
-	savepoint, release, rollbackTo          *sql.Stmt
+	args []any // reused across inserts
 }
 
 const (
-	sqlLastVersion = `SELECT version FROM cairn_events WHERE stream = ? ORDER BY version DESC LIMIT 1`
-	sqlFindID      = `SELECT version FROM cairn_events WHERE id = ? AND stream = ?`
+	sqlLastVersion = `SELECT NULL, version FROM cairn_events WHERE stream = ? ORDER BY version DESC LIMIT 1`
 	sqlInsert      = `INSERT INTO cairn_events (stream, version, id, type, schema_version, data,
-		correlation_id, causation_id, command_id, extra, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		correlation_id, causation_id, command_id, extra, recorded_at) VALUES ` + insertRow
 	sqlPositionAt = `SELECT position FROM cairn_events WHERE stream = ? AND version = ?`
 )
 
-func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, committed func()) (*writer, error) {
+func newWriter(db *sql.DB, conn *sql.Conn, committed func()) *writer {
 	w := &writer{
 		db:        db,
 		conn:      conn,
@@ -72,26 +74,8 @@ func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, committed func()
 		committed: committed,
 	}
 	w.tx.conn = conn
-	for _, p := range []struct {
-		stmt **sql.Stmt
-		sql  string
-	}{
-		{&w.tx.lastVersion, sqlLastVersion},
-		{&w.tx.findID, sqlFindID},
-		{&w.tx.insert, sqlInsert},
-		{&w.tx.positionAt, sqlPositionAt},
-		{&w.tx.savepoint, "SAVEPOINT job"},
-		{&w.tx.release, "RELEASE job"},
-		{&w.tx.rollbackTo, "ROLLBACK TO job"},
-	} {
-		stmt, err := conn.PrepareContext(ctx, p.sql)
-		if err != nil {
-			return nil, err
-		}
-		*p.stmt = stmt
-	}
 	go w.loop()
-	return w, nil
+	return w
 }
 
 // enqueue hands j to the writer, or fails with [eventstore.ErrClosed].
@@ -191,23 +175,21 @@ func (w *writer) commit(batch []job) {
 			return
 		}
 	} else {
+		// Savepoints nest until the commit; ROLLBACK TO undoes the latest
+		// one of the name, this job's. Releasing each would cost a statement.
 		for i, j := range batch {
-			if _, err := tx.savepoint.ExecContext(ctx); err != nil {
+			if _, err := w.conn.ExecContext(ctx, "SAVEPOINT job"); err != nil {
 				abort(fmt.Errorf("sqlite: open a savepoint: %w", err))
 				return
 			}
 			if err := j.run(tx); err != nil {
 				outcomes[i] = err
-				if _, rerr := tx.rollbackTo.ExecContext(ctx); rerr != nil {
+				if _, rerr := w.conn.ExecContext(ctx, "ROLLBACK TO job"); rerr != nil {
 					// SQLite rolled back the whole transaction (disk full, I/O
 					// error): nothing in it was written.
 					abort(fmt.Errorf("sqlite: write transaction lost after %w: %w", err, rerr))
 					return
 				}
-			}
-			if _, err := tx.release.ExecContext(ctx); err != nil {
-				abort(fmt.Errorf("sqlite: release a savepoint: %w", err))
-				return
 			}
 		}
 	}
@@ -216,6 +198,8 @@ func (w *writer) commit(batch []job) {
 		return
 	}
 	w.committed()
+	w.commits.Add(1)
+	w.jobs.Add(int64(len(batch)))
 	for i, j := range batch {
 		j.finish(outcomes[i])
 	}
@@ -249,10 +233,6 @@ func (w *writer) close() error {
 	}
 	<-w.exited
 	var errs []error
-	for _, s := range []*sql.Stmt{w.tx.lastVersion, w.tx.findID, w.tx.insert, w.tx.positionAt,
-		w.tx.savepoint, w.tx.release, w.tx.rollbackTo} {
-		errs = append(errs, s.Close())
-	}
 	errs = append(errs, w.conn.Close(), w.db.Close())
 	return errors.Join(errs...)
 }

@@ -105,6 +105,7 @@ func BenchmarkDecode(b *testing.B) {
 			require.Equal(b, typicalBooking, got[0].Value)
 			b.SetBytes(int64(len(ev.Data)))
 			b.ReportAllocs()
+			b.ResetTimer()
 			buf := make([]codec.Decoded, 0, 1)
 			for range b.N {
 				buf, err = reg.DecodeAppend(buf[:0], ev)
@@ -123,6 +124,7 @@ func BenchmarkDecodeJSONOnly(b *testing.B) {
 	require.NoError(b, err)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	b.ResetTimer()
 	for range b.N {
 		var v TicketBooked
 		if err := json.Unmarshal(data, &v); err != nil {
@@ -134,6 +136,7 @@ func BenchmarkDecodeJSONOnly(b *testing.B) {
 func BenchmarkEncode(b *testing.B) {
 	reg := benchRegistry(b, false)
 	b.ReportAllocs()
+	b.ResetTimer()
 	for range b.N {
 		if _, err := reg.Encode(typicalBooking); err != nil {
 			b.Fatal(err)

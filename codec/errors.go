@@ -55,6 +55,9 @@ type DecodeError struct {
 	Stream   string
 	Version  uint64
 	Position eventstore.Position
+	// Snapshot reports that the value was the snapshot of Stream after
+	// the event at Version (see [DecodeSnapshot]); Position is then zero.
+	Snapshot bool
 	// Type and SchemaVersion are as stored, before upcasting.
 	Type          string
 	SchemaVersion uint32
@@ -65,7 +68,11 @@ type DecodeError struct {
 }
 
 func (e *DecodeError) Error() string {
-	if e.Stream == "" {
+	switch {
+	case e.Snapshot:
+		return fmt.Sprintf("decode snapshot of stream %q at version %d, type %q v%d: %v",
+			e.Stream, e.Version, e.Type, e.SchemaVersion, e.Err)
+	case e.Stream == "":
 		return fmt.Sprintf("decode value of type %q v%d: %v", e.Type, e.SchemaVersion, e.Err)
 	}
 	return fmt.Sprintf("decode event of stream %q at version %d (position %s), type %q v%d: %v",

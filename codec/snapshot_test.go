@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/upcast"
 )
 
@@ -84,4 +86,35 @@ func TestSnapshotWithoutPathIsDiscarded(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.detail)
 		})
 	}
+}
+
+func TestSnapshotHelpers(t *testing.T) {
+	ctx := context.Background()
+	reg := snapshotRegistry(t)
+	snaps := memory.NewSnapshotStore()
+
+	state := OrderState{OrderID: "o-1", Seats: []string{"A1"}, Paid: true}
+	s, err := reg.EncodeSnapshot("order-o-1", 41, state)
+	require.NoError(t, err)
+	require.NoError(t, snaps.SaveSnapshot(ctx, s))
+	loaded, ok, err := snaps.LoadSnapshot(ctx, "order-o-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	got, err := codec.DecodeSnapshot[OrderState](reg, loaded)
+	require.NoError(t, err)
+	assert.Equal(t, state, got)
+
+	// A snapshot written before the state had a way forward: discard, replay.
+	loaded.SchemaVersion = 1
+	_, err = codec.DecodeSnapshot[OrderState](reg, loaded)
+	require.ErrorIs(t, err, codec.ErrNoUpcastPath)
+	var de *codec.DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.True(t, de.Snapshot)
+	assert.Equal(t, `decode snapshot of stream "order-o-1" at version 41, type "order.snapshot" v1: `+
+		`no upcast path to a registered type and version: the upcaster chain drops it`, err.Error())
+
+	_, err = reg.EncodeSnapshot("order-o-1", 41, struct{}{})
+	require.ErrorIs(t, err, codec.ErrUnregisteredType)
+	assert.Contains(t, err.Error(), `snapshot of stream "order-o-1" at version 41`)
 }

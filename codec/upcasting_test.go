@@ -132,3 +132,24 @@ func TestConcurrentFirstUseAndDecode(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestPartIDsAreStableAndDistinct(t *testing.T) {
+	reg, old := v2Registry(t), v1Registry(t)
+	data, err := old.Encode(v1OrderPlaced{OrderID: "o-1", Seats: []string{"A1"}})
+	require.NoError(t, err)
+	ev := stored(data, "order-o-1", 0)
+	first, err := reg.Decode(ev)
+	require.NoError(t, err)
+	again, err := reg.Decode(ev)
+	require.NoError(t, err)
+	require.Len(t, first, 2)
+	assert.Equal(t, ev.ID, first[0].PartID(), "part 0 keeps the stored ID")
+	assert.NotEqual(t, ev.ID, first[1].PartID())
+	assert.Equal(t, first[1].PartID(), again[1].PartID(), "the same on every read")
+
+	other := ev
+	other.ID = eventstore.NewEventID()
+	fromOther, err := reg.Decode(other)
+	require.NoError(t, err)
+	assert.NotEqual(t, first[1].PartID(), fromOther[1].PartID())
+}

@@ -1,0 +1,65 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Lease is the right to run a named consumer, held by one process at a time
+// until it expires or is released.
+type Lease struct {
+	// Name is the consumer's name.
+	Name string
+	// Holder identifies the process or consumer instance that holds it.
+	Holder string
+	// Fence grows by at least one every time the lease changes hands, and
+	// stays the same while one holder renews it. Checkpoint saves carry it
+	// (see [Fence]).
+	Fence Fence
+	// Expires is when the lease lapses unless renewed, by the store's clock.
+	Expires time.Time
+}
+
+// ErrLeaseLost matches a [*LeaseLostError].
+var ErrLeaseLost = errors.New("lease lost")
+
+// LeaseLostError reports a renewal or release of a lease that the caller no
+// longer holds: it expired and another holder acquired it, or it was
+// released.
+type LeaseLostError struct {
+	Name   string
+	Holder string
+	Fence  Fence
+}
+
+func (e *LeaseLostError) Error() string {
+	return fmt.Sprintf("lease %q: holder %q (fence %d) no longer holds it", e.Name, e.Holder, e.Fence)
+}
+
+// Is makes errors.Is(err, ErrLeaseLost) true.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// LeaseStore hands out one lease per consumer name, so that of several
+// processes running the same consumer only one applies effects.
+//
+// In SQL, a row per name (holder, fence, expires_at) updated with a
+// conditional UPDATE that compares expires_at with the database's clock;
+// the fence comes from the row and grows on every change of hands, even
+// after a release, so it never repeats.
+type LeaseStore interface {
+	// AcquireLease takes the lease on name for holder, for ttl, when it is
+	// free, expired, released, or already held by holder (then it renews it
+	// and keeps its fence). It returns the lease and true, or, when another
+	// holder has it, that holder's lease and false.
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (Lease, bool, error)
+	// RenewLease extends a held lease by ttl from now. A lease that lapsed
+	// can be renewed while no one else has acquired it; otherwise the
+	// result is a [*LeaseLostError].
+	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// ReleaseLease gives a held lease up, so that a waiting process takes
+	// over at once. Releasing a lease that is no longer held is a
+	// [*LeaseLostError].
+	ReleaseLease(ctx context.Context, l Lease) error
+}

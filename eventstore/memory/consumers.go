@@ -1,0 +1,247 @@
+package memory
+
+import (
+	"context"
+	"iter"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Consumers keeps what consumers need besides the events: checkpoints,
+// dead letters and leases, and a small key/value read model that
+// transactional projections write to in the same transaction as their
+// checkpoint (see [Consumers.InTx]). Everything lives in memory and is lost
+// when the process ends. The zero value is not usable; call [NewConsumers].
+type Consumers struct {
+	mu          sync.Mutex
+	checkpoints map[string]eventstore.Checkpoint
+	dead        map[string]map[string]eventstore.DeadLetter // consumer -> ID -> dead letter
+	leases      map[string]eventstore.Lease
+	fences      map[string]eventstore.Fence // highest fence ever handed out, per name
+	values      map[string][]byte
+	now         func() time.Time
+}
+
+// NewConsumers returns empty consumer storage.
+func NewConsumers() *Consumers {
+	return &Consumers{
+		checkpoints: make(map[string]eventstore.Checkpoint),
+		dead:        make(map[string]map[string]eventstore.DeadLetter),
+		leases:      make(map[string]eventstore.Lease),
+		fences:      make(map[string]eventstore.Fence),
+		values:      make(map[string][]byte),
+		now:         func() time.Time { return time.Now().UTC() },
+	}
+}
+
+var (
+	_ eventstore.TxCheckpointStore[*Tx] = (*Consumers)(nil)
+	_ eventstore.DeadLetterStore        = (*Consumers)(nil)
+	_ eventstore.LeaseStore             = (*Consumers)(nil)
+)
+
+// Checkpoint implements [eventstore.CheckpointStore.Checkpoint].
+func (c *Consumers) Checkpoint(ctx context.Context, name string) (eventstore.Checkpoint, error) {
+	if err := eventstore.ValidateConsumerName(name); err != nil {
+		return eventstore.Checkpoint{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.Checkpoint{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checkpoints[name], nil
+}
+
+// SaveCheckpoint implements [eventstore.CheckpointStore.SaveCheckpoint].
+func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+	if err := eventstore.ValidateConsumerName(name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.saveLocked(name, expected, next, fence)
+}
+
+func (c *Consumers) saveLocked(name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+	if err := eventstore.CheckSave(name, c.checkpoints[name], expected, fence); err != nil {
+		return err
+	}
+	c.checkpoints[name] = eventstore.Checkpoint{Position: next, Fence: fence}
+	return nil
+}
+
+// ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter].
+func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if err := eventstore.CheckDeadLetter(d); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	letters := c.dead[d.Consumer]
+	if letters == nil {
+		letters = make(map[string]eventstore.DeadLetter)
+		c.dead[d.Consumer] = letters
+	}
+	for id, old := range letters {
+		if old.Event.ID == d.Event.ID && old.Part == d.Part {
+			d.ID, d.FirstFailure = id, old.FirstFailure
+			break
+		}
+	}
+	if d.ID == "" {
+		d.ID = ulid.Make().String()
+	}
+	d.Event.EventData = d.Event.EventData.Clone()
+	letters[d.ID] = d
+	return copyLetter(d), nil
+}
+
+// DeadLetters implements [eventstore.DeadLetterStore.DeadLetters].
+func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
+	return func(yield func(eventstore.DeadLetter, error) bool) {
+		if err := eventstore.ValidateConsumerName(consumer); err != nil {
+			yield(eventstore.DeadLetter{}, err)
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(eventstore.DeadLetter{}, err)
+			return
+		}
+		c.mu.Lock()
+		letters := c.dead[consumer]
+		out := make([]eventstore.DeadLetter, 0, len(letters))
+		for _, id := range slices.Sorted(maps.Keys(letters)) {
+			out = append(out, copyLetter(letters[id]))
+		}
+		c.mu.Unlock()
+		for _, d := range out {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
+func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.dead[consumer][id]
+	if !ok {
+		return eventstore.DeadLetter{}, &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+	}
+	return copyLetter(d), nil
+}
+
+// CountDeadLetters implements [eventstore.DeadLetterStore.CountDeadLetters].
+func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.dead[consumer]), nil
+}
+
+// DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
+func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deleteLocked(consumer, id)
+}
+
+func (c *Consumers) deleteLocked(consumer, id string) error {
+	if _, ok := c.dead[consumer][id]; !ok {
+		return &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+	}
+	delete(c.dead[consumer], id)
+	return nil
+}
+
+func copyLetter(d eventstore.DeadLetter) eventstore.DeadLetter {
+	d.Event.EventData = d.Event.EventData.Clone()
+	return d
+}
+
+// AcquireLease implements [eventstore.LeaseStore.AcquireLease].
+func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
+	if err := eventstore.ValidateConsumerName(name); err != nil {
+		return eventstore.Lease{}, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.Lease{}, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	l, held := c.leases[name]
+	if held && l.Holder != holder && now.Before(l.Expires) {
+		return l, false, nil
+	}
+	if !held || l.Holder != holder {
+		c.fences[name]++
+		l = eventstore.Lease{Name: name, Holder: holder, Fence: c.fences[name]}
+	}
+	l.Expires = now.Add(ttl)
+	c.leases[name] = l
+	return l, true, nil
+}
+
+// RenewLease implements [eventstore.LeaseStore.RenewLease].
+func (c *Consumers) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return eventstore.Lease{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, held := c.leases[l.Name]
+	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
+		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+	}
+	cur.Expires = c.now().Add(ttl)
+	c.leases[l.Name] = cur
+	return cur, nil
+}
+
+// ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
+func (c *Consumers) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, held := c.leases[l.Name]
+	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
+		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+	}
+	delete(c.leases, l.Name)
+	return nil
+}

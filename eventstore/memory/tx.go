@@ -1,0 +1,156 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Tx is a transaction of [Consumers]: reads see committed values and the
+// transaction's own writes; writes, checkpoint moves and dead-letter
+// deletions become visible together when [Consumers.InTx] commits, or not
+// at all.
+type Tx struct {
+	c       *Consumers
+	mu      sync.Mutex
+	writes  map[string][]byte // a nil value is a deletion
+	saves   []checkpointMove
+	deletes [][2]string // consumer, ID
+	done    bool
+}
+
+type checkpointMove struct {
+	name           string
+	expected, next eventstore.Position
+	fence          eventstore.Fence
+}
+
+// errTxDone guards against a handler that keeps its Tx past its callback.
+var errTxDone = errors.New("memory: transaction already ended")
+
+// Get returns the value of key as the transaction sees it.
+func (tx *Tx) Get(key string) ([]byte, bool) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if v, ok := tx.writes[key]; ok {
+		return append([]byte(nil), v...), v != nil
+	}
+	return tx.c.Value(key)
+}
+
+// Put sets key to a copy of value when the transaction commits.
+func (tx *Tx) Put(key string, value []byte) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.writes[key] = append(make([]byte, 0, len(value)), value...)
+}
+
+// Delete removes key when the transaction commits.
+func (tx *Tx) Delete(key string) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.writes[key] = nil
+}
+
+// Value returns the committed value of key in the read model.
+func (c *Consumers) Value(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.values[key]
+	return append([]byte(nil), v...), ok
+}
+
+// InTx implements [eventstore.TxCheckpointStore.InTx]. The commit checks
+// every checkpoint move and dead-letter deletion first, under one lock, and
+// applies everything only when all of them hold.
+func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx := &Tx{c: c, writes: make(map[string][]byte)}
+	err := fn(ctx, tx)
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.done = true
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	staged := make(map[string]eventstore.Checkpoint)
+	for _, m := range tx.saves {
+		cur, ok := staged[m.name]
+		if !ok {
+			cur = c.checkpoints[m.name]
+		}
+		if err := eventstore.CheckSave(m.name, cur, m.expected, m.fence); err != nil {
+			return err
+		}
+		staged[m.name] = eventstore.Checkpoint{Position: m.next, Fence: m.fence}
+	}
+	for _, d := range tx.deletes {
+		if _, ok := c.dead[d[0]][d[1]]; !ok {
+			return &eventstore.DeadLetterNotFoundError{Consumer: d[0], ID: d[1]}
+		}
+	}
+	for name, cp := range staged {
+		c.checkpoints[name] = cp
+	}
+	for _, d := range tx.deletes {
+		delete(c.dead[d[0]], d[1])
+	}
+	for k, v := range tx.writes {
+		if v == nil {
+			delete(c.values, k)
+		} else {
+			c.values[k] = v
+		}
+	}
+	return nil
+}
+
+// SaveCheckpointTx implements [eventstore.TxCheckpointStore.SaveCheckpointTx].
+// A move that would fail now fails at once; the commit checks it again.
+func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.done {
+		return errTxDone
+	}
+	cur, err := c.Checkpoint(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, m := range tx.saves {
+		if m.name == name {
+			cur = eventstore.Checkpoint{Position: m.next, Fence: m.fence}
+		}
+	}
+	if err := eventstore.CheckSave(name, cur, expected, fence); err != nil {
+		return err
+	}
+	tx.saves = append(tx.saves, checkpointMove{name: name, expected: expected, next: next, fence: fence})
+	return nil
+}
+
+// DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].
+func (c *Consumers) DeleteDeadLetterTx(ctx context.Context, tx *Tx, consumer, id string) error {
+	if _, err := c.DeadLetter(ctx, consumer, id); err != nil {
+		return err
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.done {
+		return errTxDone
+	}
+	tx.deletes = append(tx.deletes, [2]string{consumer, id})
+	return nil
+}

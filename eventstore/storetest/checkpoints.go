@@ -1,0 +1,183 @@
+package storetest
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// CheckpointFactory returns a new checkpoint store for one test and
+// registers its cleanup with t.Cleanup.
+type CheckpointFactory func(t *testing.T) eventstore.CheckpointStore
+
+// RunCheckpoints runs the conformance suite of [eventstore.CheckpointStore]
+// against the stores that newStore makes, each test on a store of its own.
+// Consumer names are unique per test, so a shared database works too.
+func RunCheckpoints(t *testing.T, newStore CheckpointFactory) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s eventstore.CheckpointStore)
+	}{
+		{"MissingIsStart", testCheckpointMissing},
+		{"SaveMovesAndRoundTrips", testCheckpointRoundTrip},
+		{"CompareAndSet", testCheckpointCompareAndSet},
+		{"Fencing", testCheckpointFencing},
+		{"ResetMovesBack", testCheckpointReset},
+		{"NamesAreIndependent", testCheckpointNames},
+		{"RacingSavesOneWins", testCheckpointRace},
+		{"BadNames", testCheckpointBadNames},
+		{"CanceledContext", testCheckpointCanceled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
+}
+
+func consumerName(t *testing.T, what string) string {
+	return newNames(t).category + "-" + what
+}
+
+func pos(major, minor uint64) eventstore.Position {
+	return eventstore.Position{Major: major, Minor: minor}
+}
+
+func mustCheckpoint(t *testing.T, s eventstore.CheckpointStore, name string) eventstore.Checkpoint {
+	t.Helper()
+	cp, err := s.Checkpoint(context.Background(), name)
+	require.NoError(t, err, "reading the checkpoint of %q", name)
+	return cp
+}
+
+func testCheckpointMissing(t *testing.T, s eventstore.CheckpointStore) {
+	cp := mustCheckpoint(t, s, consumerName(t, "never-saved"))
+	assert.Equal(t, eventstore.Checkpoint{}, cp)
+}
+
+func testCheckpointRoundTrip(t *testing.T, s eventstore.CheckpointStore) {
+	ctx, name := context.Background(), consumerName(t, "round-trip")
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(7, 3), 0))
+	assert.Equal(t, eventstore.Checkpoint{Position: pos(7, 3)}, mustCheckpoint(t, s, name))
+	// Both halves of a position survive, up to their largest values.
+	big := pos(1<<64-1, 1<<64-2)
+	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(7, 3), big, 4))
+	assert.Equal(t, eventstore.Checkpoint{Position: big, Fence: 4}, mustCheckpoint(t, s, name))
+	// A claim: the same position under a higher fence.
+	require.NoError(t, s.SaveCheckpoint(ctx, name, big, big, 1<<63))
+	assert.Equal(t, eventstore.Checkpoint{Position: big, Fence: 1 << 63}, mustCheckpoint(t, s, name))
+}
+
+func testCheckpointCompareAndSet(t *testing.T, s eventstore.CheckpointStore) {
+	ctx, name := context.Background(), consumerName(t, "cas")
+	// No row yet: only a save that expects the start goes through.
+	err := s.SaveCheckpoint(ctx, name, pos(1, 0), pos(2, 0), 0)
+	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{})
+	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a refused save wrote something")
+
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(5, 0), 0))
+	err = s.SaveCheckpoint(ctx, name, eventstore.Start, pos(9, 0), 0)
+	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{Position: pos(5, 0)})
+	err = s.SaveCheckpoint(ctx, name, pos(5, 1), pos(9, 0), 0)
+	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{Position: pos(5, 0)})
+	assert.Equal(t, pos(5, 0), mustCheckpoint(t, s, name).Position)
+	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(5, 0), pos(9, 0), 0))
+	assert.Equal(t, pos(9, 0), mustCheckpoint(t, s, name).Position)
+}
+
+func testCheckpointFencing(t *testing.T, s eventstore.CheckpointStore) {
+	ctx, name := context.Background(), consumerName(t, "fence")
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(10, 0), 3))
+	// A newer holder claims the checkpoint where it is.
+	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(10, 0), pos(10, 0), 4))
+	// The former holder, paused, wakes up and tries to move it: refused,
+	// although its expected position is right.
+	err := s.SaveCheckpoint(ctx, name, pos(10, 0), pos(20, 0), 3)
+	requireConflict(t, err, eventstore.ErrFenced, name, eventstore.Checkpoint{Position: pos(10, 0), Fence: 4})
+	// Unfenced saves cannot move a fenced checkpoint either.
+	err = s.SaveCheckpoint(ctx, name, pos(10, 0), pos(20, 0), 0)
+	requireConflict(t, err, eventstore.ErrFenced, name, eventstore.Checkpoint{Position: pos(10, 0), Fence: 4})
+	assert.Equal(t, eventstore.Checkpoint{Position: pos(10, 0), Fence: 4}, mustCheckpoint(t, s, name))
+	// The holder of the newest fence moves it.
+	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(10, 0), pos(20, 0), 4))
+	assert.Equal(t, eventstore.Checkpoint{Position: pos(20, 0), Fence: 4}, mustCheckpoint(t, s, name))
+}
+
+func testCheckpointReset(t *testing.T, s eventstore.CheckpointStore) {
+	ctx, name := context.Background(), consumerName(t, "reset")
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(100, 0), 1))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(100, 0), pos(40, 0), 1))
+	assert.Equal(t, pos(40, 0), mustCheckpoint(t, s, name).Position)
+	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(40, 0), eventstore.Start, 1))
+	assert.Equal(t, eventstore.Checkpoint{Fence: 1}, mustCheckpoint(t, s, name), "a reset keeps the fence")
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(1, 0), 1))
+}
+
+func testCheckpointNames(t *testing.T, s eventstore.CheckpointStore) {
+	ctx := context.Background()
+	a, b := consumerName(t, "a"), consumerName(t, "b")
+	require.NoError(t, s.SaveCheckpoint(ctx, a, eventstore.Start, pos(3, 0), 2))
+	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, b))
+	require.NoError(t, s.SaveCheckpoint(ctx, b, eventstore.Start, pos(8, 0), 0))
+	assert.Equal(t, eventstore.Checkpoint{Position: pos(3, 0), Fence: 2}, mustCheckpoint(t, s, a))
+	assert.Equal(t, eventstore.Checkpoint{Position: pos(8, 0)}, mustCheckpoint(t, s, b))
+}
+
+func testCheckpointRace(t *testing.T, s eventstore.CheckpointStore) {
+	ctx, name := context.Background(), consumerName(t, "race")
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(1, 0), 0))
+	const racers = 8
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.SaveCheckpoint(ctx, name, pos(1, 0), pos(uint64(10+i), 0), 0)
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		if err == nil {
+			require.Equal(t, -1, won, "racers %d and %d both moved the checkpoint from the same position", won, i)
+			won = i
+			continue
+		}
+		require.ErrorIs(t, err, eventstore.ErrCheckpointMoved, "racer %d", i)
+	}
+	require.NotEqual(t, -1, won, "no racer moved the checkpoint")
+	assert.Equal(t, pos(uint64(10+won), 0), mustCheckpoint(t, s, name).Position)
+}
+
+func testCheckpointBadNames(t *testing.T, s eventstore.CheckpointStore) {
+	ctx := context.Background()
+	for _, name := range []string{"", "bad\x00name", strings.Repeat("x", eventstore.MaxStreamLen+1)} {
+		_, err := s.Checkpoint(ctx, name)
+		assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "Checkpoint(%q)", name)
+		err = s.SaveCheckpoint(ctx, name, eventstore.Start, pos(1, 0), 0)
+		assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "SaveCheckpoint(%q)", name)
+	}
+}
+
+func testCheckpointCanceled(t *testing.T, s eventstore.CheckpointStore) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	name := consumerName(t, "canceled")
+	assert.ErrorIs(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(1, 0), 0), context.Canceled)
+	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name))
+}
+
+func requireConflict(t *testing.T, err error, sentinel error, name string, actual eventstore.Checkpoint) {
+	t.Helper()
+	require.ErrorIs(t, err, sentinel)
+	var ce *eventstore.CheckpointConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, name, ce.Consumer)
+	assert.Equal(t, actual, ce.Actual)
+	assert.Contains(t, err.Error(), name)
+}

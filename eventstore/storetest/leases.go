@@ -1,0 +1,153 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// LeaseFactory returns a new lease store for one test and registers its
+// cleanup with t.Cleanup.
+type LeaseFactory func(t *testing.T) eventstore.LeaseStore
+
+// RunLeases runs the conformance suite of [eventstore.LeaseStore] against
+// the stores that newStore makes, each test on a store of its own. Its
+// expiry tests wait for short leases (a few hundred milliseconds) to lapse.
+func RunLeases(t *testing.T, newStore LeaseFactory) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s eventstore.LeaseStore)
+	}{
+		{"OneHolderAtATime", testLeaseExclusive},
+		{"RenewKeepsFence", testLeaseRenew},
+		{"ExpiredLeaseChangesHands", testLeaseExpiry},
+		{"ReleaseHandsOverAtOnce", testLeaseRelease},
+		{"RacingAcquiresOneWins", testLeaseRace},
+		{"BadNames", testLeaseBadNames},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
+}
+
+func mustAcquire(t *testing.T, s eventstore.LeaseStore, name, holder string, ttl time.Duration) (eventstore.Lease, bool) {
+	t.Helper()
+	l, ok, err := s.AcquireLease(context.Background(), name, holder, ttl)
+	require.NoError(t, err, "%s acquiring %q", holder, name)
+	return l, ok
+}
+
+func testLeaseExclusive(t *testing.T, s eventstore.LeaseStore) {
+	name := consumerName(t, "lease")
+	a, ok := mustAcquire(t, s, name, "A", time.Minute)
+	require.True(t, ok)
+	assert.Equal(t, name, a.Name)
+	assert.Equal(t, "A", a.Holder)
+	assert.NotZero(t, a.Fence)
+	assert.True(t, a.Expires.After(time.Now().Add(30*time.Second)), "expires %s, not a minute from now", a.Expires)
+	held, ok := mustAcquire(t, s, name, "B", time.Minute)
+	require.False(t, ok, "B acquired a lease A holds")
+	assert.Equal(t, "A", held.Holder, "a refused acquire reports the holder")
+	assert.Equal(t, a.Fence, held.Fence)
+	// Another name is another lease.
+	_, ok = mustAcquire(t, s, consumerName(t, "other"), "B", time.Minute)
+	assert.True(t, ok)
+	// Re-acquiring one's own lease renews it.
+	again, ok := mustAcquire(t, s, name, "A", time.Minute)
+	require.True(t, ok)
+	assert.Equal(t, a.Fence, again.Fence)
+}
+
+func testLeaseRenew(t *testing.T, s eventstore.LeaseStore) {
+	ctx, name := context.Background(), consumerName(t, "renew")
+	a, ok := mustAcquire(t, s, name, "A", time.Minute)
+	require.True(t, ok)
+	r, err := s.RenewLease(ctx, a, 2*time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, a.Fence, r.Fence)
+	assert.True(t, r.Expires.After(a.Expires), "renewal did not extend the lease")
+	// Someone else's lease, or a forged fence, cannot be renewed.
+	_, err = s.RenewLease(ctx, eventstore.Lease{Name: name, Holder: "B", Fence: a.Fence}, time.Minute)
+	requireLost(t, err, name)
+	_, err = s.RenewLease(ctx, eventstore.Lease{Name: name, Holder: "A", Fence: a.Fence + 1}, time.Minute)
+	requireLost(t, err, name)
+}
+
+func testLeaseExpiry(t *testing.T, s eventstore.LeaseStore) {
+	ctx, name := context.Background(), consumerName(t, "expiry")
+	const ttl = 300 * time.Millisecond
+	a, ok := mustAcquire(t, s, name, "A", ttl)
+	require.True(t, ok)
+	var b eventstore.Lease
+	require.Eventually(t, func() bool {
+		b, ok = mustAcquire(t, s, name, "B", time.Minute)
+		return ok
+	}, waitLimit, 20*time.Millisecond, "B never took over an expired lease")
+	assert.Greater(t, b.Fence, a.Fence, "the fence did not grow when the lease changed hands")
+	_, err := s.RenewLease(ctx, a, time.Minute)
+	requireLost(t, err, name)
+	requireLost(t, s.ReleaseLease(ctx, a), name)
+	// The former holder waits its turn like anyone else.
+	_, ok = mustAcquire(t, s, name, "A", time.Minute)
+	assert.False(t, ok)
+}
+
+func testLeaseRelease(t *testing.T, s eventstore.LeaseStore) {
+	ctx, name := context.Background(), consumerName(t, "release")
+	a, ok := mustAcquire(t, s, name, "A", time.Hour)
+	require.True(t, ok)
+	require.NoError(t, s.ReleaseLease(ctx, a))
+	requireLost(t, s.ReleaseLease(ctx, a), name)
+	b, ok := mustAcquire(t, s, name, "B", time.Hour)
+	require.True(t, ok, "B could not acquire a released lease")
+	assert.Greater(t, b.Fence, a.Fence)
+	// Even the same holder gets a new fence after a release: fences never
+	// repeat.
+	require.NoError(t, s.ReleaseLease(ctx, b))
+	a2, ok := mustAcquire(t, s, name, "A", time.Hour)
+	require.True(t, ok)
+	assert.Greater(t, a2.Fence, b.Fence)
+}
+
+func testLeaseRace(t *testing.T, s eventstore.LeaseStore) {
+	name := consumerName(t, "race")
+	const racers = 8
+	won := make([]bool, racers)
+	errs := make([]error, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, won[i], errs[i] = s.AcquireLease(context.Background(), name, string(rune('A'+i)), time.Minute)
+		}()
+	}
+	wg.Wait()
+	winners := 0
+	for i := range racers {
+		require.NoError(t, errs[i])
+		if won[i] {
+			winners++
+		}
+	}
+	assert.Equal(t, 1, winners)
+}
+
+func testLeaseBadNames(t *testing.T, s eventstore.LeaseStore) {
+	_, _, err := s.AcquireLease(context.Background(), "", "A", time.Minute)
+	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+}
+
+func requireLost(t *testing.T, err error, name string) {
+	t.Helper()
+	require.ErrorIs(t, err, eventstore.ErrLeaseLost)
+	var le *eventstore.LeaseLostError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, name, le.Name)
+}

@@ -64,6 +64,9 @@ func (s *Store) wake() {
 	}
 }
 
+// notifyGap is the least time between two NOTIFYs of one store.
+const notifyGap = 5 * time.Millisecond
+
 // notifyWorker sends NOTIFY for appends, outside their transactions: a
 // NOTIFY inside an append would take PostgreSQL's global notification lock
 // at commit and serialize every appender. Appends that happen while one
@@ -77,11 +80,22 @@ func (s *Store) notifyWorker() {
 		case <-s.notify:
 		}
 		ctx, cancel := context.WithTimeout(s.workerCtx, 10*time.Second)
-		_, err := s.pool.Exec(ctx, `SELECT pg_notify($1, '')`, s.channel)
+		// The notification is a hint, so its transaction need not wait for
+		// the WAL flush; set_config(..., true) applies to it alone.
+		_, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, '')`, s.channel)
 		cancel()
 		if err != nil && s.workerCtx.Err() == nil {
 			// Not fatal: other processes' subscribers poll.
 			s.logger.Debug("postgres eventstore: NOTIFY failed", slog.String("schema", s.schema), slog.Any("error", err))
+		}
+		// Appends during the gap share the next NOTIFY, which bounds the
+		// server's notification work (a transaction each) however fast
+		// appends come, for at most notifyGap of extra wake-up delay in
+		// other processes.
+		select {
+		case <-s.workerCtx.Done():
+			return
+		case <-time.After(notifyGap):
 		}
 	}
 }

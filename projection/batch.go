@@ -1,0 +1,267 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
+)
+
+type plainExecutor struct {
+	c *Consumer
+	h Handler
+}
+
+func (x plainExecutor) transactional() bool { return false }
+
+func (x plainExecutor) run(ctx context.Context, body func(step) error) error {
+	return body(step{
+		apply: func(d codec.Decoded) error { return x.h(ctx, d) },
+		save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
+			return x.c.checkpoints.SaveCheckpoint(ctx, x.c.name, expected, next, fence)
+		},
+		resolve: func(id string) error {
+			return x.c.opts.DeadLetters.DeleteDeadLetter(ctx, x.c.name, id)
+		},
+	})
+}
+
+type txExecutor[Tx any] struct {
+	c     *Consumer
+	store eventstore.TxCheckpointStore[Tx]
+	h     TxHandler[Tx]
+	// ownDeadLetters says the dead letters live in store, so that a retried
+	// one is resolved in the transaction of its effect.
+	ownDeadLetters bool
+}
+
+func (x txExecutor[Tx]) transactional() bool { return true }
+
+func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
+	return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		return body(step{
+			apply: func(d codec.Decoded) error { return x.h(ctx, tx, d) },
+			save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
+				return x.store.SaveCheckpointTx(ctx, tx, x.c.name, expected, next, fence)
+			},
+			resolve: func(id string) error {
+				if x.ownDeadLetters {
+					return x.store.DeleteDeadLetterTx(ctx, tx, x.c.name, id)
+				}
+				return x.c.opts.DeadLetters.DeleteDeadLetter(ctx, x.c.name, id)
+			},
+		})
+	})
+}
+
+// flush handles a batch of stored events and moves the checkpoint from
+// from to the last one's position, and returns that position.
+func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence eventstore.Fence) (eventstore.Position, error) {
+	to := batch[len(batch)-1].ev.Position
+	if !c.exec.transactional() {
+		for _, u := range batch {
+			if err := c.handlePlain(ctx, u); err != nil {
+				return from, err
+			}
+		}
+		if err := c.exec.run(ctx, func(s step) error { return s.save(from, to, fence) }); err != nil {
+			return from, err
+		}
+		c.stats.checkpointed(from, to, len(batch), batch[len(batch)-1].ev.RecordedAt)
+		return to, nil
+	}
+
+	// The fast path: the whole batch and its checkpoint in one transaction.
+	err := c.exec.run(ctx, func(s step) error {
+		for i, u := range batch {
+			if u.decodeErr != nil {
+				return &partError{unit: i, err: u.decodeErr}
+			}
+			for j, d := range u.parts {
+				if err := s.apply(d); err != nil {
+					return &partError{unit: i, part: j, err: err}
+				}
+			}
+		}
+		return s.save(from, to, fence)
+	})
+	var pe *partError
+	switch {
+	case err == nil:
+		c.stats.checkpointed(from, to, len(batch), batch[len(batch)-1].ev.RecordedAt)
+		return to, nil
+	case !errors.As(err, &pe):
+		return from, err
+	case ctx.Err() != nil:
+		return from, ctx.Err()
+	}
+	// Something failed and the transaction rolled back: go event by event,
+	// one transaction each, so that the failing one is retried and parked
+	// alone and the others commit.
+	for i, u := range batch {
+		var first *failure
+		if i == pe.unit {
+			first = &failure{part: pe.part, attempts: 1, first: time.Now().UTC(), err: pe.err}
+			first.last = first.first
+		}
+		next, err := c.handleTx(ctx, u, from, fence, first)
+		if err != nil {
+			return from, err
+		}
+		from = next
+	}
+	return from, nil
+}
+
+// failure tracks the failed attempts on one part of a stored event.
+type failure struct {
+	part        int
+	attempts    int
+	first, last time.Time
+	err         error
+}
+
+func (f *failure) record(err error) {
+	now := time.Now().UTC()
+	if f.attempts == 0 {
+		f.first = now
+	}
+	f.attempts++
+	f.last = now
+	f.err = err
+}
+
+// handlePlain applies every part of a stored event, retrying each failing
+// part and then parking it.
+func (c *Consumer) handlePlain(ctx context.Context, u unit) error {
+	if u.decodeErr != nil {
+		f := &failure{}
+		f.record(u.decodeErr)
+		return c.giveUp(ctx, u, f)
+	}
+	for j, d := range u.parts {
+		f := &failure{part: j}
+		for {
+			err := c.exec.run(ctx, func(s step) error { return s.apply(d) })
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			f.record(err)
+			if f.attempts >= c.opts.Retry.attempts() {
+				if err := c.giveUp(ctx, u, f); err != nil {
+					return err
+				}
+				break
+			}
+			if err := c.backOff(ctx, u, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// handleTx applies one stored event and moves the checkpoint past it in
+// one transaction, retrying while a part fails, and leaving out the parts it
+// parked. first is a failure already seen on this event, if any.
+func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Position, fence eventstore.Fence, first *failure) (eventstore.Position, error) {
+	parked := make(map[int]bool)
+	fails := make(map[int]*failure)
+	if u.decodeErr != nil {
+		f := &failure{}
+		f.record(u.decodeErr)
+		if err := c.giveUp(ctx, u, f); err != nil {
+			return from, err
+		}
+	}
+	if first != nil {
+		fails[first.part] = first
+	}
+	for {
+		if f := failing(fails, parked); f != nil {
+			if f.attempts >= c.opts.Retry.attempts() {
+				if err := c.giveUp(ctx, u, f); err != nil {
+					return from, err
+				}
+				parked[f.part] = true
+				continue
+			}
+			if err := c.backOff(ctx, u, f); err != nil {
+				return from, err
+			}
+		}
+		err := c.exec.run(ctx, func(s step) error {
+			for j, d := range u.parts {
+				if parked[j] {
+					continue
+				}
+				if err := s.apply(d); err != nil {
+					return &partError{part: j, err: err}
+				}
+			}
+			return s.save(from, u.ev.Position, fence)
+		})
+		var pe *partError
+		switch {
+		case err == nil:
+			c.stats.checkpointed(from, u.ev.Position, 1, u.ev.RecordedAt)
+			return u.ev.Position, nil
+		case !errors.As(err, &pe):
+			return from, err
+		case ctx.Err() != nil:
+			return from, ctx.Err()
+		}
+		f := fails[pe.part]
+		if f == nil {
+			f = &failure{part: pe.part}
+			fails[pe.part] = f
+		}
+		f.record(pe.err)
+	}
+}
+
+// failing returns the failure of a part that is not parked, if any.
+func failing(fails map[int]*failure, parked map[int]bool) *failure {
+	for part, f := range fails {
+		if !parked[part] && f.attempts > 0 && f.err != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+func (c *Consumer) backOff(ctx context.Context, u unit, f *failure) error {
+	c.log.DebugContext(ctx, "projection: handler failed; retrying",
+		slog.String("stream", u.ev.StreamID), slog.Uint64("version", u.ev.Version),
+		slog.String("type", u.ev.Type), slog.Int("part", f.part), slog.Int("attempt", f.attempts), slog.Any("error", f.err))
+	return backoff.Wait(ctx, c.opts.Retry.policy().Delay(f.attempts))
+}
+
+// giveUp parks a part whose retries are spent, or returns the error that
+// stops the consumer.
+func (c *Consumer) giveUp(ctx context.Context, u unit, f *failure) error {
+	herr := &HandlerError{Consumer: c.name, Stream: u.ev.StreamID, Version: u.ev.Version, Position: u.ev.Position,
+		Type: u.ev.Type, Part: f.part, Attempts: f.attempts, Err: f.err}
+	if c.opts.OnFailure == Stop || c.opts.DeadLetters == nil {
+		return herr
+	}
+	d, err := c.opts.DeadLetters.ParkDeadLetter(ctx, eventstore.DeadLetter{
+		Consumer: c.name, Event: u.ev, Part: f.part, Error: f.err.Error(),
+		Attempts: f.attempts, FirstFailure: f.first, LastFailure: f.last,
+	})
+	if err != nil {
+		return errors.Join(herr, err)
+	}
+	c.log.WarnContext(ctx, "projection: event parked as a dead letter",
+		slog.String("dead_letter", d.ID), slog.String("stream", u.ev.StreamID), slog.Uint64("version", u.ev.Version),
+		slog.String("type", u.ev.Type), slog.String("position", u.ev.Position.String()), slog.Int("part", f.part),
+		slog.Int("attempts", f.attempts), slog.String("error", d.Error))
+	return nil
+}

@@ -1,0 +1,324 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Consumer is a named, checkpointed consumer of a store's global log. Build
+// one with [New] (plain handler, at-least-once effects) or [NewTx] (handler
+// in the checkpoint's transaction, exactly-once effects), then call
+// [Consumer.Run]. Its methods are safe for concurrent use.
+type Consumer struct {
+	name        string
+	events      eventstore.Store
+	reg         *codec.Registry
+	checkpoints eventstore.CheckpointStore
+	exec        executor
+	opts        Options
+	log         *slog.Logger
+	stats       recorder
+}
+
+// executor runs the consumer's handler. run calls body once with the
+// functions that apply a decoded value, move the checkpoint and resolve a
+// dead letter; a transactional executor runs all of body in one transaction
+// and keeps its effects only when body returns nil.
+type executor interface {
+	run(ctx context.Context, body func(s step) error) error
+	transactional() bool
+}
+
+// step is what a batch can do inside [executor.run].
+type step struct {
+	apply   func(d codec.Decoded) error
+	save    func(expected, next eventstore.Position, fence eventstore.Fence) error
+	resolve func(id string) error
+}
+
+// New returns a consumer that calls h for every event that opts.Filter
+// selects, and keeps its checkpoint in checkpoints under name. Effects are
+// at least once: after a crash, the events of the last unsaved batch are
+// handled again.
+func New(name string, events eventstore.Store, reg *codec.Registry, checkpoints eventstore.CheckpointStore, h Handler, opts Options) (*Consumer, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: consumer %q: nil handler", eventstore.ErrInvalidArgument, name)
+	}
+	c, err := newConsumer(name, events, reg, checkpoints, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.exec = plainExecutor{c: c, h: h}
+	return c, nil
+}
+
+// NewTx returns a transactional consumer: it runs h on each batch of events
+// and moves its checkpoint in one transaction of store, so that a read model
+// in the same database counts every event exactly once across crashes. Dead
+// letters retried with [Consumer.RetryDeadLetter] are resolved in the
+// transaction of their effect too, when they live in store (opts.DeadLetters
+// left nil and store a [eventstore.DeadLetterStore]).
+func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, store eventstore.TxCheckpointStore[Tx], h TxHandler[Tx], opts Options) (*Consumer, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: consumer %q: nil handler", eventstore.ErrInvalidArgument, name)
+	}
+	c, err := newConsumer(name, events, reg, store, opts)
+	if err != nil {
+		return nil, err
+	}
+	_, own := store.(eventstore.DeadLetterStore)
+	c.exec = txExecutor[Tx]{c: c, store: store, h: h, ownDeadLetters: own && opts.DeadLetters == nil}
+	return c, nil
+}
+
+func newConsumer(name string, events eventstore.Store, reg *codec.Registry, checkpoints eventstore.CheckpointStore, opts Options) (*Consumer, error) {
+	switch {
+	case name == "":
+		return nil, fmt.Errorf("%w: consumer name is empty", eventstore.ErrInvalidArgument)
+	case events == nil || reg == nil || checkpoints == nil:
+		return nil, fmt.Errorf("%w: consumer %q needs an event store, a codec registry and a checkpoint store", eventstore.ErrInvalidArgument, name)
+	}
+	if err := reg.Validate(); err != nil {
+		return nil, fmt.Errorf("consumer %q: %w", name, err)
+	}
+	if dl, ok := checkpoints.(eventstore.DeadLetterStore); ok && opts.DeadLetters == nil {
+		opts.DeadLetters = dl
+	}
+	c := &Consumer{name: name, events: events, reg: reg, checkpoints: checkpoints, opts: opts, log: opts.logger().With(slog.String("consumer", name))}
+	c.stats.start = time.Now()
+	return c, nil
+}
+
+// Name returns the consumer's name, under which its checkpoint, dead
+// letters and lease are stored.
+func (c *Consumer) Name() string { return c.name }
+
+// Run consumes until ctx ends, then returns nil: it takes the lease (when
+// [Options.Leases] is set, waiting while another process holds it), resumes
+// after the stored checkpoint, catches up and follows live events. When the
+// lease is lost, or another consumer moves the checkpoint, it stops applying
+// effects and starts over from taking the lease. It returns an error when
+// the event or checkpoint store fails, or a [*HandlerError] when a handler
+// failure stops it ([Stop]).
+func (c *Consumer) Run(ctx context.Context) error {
+	logCtx, stopLog := context.WithCancel(ctx)
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		c.logStats(logCtx)
+	}()
+	defer func() {
+		stopLog()
+		<-logged
+	}()
+	for {
+		err := c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+			_, err := c.consume(ctx, c.events.Subscribe(ctx, from, c.opts.Filter), from, fence, nil)
+			return err
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, eventstore.ErrFenced), errors.Is(err, eventstore.ErrCheckpointMoved), errors.Is(err, eventstore.ErrLeaseLost):
+			c.log.WarnContext(ctx, "projection: lost ownership; starting over", slog.Any("error", err))
+			if err := c.pause(ctx); err != nil {
+				return nil
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// CatchUp consumes every event stored when it starts reading, then
+// returns. It takes the lease as Run does; losing it is an error.
+func (c *Consumer) CatchUp(ctx context.Context) error {
+	return c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+		_, err := c.consume(ctx, c.events.ReadAll(ctx, from, c.opts.Filter), from, fence, nil)
+		return err
+	})
+}
+
+// pause waits a little before a new session, so that two consumers that
+// keep taking a checkpoint from each other do not spin.
+func (c *Consumer) pause(ctx context.Context) error {
+	return waitFor(ctx, c.opts.maxDelay())
+}
+
+// session takes the lease (if any), claims the checkpoint under its fence,
+// runs work from the checkpoint while the lease is kept, and gives the
+// lease up.
+func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) error {
+	if c.opts.Leases == nil {
+		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
+		if err != nil {
+			return fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
+		}
+		c.stats.setCheckpoint(cp.Position)
+		return work(ctx, cp.Position, cp.Fence)
+	}
+	lease, err := c.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		c.keep(ctx, cancel, lease)
+	}()
+	defer func() {
+		cancel(nil)
+		<-renewed
+		c.release(ctx, lease)
+	}()
+	from, err := c.claim(ctx, lease.Fence)
+	if err == nil {
+		err = work(ctx, from, lease.Fence)
+	}
+	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, eventstore.ErrLeaseLost) {
+		return cause
+	}
+	return err
+}
+
+// claim reads the checkpoint and saves it unchanged under fence, so that a
+// former holder's later saves fail; a save that lands in between is seen
+// by reading again.
+func (c *Consumer) claim(ctx context.Context, fence eventstore.Fence) (eventstore.Position, error) {
+	for {
+		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
+		if err != nil {
+			return eventstore.Position{}, fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
+		}
+		err = c.checkpoints.SaveCheckpoint(ctx, c.name, cp.Position, cp.Position, fence)
+		if errors.Is(err, eventstore.ErrCheckpointMoved) {
+			continue
+		}
+		if err != nil {
+			return eventstore.Position{}, fmt.Errorf("consumer %q: claim checkpoint: %w", c.name, err)
+		}
+		c.stats.setCheckpoint(cp.Position)
+		return cp.Position, nil
+	}
+}
+
+// unit is one stored event and the values it decodes to.
+type unit struct {
+	ev        eventstore.Event
+	parts     []codec.Decoded
+	decodeErr error
+}
+
+type item struct {
+	u   unit
+	err error
+}
+
+// consume handles the events of src in batches until src ends (it returns
+// nil) or fails, or ctx ends. from is the checkpoint src starts after;
+// progress, if set, is told how many stored events each batch handled.
+func (c *Consumer) consume(ctx context.Context, src iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int)) (eventstore.Position, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	size := c.opts.batchSize()
+	// Decoding runs in its own goroutine, ahead of the handler, so that
+	// catch-up uses a second core.
+	ch := make(chan item, size)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.read(ctx, src, ch)
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	c.stats.resetPending()
+
+	batch := make([]unit, 0, size)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var deadline <-chan time.Time
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		next, err := c.flush(ctx, batch, from, fence)
+		if err != nil {
+			return err
+		}
+		from = next
+		if progress != nil {
+			progress(len(batch))
+		}
+		clear(batch)
+		batch = batch[:0]
+		timer.Stop()
+		deadline = nil
+		return nil
+	}
+	for {
+		select {
+		case it, ok := <-ch:
+			switch {
+			case !ok:
+				return from, flush()
+			case it.err != nil:
+				if ctx.Err() != nil {
+					return from, ctx.Err()
+				}
+				return from, errors.Join(flush(), fmt.Errorf("consumer %q: reading events after %s: %w", c.name, from, it.err))
+			}
+			batch = append(batch, it.u)
+			if len(batch) == 1 {
+				timer.Reset(c.opts.maxDelay())
+				deadline = timer.C
+			}
+			if len(batch) >= size {
+				if err := flush(); err != nil {
+					return from, err
+				}
+			}
+		case <-deadline:
+			if err := flush(); err != nil {
+				return from, err
+			}
+		case <-ctx.Done():
+			return from, ctx.Err()
+		}
+	}
+}
+
+// read decodes the events of src and sends them to out, which it closes
+// when src ends.
+func (c *Consumer) read(ctx context.Context, src iter.Seq2[eventstore.Event, error], out chan<- item) {
+	defer close(out)
+	for e, err := range src {
+		var it item
+		if err != nil {
+			it.err = err
+		} else {
+			it.u = unit{ev: e}
+			it.u.parts, it.u.decodeErr = c.reg.DecodeAppend(nil, e)
+			c.stats.sawEvent(e)
+		}
+		select {
+		case out <- it:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}

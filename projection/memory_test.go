@@ -1,0 +1,48 @@
+package projection_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/projection/projectiontest"
+)
+
+// memoryHarness runs the suite on the in-memory stores. The crash and
+// two-process tests need stores that outlive a process, so they skip here.
+func memoryHarness() projectiontest.Harness[*memory.Tx] {
+	return projectiontest.Harness[*memory.Tx]{
+		New: func(t *testing.T) projectiontest.Stores[*memory.Tx] {
+			events := memory.New()
+			t.Cleanup(func() { _ = events.Close() })
+			return projectiontest.Stores[*memory.Tx]{Events: events, Consumers: memory.NewConsumers()}
+		},
+		Add: func(_ context.Context, tx *memory.Tx, key string, delta int64) error {
+			var n int64
+			if v, ok := tx.Get(key); ok {
+				var err error
+				if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
+					return err
+				}
+			}
+			tx.Put(key, strconv.AppendInt(nil, n+delta, 10))
+			return nil
+		},
+		Get: func(t testing.TB, s projectiontest.Stores[*memory.Tx], key string) int64 {
+			v, ok := s.Consumers.(*memory.Consumers).Value(key)
+			if !ok {
+				return 0
+			}
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				t.Fatalf("counter %q holds %q", key, v)
+			}
+			return n
+		},
+	}
+}
+
+func TestProjections(t *testing.T) {
+	projectiontest.Run(t, memoryHarness())
+}

@@ -1,0 +1,125 @@
+package projection
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
+)
+
+// Defaults for the zero [Options].
+const (
+	DefaultBatchSize     = 100
+	DefaultMaxBatchDelay = 100 * time.Millisecond
+	DefaultAttempts      = 5
+	DefaultLeaseTTL      = 10 * time.Second
+)
+
+// FailureMode says what a consumer does with an event its handler still
+// fails on after every retry.
+type FailureMode int
+
+const (
+	// Park stores the event as a dead letter and goes on with the next one.
+	Park FailureMode = iota
+	// Stop makes Run return a [*HandlerError]; the checkpoint stays before
+	// the failing event, so the next run starts with it.
+	Stop
+)
+
+// Retry is the retry schedule for a failing handler. The zero value makes
+// [DefaultAttempts] attempts, waiting 10ms before the first retry and
+// doubling up to 1s, with jitter.
+type Retry struct {
+	// Attempts is how many times the handler runs on one event before it
+	// is parked (or the consumer stops); zero means [DefaultAttempts], one
+	// means no retry.
+	Attempts int
+	// Initial is the delay before the first retry; zero means 10ms.
+	Initial time.Duration
+	// Max caps the delay; zero means 1s.
+	Max time.Duration
+	// Multiplier grows the delay after each retry; zero means 2.
+	Multiplier float64
+}
+
+func (r Retry) attempts() int {
+	if r.Attempts <= 0 {
+		return DefaultAttempts
+	}
+	return r.Attempts
+}
+
+func (r Retry) policy() backoff.Policy {
+	return backoff.Policy{Initial: r.Initial, Max: r.Max, Multiplier: r.Multiplier}
+}
+
+// Options configure a [Consumer]. The zero value is the default: every
+// event, batches of [DefaultBatchSize] or [DefaultMaxBatchDelay], the
+// default [Retry], failing events parked, no lease.
+type Options struct {
+	// Filter selects the events to consume, by stored type name and stream
+	// prefix. Filter by stored names: see codec.Registry.SourceTypes.
+	Filter eventstore.Filter
+	// BatchSize is how many stored events the consumer handles before it
+	// moves the checkpoint (in one transaction, for a transactional
+	// consumer); zero means [DefaultBatchSize].
+	BatchSize int
+	// MaxBatchDelay bounds how long an event waits for its batch to fill
+	// before the batch is handled; zero means [DefaultMaxBatchDelay].
+	MaxBatchDelay time.Duration
+	// Retry is the schedule for a failing handler.
+	Retry Retry
+	// OnFailure says what happens once the retries are spent: [Park]
+	// (the default) or [Stop].
+	OnFailure FailureMode
+	// DeadLetters stores parked events; nil means the checkpoint store, when
+	// it is also a [eventstore.DeadLetterStore]. Without one, OnFailure is
+	// [Stop] whatever it says.
+	DeadLetters eventstore.DeadLetterStore
+	// Leases, when set, makes the consumer hold the lease named after it
+	// while it runs: of several processes, one runs, the others wait.
+	Leases eventstore.LeaseStore
+	// LeaseTTL is how long a lease lasts without renewal, and so how soon
+	// a waiting process takes over from one that died; zero means
+	// [DefaultLeaseTTL]. The holder renews it every third of the TTL.
+	LeaseTTL time.Duration
+	// Holder names this process in the lease; empty means a new ULID per
+	// Run.
+	Holder string
+	// Logger receives the consumer's records (parked events, lease changes,
+	// periodic stats); nil means slog.Default().
+	Logger *slog.Logger
+	// StatsInterval is how often a running consumer logs its [Stats] at
+	// info level; zero means every 30 seconds, negative never.
+	StatsInterval time.Duration
+}
+
+func (o Options) batchSize() int {
+	if o.BatchSize <= 0 {
+		return DefaultBatchSize
+	}
+	return o.BatchSize
+}
+
+func (o Options) maxDelay() time.Duration {
+	if o.MaxBatchDelay <= 0 {
+		return DefaultMaxBatchDelay
+	}
+	return o.MaxBatchDelay
+}
+
+func (o Options) leaseTTL() time.Duration {
+	if o.LeaseTTL <= 0 {
+		return DefaultLeaseTTL
+	}
+	return o.LeaseTTL
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
+}

@@ -1,0 +1,86 @@
+package projection
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Progress is reported during a [Consumer.Rebuild], after every batch.
+type Progress struct {
+	// Done counts the stored events handled so far.
+	Done uint64
+	// Total is how many there are to handle, when [RebuildOptions.Count]
+	// asked for it; otherwise zero (unknown).
+	Total uint64
+	// Rate is events per second since the rebuild began.
+	Rate float64
+	// Elapsed is the time since the rebuild began.
+	Elapsed time.Duration
+}
+
+// RebuildOptions configure a [Consumer.Rebuild]. The zero value replays
+// from the start without a reset hook or progress reports.
+type RebuildOptions struct {
+	// From is the position to replay after; the zero value replays every
+	// event.
+	From eventstore.Position
+	// Reset, when set, clears the read model before the checkpoint moves
+	// back to From, so that an interrupted rebuild leaves a visibly short
+	// read model rather than one that counts events twice. Run Rebuild
+	// again after an interruption.
+	Reset func(ctx context.Context) error
+	// Progress, when set, is called after every batch.
+	Progress func(Progress)
+	// Count counts the events to replay before replaying them, for
+	// [Progress.Total]. It reads the selected events once more.
+	Count bool
+}
+
+// Rebuild moves the consumer's checkpoint back to opts.From and replays
+// every event stored when it starts reading, then returns; a later Run goes
+// on from there. It takes the lease as Run does, so a running instance of
+// the same consumer elsewhere waits (or makes Rebuild wait).
+func (c *Consumer) Rebuild(ctx context.Context, opts RebuildOptions) error {
+	return c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+		var total uint64
+		if opts.Count {
+			for _, err := range c.events.ReadAll(ctx, opts.From, c.opts.Filter) {
+				if err != nil {
+					return fmt.Errorf("consumer %q: counting events to rebuild: %w", c.name, err)
+				}
+				total++
+			}
+		}
+		if opts.Reset != nil {
+			if err := opts.Reset(ctx); err != nil {
+				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
+			}
+		}
+		if err := c.exec.run(ctx, func(s step) error { return s.save(from, opts.From, fence) }); err != nil {
+			return fmt.Errorf("consumer %q: moving the checkpoint back to %s: %w", c.name, opts.From, err)
+		}
+		c.stats.setCheckpoint(opts.From)
+		start := time.Now()
+		var done uint64
+		report := func(n int) {
+			done += uint64(n)
+			if opts.Progress == nil {
+				return
+			}
+			el := time.Since(start)
+			p := Progress{Done: done, Total: max(total, done), Elapsed: el}
+			if !opts.Count {
+				p.Total = 0
+			}
+			if el > 0 {
+				p.Rate = float64(done) / el.Seconds()
+			}
+			opts.Progress(p)
+		}
+		_, err := c.consume(ctx, c.events.ReadAll(ctx, opts.From, c.opts.Filter), opts.From, fence, report)
+		return err
+	})
+}

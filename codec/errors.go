@@ -67,6 +67,8 @@ type DecodeError struct {
 	Err error
 }
 
+// Error names the stream, version, position, stored type and schema
+// version, and the cause.
 func (e *DecodeError) Error() string {
 	switch {
 	case e.Snapshot:
@@ -93,6 +95,7 @@ type RegistrationError struct {
 	Reason string
 }
 
+// Error names the Go type, the name and version, and the reason.
 func (e *RegistrationError) Error() string {
 	return fmt.Sprintf("%v: %s as %q v%d: %s", ErrInvalidRegistration, e.GoType, e.Name, e.Version, e.Reason)
 }
@@ -112,6 +115,7 @@ type EncodeError struct {
 	Err error
 }
 
+// Error names the Go type and, when registered, its name and version.
 func (e *EncodeError) Error() string {
 	if e.Name == "" {
 		return fmt.Sprintf("encode %s: %v", e.GoType, e.Err)

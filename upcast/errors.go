@@ -40,6 +40,7 @@ type ChainError struct {
 	Err error
 }
 
+// Error names the sentinel, the type and version, the step and the reason.
 func (e *ChainError) Error() string {
 	if e.Step != "" {
 		return fmt.Sprintf("%v: %s: step %s %s", e.Err, e.Key, e.Step, e.Reason)
@@ -62,6 +63,7 @@ type StepError struct {
 	Err error
 }
 
+// Error names the step, its input and the cause.
 func (e *StepError) Error() string {
 	return fmt.Sprintf("upcast step %s failed on %s: %v", e.Step, e.Input, e.Err)
 }

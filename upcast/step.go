@@ -9,7 +9,7 @@ import (
 // Kind says what a [Step] does.
 type Kind uint8
 
-// The kinds of step.
+// The kinds of step, one per constructor.
 const (
 	KindTransform Kind = iota + 1
 	KindRename
@@ -17,6 +17,7 @@ const (
 	KindDrop
 )
 
+// String returns the kind's name as error messages use it: "transform", ...
 func (k Kind) String() string {
 	switch k {
 	case KindTransform:

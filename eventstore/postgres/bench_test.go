@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,10 +11,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/pgtest"
 )
 
 // BenchmarkStore runs the benchmarks that every store reports.
@@ -174,4 +178,16 @@ func newPool(tb testing.TB, maxConns int32) *pgxpool.Pool {
 	}
 	tb.Cleanup(pool.Close)
 	return pool
+}
+
+// TestBenchmarksRunDurable guards the benchmarks' honesty: they measure a
+// server that flushes every commit to disk.
+func TestBenchmarksRunDurable(t *testing.T) {
+	if !pgtest.BenchmarksRequested() || os.Getenv(pgtest.URLEnv) != "" {
+		t.Skip("only meaningful when benchmarks start their own server")
+	}
+	var fsync, syncCommit string
+	pool := newPool(t, 1)
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &syncCommit))
+	assert.Equal(t, []string{"on", "on"}, []string{fsync, syncCommit})
 }

@@ -100,9 +100,13 @@ func Main(m *testing.M, opts Options, server **Server) int {
 }
 
 // BenchmarksRequested reports whether the test binary was asked to run
-// benchmarks (-test.bench), after flag.Parse. A TestMain uses it to start a
-// [Options.Durable] server only when benchmarks will measure it.
+// benchmarks (-test.bench). A TestMain uses it to start a
+// [Options.Durable] server only when benchmarks will measure it. It calls
+// flag.Parse, as TestMain may.
 func BenchmarksRequested() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
 	f := flag.Lookup("test.bench")
 	return f != nil && f.Value.String() != ""
 }

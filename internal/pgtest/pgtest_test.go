@@ -36,3 +36,7 @@ func TestNewSchemaNamesDiffer(t *testing.T) {
 	assert.NotEqual(t, a, b)
 	assert.Regexp(t, `^t_[0-9a-f]{12}$`, a)
 }
+
+func TestBenchmarksRequestedReadsTheBenchFlag(t *testing.T) {
+	assert.False(t, BenchmarksRequested(), "go test without -bench")
+}

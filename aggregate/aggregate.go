@@ -1,0 +1,88 @@
+package aggregate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Aggregate is what the pointer to a user's aggregate struct implements.
+type Aggregate interface {
+	// Handle decides what cmd means for the aggregate in its current state
+	// and returns the events that record the decision (none when there is
+	// nothing to record), or an error that rejects the command. It must not
+	// change the aggregate: state changes only through Apply, once the
+	// events are stored.
+	Handle(ctx context.Context, cmd any) ([]any, error)
+	// Apply evolves the aggregate by one event, as decoded by the codec
+	// (a registered T, never a *T). An event it does not know should be
+	// rejected with an error wrapping [ErrUnknownEvent] rather than ignored,
+	// so that a model change that forgot an event is caught, not hidden.
+	Apply(event any) error
+}
+
+// Root constrains the type parameters of [Type] and [Repository]: PT is
+// *T, and *T implements [Aggregate]. Callers name only T; Go infers PT.
+type Root[T any] interface {
+	*T
+	Aggregate
+}
+
+// Options configure an aggregate [Type]. The zero value is the default.
+type Options[T any] struct {
+	// New returns a new, empty aggregate with the given ID, the state before
+	// its first event. Nil means new(T).
+	New func(id string) *T
+	// SnapshotEvery asks for a snapshot of an instance every SnapshotEvery
+	// events; zero means never. T must then be registered with the codec,
+	// under a type name and schema version of its own: that version is the
+	// snapshot's schema version, and a stored snapshot that the codec cannot
+	// bring to it is ignored.
+	SnapshotEvery uint64
+}
+
+// Type is an aggregate type: a name, which is the stream category of its
+// instances, and how to make an empty instance. Make one with [NewType].
+type Type[T any, PT Root[T]] struct {
+	name string
+	opts Options[T]
+}
+
+// NewType returns the aggregate type called name, whose instances live in
+// streams "<name>-<id>". The name must be a valid stream name without "-",
+// so that the category prefix "<name>-" selects this type's streams and no
+// other's.
+func NewType[T any, PT Root[T]](name string, opts Options[T]) (*Type[T, PT], error) {
+	bad := func(reason string) error { return &TypeError{Name: name, Reason: reason} }
+	switch {
+	case name == "":
+		return nil, bad("is empty")
+	case strings.Contains(name, "-"):
+		return nil, bad(`contains "-", which separates the type name from the ID in stream names`)
+	}
+	if err := eventstore.ValidateStream(eventstore.Category(name) + "x"); err != nil {
+		return nil, bad(fmt.Sprintf("is not a valid stream category: %v", err))
+	}
+	return &Type[T, PT]{name: name, opts: opts}, nil
+}
+
+// Name returns the type's name, its stream category.
+func (t *Type[T, PT]) Name() string { return t.name }
+
+// Stream returns the name of the stream of instance id.
+func (t *Type[T, PT]) Stream(id string) string { return t.name + "-" + id }
+
+// SnapshotEvery returns the snapshot interval in events; zero means none.
+func (t *Type[T, PT]) SnapshotEvery() uint64 { return t.opts.SnapshotEvery }
+
+// New returns a new, empty instance state with the given ID.
+func (t *Type[T, PT]) New(id string) PT {
+	if t.opts.New != nil {
+		if p := t.opts.New(id); p != nil {
+			return p
+		}
+	}
+	return PT(new(T))
+}

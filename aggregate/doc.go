@@ -1,0 +1,17 @@
+// Package aggregate turns a user's Go struct into an event-sourced
+// aggregate: it rebuilds the struct from its own stream (snapshot + tail,
+// decoded and upcast by a codec.Registry) and appends the events the struct
+// decides on, with the loaded version as the expected version.
+//
+// An aggregate is a struct whose pointer implements [Aggregate]: Handle
+// decides what a command means and must not change the struct; Apply
+// evolves it by one event. An aggregate [Type] gives the struct a name, the
+// stream category, so that instance id lives in stream "<name>-<id>".
+// A [Repository] loads and saves instances of one type; the command bus
+// (package command) builds on it to route, retry and deduplicate commands.
+//
+// Cairn never lets a user's bug or a stored event it cannot read take the
+// process down: a panic in Handle or Apply is recovered into a
+// [*PanicError], and an event that cannot be applied is an [*ApplyError]
+// naming its stream, version and type.
+package aggregate

@@ -1,0 +1,136 @@
+package aggregate
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// RepositoryOptions configure a [Repository]. The zero value is the
+// default.
+type RepositoryOptions struct {
+	// Snapshots stores the type's snapshots. Nil means the event store
+	// itself when it implements [eventstore.SnapshotStore], else none (and
+	// the type's SnapshotEvery is ignored).
+	Snapshots eventstore.SnapshotStore
+	// Logger receives what the repository handles on its own: snapshots it
+	// discards or fails to save. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Repository loads and saves the instances of one aggregate type. It holds
+// no instance state, and is safe for concurrent use; an [Instance] it
+// returns is not.
+type Repository[T any, PT Root[T]] struct {
+	store eventstore.Store
+	reg   *codec.Registry
+	typ   *Type[T, PT]
+	snaps eventstore.SnapshotStore
+	log   *slog.Logger
+}
+
+// NewRepository returns the repository of typ's instances in store, decoding
+// and encoding with reg. When typ asks for snapshots and there is a snapshot
+// store, T must be registered with reg; otherwise the error matches
+// [ErrSnapshotNotRegistered].
+func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registry, typ *Type[T, PT], opts RepositoryOptions) (*Repository[T, PT], error) {
+	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: opts.Logger}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.snaps == nil {
+		r.snaps, _ = store.(eventstore.SnapshotStore)
+	}
+	if typ.opts.SnapshotEvery == 0 {
+		r.snaps = nil
+	}
+	if r.snaps != nil {
+		if _, _, ok := codec.NameOf[T](reg); !ok {
+			var zero T
+			return nil, &TypeError{Name: typ.name, Err: ErrSnapshotNotRegistered,
+				Reason: "asks for snapshots, but its Go type " + typeName(zero) + " is not registered with the codec"}
+		}
+	}
+	return r, nil
+}
+
+// Type returns the repository's aggregate type.
+func (r *Repository[T, PT]) Type() *Type[T, PT] { return r.typ }
+
+// Load rebuilds instance id from its stream: from its snapshot, when there
+// is one it can trust, and the events after it, or from the first event. An
+// absent stream gives a new instance with Exists false.
+//
+// A stored event that cannot be decoded is the codec's [*codec.DecodeError];
+// one that Apply rejects (or panics on) is an [*ApplyError]. Both name the
+// stream, version and type. A snapshot that cannot be trusted is logged and
+// ignored, never an error.
+func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, PT], error) {
+	stream := r.typ.Stream(id)
+	if id == "" {
+		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "aggregate ID", Reason: "is empty"}
+	}
+	if err := eventstore.ValidateStream(stream); err != nil {
+		return nil, err
+	}
+	if snap, ok := r.restore(ctx, id, stream); ok {
+		inst, err := r.replay(ctx, snap)
+		if err != errSnapshotPastEnd {
+			return inst, err
+		}
+		r.log.WarnContext(ctx, "aggregate: snapshot is past the end of its stream; replaying the whole stream",
+			slog.String("stream", stream), slog.Uint64("snapshot_version", snap.Version))
+	}
+	return r.replay(ctx, r.empty(id, stream))
+}
+
+func (r *Repository[T, PT]) empty(id, stream string) *Instance[T, PT] {
+	return &Instance[T, PT]{ID: id, Stream: stream, State: r.typ.New(id)}
+}
+
+// replay applies the events of inst's stream after inst.Version (or from the
+// first when !inst.Exists). An instance restored from a snapshot is checked
+// against the stream: the event at its version must exist.
+func (r *Repository[T, PT]) replay(ctx context.Context, inst *Instance[T, PT]) (*Instance[T, PT], error) {
+	from, verify := uint64(0), inst.Exists
+	if verify {
+		from = inst.Version
+	}
+	var buf []codec.Decoded
+	for e, err := range r.store.ReadStream(ctx, inst.Stream, eventstore.Forward(from)) {
+		if err != nil {
+			return nil, err
+		}
+		if verify {
+			verify = false
+			continue
+		}
+		if buf, err = r.apply(inst, &e, buf[:0]); err != nil {
+			return nil, err
+		}
+	}
+	if verify {
+		return nil, errSnapshotPastEnd
+	}
+	r.maybeSnapshot(ctx, inst)
+	return inst, nil
+}
+
+// apply decodes one stored event and applies its values to inst.
+func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, buf []codec.Decoded) ([]codec.Decoded, error) {
+	buf, err := r.reg.DecodeAppend(buf, *e)
+	if err != nil {
+		return buf, err
+	}
+	for _, d := range buf {
+		if err := inst.apply(d.Value); err != nil {
+			return buf, &ApplyError{Stream: e.StreamID, Version: e.Version, Type: d.Event.Type, SchemaVersion: d.Event.SchemaVersion, Err: err}
+		}
+	}
+	inst.Version, inst.Exists = e.Version, true
+	inst.sinceSnapshot++
+	inst.track(e.Metadata.CommandID, e.Version)
+	return buf, nil
+}

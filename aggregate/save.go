@@ -1,0 +1,102 @@
+package aggregate
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// eventIDSpace is the UUIDv5 namespace of event IDs derived from command
+// IDs. Changing it would make a bus of a new release re-append the events of
+// a command that an old release appended just before a crash.
+var eventIDSpace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/cairn-es/cairn/aggregate/event-id/v1"))
+
+// EventID returns the ID of the index-th event that command commandID
+// produces in stream: a UUIDv5, the same on every retry, so that a retried
+// append of one decision is absorbed by the store's idempotent re-append.
+func EventID(stream, commandID string, index int) uuid.UUID {
+	b := make([]byte, 0, len(stream)+len(commandID)+22)
+	b = append(b, stream...)
+	b = append(b, 0)
+	b = append(b, commandID...)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(index), 10)
+	return uuid.NewSHA1(eventIDSpace, b)
+}
+
+// SaveOptions say what a [Repository.Save] records with the events.
+type SaveOptions struct {
+	// CommandID is the ID of the command that produced the events. It is
+	// recorded in their metadata, and their IDs are derived from it (see
+	// [EventID]). Empty means events with new random IDs and no command ID.
+	CommandID string
+	// Metadata is copied into every event (its CommandID is replaced by the
+	// one above).
+	Metadata eventstore.Metadata
+}
+
+// Outcome is what a command did to an aggregate.
+type Outcome struct {
+	// FirstVersion and LastVersion are the versions of the first and last
+	// event the command produced.
+	FirstVersion, LastVersion uint64
+	// Events are the events as decoded from the store: the values that
+	// replays apply, after upcasting.
+	Events []any
+	// Duplicate reports that the store already held these events: an
+	// identical decision was appended before.
+	Duplicate bool
+}
+
+// Save appends events to inst's stream, expecting inst's version, and on
+// success applies them to inst. Nothing is appended for no events.
+//
+// A version conflict is the store's [*eventstore.WrongVersionError]: inst is
+// stale, and must be loaded again. The events are applied as decoded from
+// what was appended (so the state equals what a replay builds); should that
+// fail, the events are nevertheless stored, and the error is an
+// [*ApplyError] wrapping the outcome's cause: inst must then be discarded.
+func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], events []any, opts SaveOptions) (Outcome, error) {
+	if len(events) == 0 {
+		return Outcome{}, nil
+	}
+	data, err := r.reg.EncodeAll(events...)
+	if err != nil {
+		return Outcome{}, err
+	}
+	md := opts.Metadata.Clone()
+	md.CommandID = opts.CommandID
+	for i := range data {
+		if opts.CommandID != "" {
+			data[i].ID = EventID(inst.Stream, opts.CommandID, i)
+		}
+		data[i].Metadata = md
+		if i > 0 {
+			data[i].Metadata = md.Clone()
+		}
+	}
+	res, err := r.store.Append(ctx, inst.Stream, inst.Expected(), data...)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Events: make([]any, 0, len(data))}
+	var buf []codec.Decoded
+	for i := range data {
+		e := eventstore.Event{EventData: data[i], StreamID: inst.Stream, Version: res.FirstVersion + uint64(i)}
+		if buf, err = r.apply(inst, &e, buf[:0]); err != nil {
+			r.log.ErrorContext(ctx, "aggregate: stored events that the aggregate cannot apply",
+				slog.String("stream", inst.Stream), slog.Uint64("version", e.Version), slog.Any("error", err))
+			return out, err
+		}
+		for _, d := range buf {
+			out.Events = append(out.Events, d.Value)
+		}
+	}
+	r.maybeSnapshot(ctx, inst)
+	return out, nil
+}

@@ -1,0 +1,127 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
+)
+
+// Backoff is the retry schedule after a version conflict: its zero value
+// waits 10ms, doubling up to 1s, each wait drawn at random from its upper
+// half so that competing processes spread out.
+type Backoff = backoff.Policy
+
+// Defaults of [Options].
+const (
+	// DefaultMaxAttempts is how many times a command is decided before its
+	// version conflict is returned.
+	DefaultMaxAttempts = 5
+	// DefaultCacheSize is how many aggregate instances a bus keeps loaded.
+	DefaultCacheSize = 1024
+)
+
+// Options configure a [Bus]. The zero value is the default.
+type Options struct {
+	// MaxAttempts bounds how many times a command is decided when its
+	// appends meet version conflicts; zero means [DefaultMaxAttempts].
+	MaxAttempts int
+	// Backoff is the wait between those attempts.
+	Backoff Backoff
+	// CacheSize is how many loaded aggregates the bus keeps, least recently
+	// used first out; zero means [DefaultCacheSize], negative none.
+	CacheSize int
+	// Snapshots stores aggregate snapshots, for the types that ask for
+	// them. Nil means the event store itself when it implements
+	// [eventstore.SnapshotStore], else no snapshots.
+	Snapshots eventstore.SnapshotStore
+	// Middleware wraps every dispatch, the first outermost.
+	Middleware []Middleware
+	// Logger receives what the bus and its repositories handle on their
+	// own (discarded snapshots, conflicts retried). Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Bus dispatches commands to aggregates. Create it with [New], set up its
+// routes with [Route], then dispatch from any number of goroutines.
+type Bus struct {
+	store   eventstore.Store
+	reg     *codec.Registry
+	opts    Options
+	log     *slog.Logger
+	cache   *cache
+	locks   streamLocks
+	handler Handler
+
+	mu     sync.RWMutex
+	routes map[reflect.Type]route
+	types  map[string]any // aggregate name -> *aggregate.Type, to catch two types with one name
+	repos  map[any]route  // *aggregate.Type -> its route, shared by its command types
+}
+
+// New returns a bus that loads aggregates from store and decodes and
+// encodes their events with reg.
+func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	b := &Bus{
+		store:  store,
+		reg:    reg,
+		opts:   opts,
+		log:    opts.Logger,
+		cache:  newCache(opts.CacheSize),
+		routes: make(map[reflect.Type]route),
+		types:  make(map[string]any),
+		repos:  make(map[any]route),
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	var h Handler = HandlerFunc(b.dispatch)
+	for i := len(opts.Middleware) - 1; i >= 0; i-- {
+		h = opts.Middleware[i](h)
+	}
+	b.handler = h
+	return b
+}
+
+// Dispatch runs one command: it loads the aggregate the command names,
+// returns the earlier result if the command ID already produced events
+// there, else lets the aggregate decide and appends its events.
+//
+// The aggregate's own rejection is returned unchanged. A command whose type
+// has no route is a [*NoRouteError]. A version conflict that outlasts
+// Options.MaxAttempts is the store's [*eventstore.WrongVersionError].
+func (b *Bus) Dispatch(ctx context.Context, msg Message) (Result, error) {
+	if msg.ID == "" {
+		msg.ID = eventstore.NewEventID().String()
+	}
+	return b.handler.Dispatch(ctx, &msg)
+}
+
+// dispatch is the innermost handler: routing and the decide loop.
+func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
+	if msg.Command == nil {
+		return Result{CommandID: msg.ID}, &NoRouteError{CommandType: "<nil>"}
+	}
+	b.mu.RLock()
+	r := b.routes[reflect.TypeOf(msg.Command)]
+	b.mu.RUnlock()
+	if r == nil {
+		return Result{CommandID: msg.ID}, &NoRouteError{CommandType: fmt.Sprintf("%T", msg.Command)}
+	}
+	return r.dispatch(ctx, b, msg)
+}
+
+// CachedAggregates returns how many loaded aggregates the bus keeps now.
+func (b *Bus) CachedAggregates() int { return b.cache.len() }

@@ -1,0 +1,105 @@
+package commandtest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/command"
+)
+
+var concurrencyTests = []test{
+	// Without a cache nor snapshots every dispatch replays the stream, so
+	// that variant is smaller: 3,200 commands would replay 5M events.
+	{"HotCounterReplayOnly", func(t *testing.T, e *env) { testHotCounter(t, e, 8, 25, -1, 0) }},
+	{"HotCounterSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, 32, 100, -1, 64) }},
+	{"HotCounterCache", func(t *testing.T, e *env) { testHotCounter(t, e, 32, 100, 0, 0) }},
+	{"HotCounterCacheAndSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, 32, 100, 0, 50) }},
+	{"ManyAggregatesSmallCache", testManyAggregatesSmallCache},
+}
+
+// testHotCounter runs (at full size) 32 goroutines x 100 increments of one counter through
+// two buses on one store, as two processes would: each bus serializes its
+// own commands, so the two really conflict, and each retries from its cache
+// (evicted on conflict) or from the store. Whatever conflicts a bus gives up
+// on are redelivered with the same command ID, as a queue would.
+func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements, cacheSize int, snapshotEvery uint64) {
+	opts := command.Options{CacheSize: cacheSize, Backoff: command.Backoff{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}}
+	buses := []*command.Bus{e.bus(opts, snapshotEvery), e.bus(opts, snapshotEvery)}
+	id := e.id("hot")
+	ctx := context.Background()
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	attempts := 0
+	for w := range hotWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := buses[w%len(buses)]
+			for i := range hotIncrements {
+				msg := command.Message{ID: fmt.Sprintf("%sw%d-i%d", e.prefix, w, i), Command: Increment{ID: id}}
+				res, _, err := dispatchUntilDone(ctx, b, msg)
+				if !assert.NoError(t, err, "dispatch %s", msg.ID) {
+					return
+				}
+				assert.Len(t, res.Events, 1)
+				mu.Lock()
+				attempts += res.Attempts
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	total := hotWorkers * hotIncrements
+	assert.Equal(t, total, e.load(id).Count, "final count")
+	evs := e.events(id)
+	require.Len(t, evs, total, "events in the stream")
+	seen := make(map[string]int, total)
+	for _, ev := range evs {
+		seen[ev.Metadata.CommandID]++
+	}
+	assert.Len(t, seen, total, "every command ID must be recorded")
+	for cmd, n := range seen {
+		if n != 1 {
+			t.Errorf("command %s produced %d events, want 1", cmd, n)
+		}
+	}
+	t.Logf("%d commands decided %d times (conflicts between the two buses)", total, attempts)
+}
+
+// testManyAggregatesSmallCache spreads commands over more aggregates than
+// the cache holds, so that instances are evicted by size while others use
+// them.
+func testManyAggregatesSmallCache(t *testing.T, e *env) {
+	b := e.bus(command.Options{CacheSize: 4}, 0)
+	const aggregates, workers, each = 16, 8, 40
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id := e.id(fmt.Sprint("agg", (w*7+i)%aggregates))
+				_, _, err := dispatchUntilDone(ctx, b, command.Message{ID: fmt.Sprintf("%sw%d-%d", e.prefix, w, i), Command: Increment{ID: id}})
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, b.CachedAggregates(), 4)
+	sum := 0
+	for a := range aggregates {
+		sum += e.load(e.id(fmt.Sprint("agg", a))).Count
+	}
+	assert.Equal(t, workers*each, sum)
+}

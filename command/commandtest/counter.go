@@ -1,0 +1,113 @@
+package commandtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/codec"
+)
+
+// Counter is the suite's aggregate: a number that commands increase.
+type Counter struct {
+	ID    string `json:"id"`
+	Count int    `json:"count"`
+	// Applied counts the events applied, to tell a snapshot's state from a
+	// replay's.
+	Applied int `json:"applied"`
+}
+
+// Commands of the suite.
+type (
+	// Increment adds By (1 when zero) in one event.
+	Increment struct {
+		ID string
+		By int
+	}
+	// IncrementTwice adds 1 twice, in two events of one append.
+	IncrementTwice struct{ ID string }
+	// Reject is refused with ErrRejected.
+	Reject struct{ ID string }
+	// Explode panics in Handle.
+	Explode struct{ ID string }
+	// Nothing is accepted and produces no event.
+	Nothing struct{ ID string }
+)
+
+// AggregateID implements command.Command.
+func (c Increment) AggregateID() string { return c.ID }
+
+// AggregateID implements command.Command.
+func (c IncrementTwice) AggregateID() string { return c.ID }
+
+// AggregateID implements command.Command.
+func (c Reject) AggregateID() string { return c.ID }
+
+// AggregateID implements command.Command.
+func (c Explode) AggregateID() string { return c.ID }
+
+// AggregateID implements command.Command.
+func (c Nothing) AggregateID() string { return c.ID }
+
+// Events of the suite.
+type (
+	// Incremented records an increase.
+	Incremented struct {
+		By int `json:"by"`
+	}
+	// Poisoned is registered but Counter does not apply it.
+	Poisoned struct{}
+	// Bomb makes Counter's Apply panic.
+	Bomb struct{}
+)
+
+// ErrRejected is Counter's rejection of Reject.
+var ErrRejected = errors.New("counter: rejected")
+
+// Handle implements aggregate.Aggregate.
+func (c *Counter) Handle(_ context.Context, cmd any) ([]any, error) {
+	switch cmd := cmd.(type) {
+	case Increment:
+		by := cmd.By
+		if by == 0 {
+			by = 1
+		}
+		return []any{Incremented{By: by}}, nil
+	case IncrementTwice:
+		return []any{Incremented{By: 1}, &Incremented{By: 1}}, nil
+	case Reject:
+		return nil, ErrRejected
+	case Explode:
+		panic("counter: explode")
+	case Nothing:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("counter: unknown command %T", cmd)
+}
+
+// Apply implements aggregate.Aggregate.
+func (c *Counter) Apply(event any) error {
+	switch e := event.(type) {
+	case Incremented:
+		c.Count += e.By
+		c.Applied++
+		return nil
+	case Bomb:
+		panic("counter: bomb")
+	}
+	return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+}
+
+func newRegistry(t *testing.T) *codec.Registry {
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[Incremented](reg, "counter.incremented", 1))
+	require.NoError(t, codec.Register[Poisoned](reg, "counter.poisoned", 1))
+	require.NoError(t, codec.Register[Bomb](reg, "counter.bomb", 1))
+	require.NoError(t, codec.Register[Counter](reg, "counter.state", 2))
+	require.NoError(t, reg.Validate())
+	return reg
+}

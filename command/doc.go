@@ -1,0 +1,23 @@
+// Package command is Cairn's command bus: it routes each command type to one
+// aggregate type, loads the target aggregate, lets it decide, and appends
+// the decision with the loaded version as the expected version.
+//
+// The bus gives every command an exactly-once effect on its aggregate, across
+// redeliveries, crashes and processes sharing a store:
+//
+//   - Every dispatch has a command ID (the caller's, such as the ID of the
+//     queue message it came from; a new one when absent). It is recorded in
+//     the metadata of the events the command produced, in the same append,
+//     and those events get IDs derived from it.
+//   - Before deciding, the bus looks for the command ID in the aggregate's
+//     stream. A command that already produced events returns the earlier
+//     result, flagged Duplicate, and appends nothing.
+//   - An append that meets a newer stream (another process, or a stale
+//     cache) fails its version check; the bus reloads, looks for the command
+//     ID again and decides again, a bounded number of times with jittered
+//     backoff. Two processes racing on one command ID therefore end with one
+//     effect: the loser finds the winner's events.
+//
+// Within one bus, commands for one aggregate run one at a time, which saves
+// needless conflicts; correctness does not depend on it.
+package command

@@ -1,0 +1,45 @@
+package command
+
+// Command is a command: a request to one aggregate, which it names.
+type Command interface {
+	// AggregateID returns the ID of the aggregate the command is for.
+	AggregateID() string
+}
+
+// Message is a command with what travels with it.
+type Message struct {
+	// ID identifies this command across redeliveries: pass the ID of the
+	// message it came from. Empty means a new, random ID (and then a
+	// redelivery cannot be recognized).
+	ID string
+	// CorrelationID ties together the messages of one business flow; empty
+	// means ID, starting a flow. It is copied into the events.
+	CorrelationID string
+	// CausationID is the ID of the message that caused this command; empty
+	// means ID. It is copied into the events.
+	CausationID string
+	// Extra key/values are copied into the events' metadata.
+	Extra map[string]string
+	// Command is the command itself; its Go type selects the route.
+	Command Command
+}
+
+// Result is the outcome of a dispatched command.
+type Result struct {
+	// AggregateID, Stream and CommandID say what the command went to, and
+	// under which ID.
+	AggregateID, Stream, CommandID string
+	// Version is the aggregate's version after the command: the version of
+	// its last event. It is meaningless for an aggregate that has no events.
+	Version uint64
+	// Events are the events the command produced, as decoded from the store
+	// (the values a replay applies): none when it decided that nothing
+	// happens.
+	Events []any
+	// Duplicate reports that the command ID had already produced these
+	// events: this dispatch appended nothing.
+	Duplicate bool
+	// Attempts is how many times the command was decided: more than one
+	// after version conflicts.
+	Attempts int
+}

@@ -1,0 +1,136 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
+)
+
+// route dispatches the commands of one aggregate type.
+type route interface {
+	dispatch(ctx context.Context, b *Bus, msg *Message) (Result, error)
+	aggregateName() string
+}
+
+// Route sends every command of Go type C to aggregate type typ. A command
+// type routed twice, or two aggregate types with one name, is a
+// [*RouteError]; so is a type whose snapshots cannot be encoded (see
+// [aggregate.NewRepository]).
+func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T, PT]) error {
+	ct := reflect.TypeFor[C]()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if prev := b.routes[ct]; prev != nil {
+		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(),
+			Reason: fmt.Sprintf("the command type is already routed to aggregate %q", prev.aggregateName())}
+	}
+	if prev, ok := b.types[typ.Name()]; ok && prev != any(typ) {
+		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(),
+			Reason: "another aggregate type has the same name, so they would share streams"}
+	}
+	r := b.repos[typ]
+	if r == nil {
+		repo, err := aggregate.NewRepository(b.store, b.reg, typ, aggregate.RepositoryOptions{Snapshots: b.opts.Snapshots, Logger: b.log})
+		if err != nil {
+			return err
+		}
+		r = &typedRoute[T, PT]{repo: repo}
+		b.repos[typ] = r
+		b.types[typ.Name()] = typ
+	}
+	b.routes[ct] = r
+	return nil
+}
+
+type typedRoute[T any, PT aggregate.Root[T]] struct {
+	repo *aggregate.Repository[T, PT]
+}
+
+func (r *typedRoute[T, PT]) aggregateName() string { return r.repo.Type().Name() }
+
+func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) (Result, error) {
+	id := msg.Command.AggregateID()
+	stream := r.repo.Type().Stream(id)
+	res := Result{AggregateID: id, Stream: stream, CommandID: msg.ID}
+	if id == "" {
+		return res, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "aggregate ID",
+			Reason: fmt.Sprintf("of command %T is empty", msg.Command)}
+	}
+	unlock, err := b.locks.lock(ctx, stream)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+
+	md := eventstore.Metadata{CorrelationID: msg.CorrelationID, CausationID: msg.CausationID, Extra: msg.Extra}
+	if md.CorrelationID == "" {
+		md.CorrelationID = msg.ID
+	}
+	if md.CausationID == "" {
+		md.CausationID = msg.ID
+	}
+	for attempt := 1; ; attempt++ {
+		res.Attempts = attempt
+		inst, err := r.load(ctx, b, id, stream)
+		if err != nil {
+			return res, err
+		}
+		prior, found, err := r.repo.PriorOutcome(ctx, inst, msg.ID)
+		if err != nil {
+			return res, err
+		}
+		if found {
+			b.cache.put(stream, inst)
+			res.Version, res.Events, res.Duplicate = prior.LastVersion, prior.Events, true
+			return res, nil
+		}
+		events, err := inst.Handle(ctx, msg.Command)
+		if err != nil {
+			b.cache.put(stream, inst)
+			return res, err
+		}
+		if len(events) == 0 {
+			b.cache.put(stream, inst)
+			res.Version = inst.Version
+			return res, nil
+		}
+		out, err := r.repo.Save(ctx, inst, events, aggregate.SaveOptions{CommandID: msg.ID, Metadata: md})
+		if err == nil {
+			b.cache.put(stream, inst)
+			res.Version, res.Events, res.Duplicate = out.LastVersion, out.Events, out.Duplicate
+			return res, nil
+		}
+		// The instance is stale, or its state or the append's outcome is
+		// uncertain: the next dispatch must load it again.
+		b.cache.evict(stream)
+		if out.Events != nil {
+			res.Version, res.Events = out.LastVersion, out.Events
+			return res, err
+		}
+		if !errors.Is(err, eventstore.ErrWrongVersion) && !errors.Is(err, eventstore.ErrEventIDConflict) {
+			return res, err
+		}
+		if attempt >= b.opts.MaxAttempts {
+			return res, err
+		}
+		b.log.DebugContext(ctx, "command: version conflict; deciding again",
+			slog.String("stream", stream), slog.String("command_id", msg.ID), slog.Int("attempt", attempt), slog.Any("error", err))
+		if werr := backoff.Wait(ctx, b.opts.Backoff.Delay(attempt)); werr != nil {
+			return res, werr
+		}
+	}
+}
+
+// load returns the cached instance of stream, or loads it.
+func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string) (*aggregate.Instance[T, PT], error) {
+	if inst, ok := b.cache.get(stream).(*aggregate.Instance[T, PT]); ok {
+		return inst, nil
+	}
+	return r.repo.Load(ctx, id)
+}

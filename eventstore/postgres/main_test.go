@@ -80,3 +80,18 @@ func withParam(connString, key, value string) string {
 		return connString + "?" + key + "=" + value
 	}
 }
+
+// databaseURL is the examples' database: the test server, with schema
+// dropped first so that an example also runs again on an existing server.
+func databaseURL(schema string) string {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, server.URL)
+	if err != nil {
+		panic(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+		panic(err)
+	}
+	return server.URL
+}

@@ -100,7 +100,8 @@ func noSkipRound(t *testing.T, d time.Duration) {
 	var (
 		mu        sync.Mutex
 		committed = make(map[uuid.UUID]bool)
-		rolled    = make(map[uuid.UUID]bool)
+		rolled    = make(map[uuid.UUID]bool) // rolled back, or refused for a stale version
+		conflicts int
 		failures  []error
 	)
 	deadline := time.Now().Add(d)
@@ -121,6 +122,7 @@ func noSkipRound(t *testing.T, d time.Duration) {
 				switch {
 				case errors.Is(err, eventstore.ErrWrongVersion):
 					// Lost an optimistic race: nothing was written.
+					conflicts++
 					for _, e := range evs {
 						rolled[e.ID] = true
 					}
@@ -177,8 +179,8 @@ func noSkipRound(t *testing.T, d time.Duration) {
 		assert.Len(t, sub.seen, sub.want, "subscriber %d: events seen", i)
 		assert.Greater(t, sub.restarts, 0, "subscriber %d never restarted", i)
 	}
-	t.Logf("%d events committed, %d rolled back; subscriber restarts %d/%d/%d",
-		len(committed), len(rolled), subs[0].restarts, subs[1].restarts, subs[2].restarts)
+	t.Logf("%d events committed, %d rolled back or refused (%d appends refused for a stale version); subscriber restarts %d/%d/%d",
+		len(committed), len(rolled), conflicts, subs[0].restarts, subs[1].restarts, subs[2].restarts)
 }
 
 // noSkipAppend appends in a transaction that stays open for a random while

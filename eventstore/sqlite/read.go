@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -152,37 +153,65 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 	return page, nil
 }
 
-// pageQuery builds the query for one page of the global log.
+// pageQuery builds the query for one page of the global log. Each shape
+// reads in position order from an index, so a page costs its own size plus
+// the events it skips, never a sort of everything that matches:
+//   - no type filter: the rowid, with stream prefixes checked row by row
+//     (the unary plus keeps SQLite off the stream index, which would find
+//     a whole category and sort it for every page);
+//   - one type: the type index, which holds (type, position);
+//   - several types: one ordered, limited scan of the type index per type,
+//     merged.
 func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (string, []any) {
 	var b strings.Builder
-	b.WriteString("SELECT " + eventColumns + " FROM cairn_events WHERE position > ?")
+	var args []any
 	// {Major, Minor > 0} sorts after {Major, 0}, which is the only position
 	// this store gives rowid Major: the next event is still Major+1.
-	args := []any{int64(after.Major)}
-	if len(filter.Types) > 0 {
-		b.WriteString(" AND type IN (?" + strings.Repeat(", ?", len(filter.Types)-1) + ")")
-		for _, t := range filter.Types {
-			args = append(args, t)
+	scan := func(typ *string) {
+		b.WriteString("SELECT " + eventColumns + " FROM cairn_events WHERE position > ?")
+		args = append(args, int64(after.Major))
+		if typ != nil {
+			b.WriteString(" AND type = ?")
+			args = append(args, *typ)
 		}
+		if ranges, all := prefixRanges(filter.StreamPrefixes); !all {
+			b.WriteString(" AND (")
+			for i, r := range ranges {
+				if i > 0 {
+					b.WriteString(" OR ")
+				}
+				if r.bounded {
+					b.WriteString("(+stream >= ? AND +stream < ?)")
+					args = append(args, r.from, r.to)
+				} else {
+					b.WriteString("+stream >= ?")
+					args = append(args, r.from)
+				}
+			}
+			b.WriteString(")")
+		}
+		b.WriteString(" ORDER BY position LIMIT ?")
+		args = append(args, limit)
 	}
-	if ranges, all := prefixRanges(filter.StreamPrefixes); !all {
-		b.WriteString(" AND (")
-		for i, r := range ranges {
+	types := slices.Compact(slices.Sorted(slices.Values(filter.Types)))
+	switch len(types) {
+	case 0:
+		scan(nil)
+	case 1:
+		scan(&types[0])
+	default:
+		b.WriteString("SELECT * FROM (")
+		for i := range types {
 			if i > 0 {
-				b.WriteString(" OR ")
+				b.WriteString(" UNION ALL ")
 			}
-			if r.bounded {
-				b.WriteString("(stream >= ? AND stream < ?)")
-				args = append(args, r.from, r.to)
-			} else {
-				b.WriteString("stream >= ?")
-				args = append(args, r.from)
-			}
+			b.WriteString("SELECT * FROM (")
+			scan(&types[i])
+			b.WriteString(")")
 		}
-		b.WriteString(")")
+		b.WriteString(") ORDER BY position LIMIT ?")
+		args = append(args, limit)
 	}
-	b.WriteString(" ORDER BY position LIMIT ?")
-	args = append(args, limit)
 	return b.String(), args
 }
 

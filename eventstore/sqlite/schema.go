@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -93,9 +94,20 @@ func inspect(ctx context.Context, path string) error {
 		// still in the write-ahead log: SQLite must look.
 	case err != nil || !bytes.Equal(header[:len(sqliteMagic)], sqliteMagic):
 		return &FileError{Path: path, Reason: "not a SQLite database"}
+	default:
+		if id := binary.BigEndian.Uint32(header[68:72]); id != 0 && id != applicationID {
+			return &FileError{Path: path, Reason: fmt.Sprintf("a SQLite database of another application (application_id %#x)", id)}
+		}
 	}
 
-	db, err := sql.Open("sqlite", fileURI(path, "mode=ro", "_pragma=busy_timeout(5000)"))
+	// Even a read-only connection creates the -wal and -shm files of a
+	// WAL-mode database. Without a -wal file there is nothing but the main
+	// file to read, so "immutable" reads it with no side files and no locks.
+	params := []string{"mode=ro", "_pragma=busy_timeout(5000)"}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		params = append(params, "immutable=1")
+	}
+	db, err := sql.Open("sqlite", fileURI(path, params...))
 	if err != nil {
 		return &FileError{Path: path, Reason: "cannot open read-only to inspect it", Err: err, corrupt: true}
 	}

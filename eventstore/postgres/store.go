@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -116,6 +117,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, err
 	}
+	if err := checkTransactionIDs(ctx, pool, schema); err != nil {
+		return nil, err
+	}
 	s := &Store{
 		pool:     pool,
 		schema:   schema,
@@ -182,4 +186,29 @@ func (s *Store) closedOr(err error) error {
 		return fmt.Errorf("%w (%v)", eventstore.ErrClosed, err)
 	}
 	return err
+}
+
+// ErrForeignTransactionIDs matches the error of opening a store whose events
+// carry transaction IDs that this cluster has not reached yet: they were
+// restored from another cluster (pg_dump and restore; pg_upgrade and
+// physical replicas keep transaction IDs and are fine). New events would get
+// positions below the old ones, behind every subscriber's checkpoint, so
+// the store refuses to open. Copy the events with an append per stream
+// into a fresh schema instead.
+var ErrForeignTransactionIDs = errors.New("postgres: events carry transaction IDs from another cluster")
+
+// checkTransactionIDs makes sure that every event's transaction ID is below
+// the cluster's next one, so that new events sort after all stored events.
+func checkTransactionIDs(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	var newest, next uint64
+	err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce((SELECT tx_id FROM %s.events ORDER BY tx_id DESC LIMIT 1), '0'::xid8),
+		pg_snapshot_xmax(pg_current_snapshot())`, pgx.Identifier{schema}.Sanitize())).Scan(&newest, &next)
+	if err != nil {
+		return fmt.Errorf("postgres: checking schema %q: %w", schema, err)
+	}
+	if newest >= next {
+		return fmt.Errorf("%w: schema %q holds events of transaction %d, but this cluster's next transaction is %d",
+			ErrForeignTransactionIDs, schema, newest, next)
+	}
+	return nil
 }

@@ -344,3 +344,16 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 		assert.ErrorIs(t, err, eventstore.ErrClosed)
 	}
 }
+
+func TestOpenRefusesTransactionIDsFromAnotherCluster(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, postgres.Options{})
+	require.NoError(t, s.Close())
+	// As after a pg_dump of a cluster that had run far more transactions.
+	_, err := newPoolOnce(t).Exec(ctx, fmt.Sprintf(`INSERT INTO %s.events (tx_id, stream, version, event_id, type, schema_version, data)
+		VALUES ('999999999999'::xid8, 'restored-1', 0, gen_random_uuid(), 't', 1, '')`, pgx.Identifier{s.Schema()}.Sanitize()))
+	require.NoError(t, err)
+	_, err = postgres.Open(ctx, server.URL, postgres.Options{Schema: s.Schema()})
+	require.ErrorIs(t, err, postgres.ErrForeignTransactionIDs)
+	assert.Contains(t, err.Error(), "999999999999")
+}

@@ -1,6 +1,7 @@
 package upcast
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -110,6 +111,9 @@ type run struct {
 // apply runs steps on r until none applies. owned says whether r's
 // metadata is already a private copy that a step function may change.
 func (c *Chain) apply(dst []Raw, r Raw, run *run, owned bool) ([]Raw, error) {
+	// fields holds r's JSON object between consecutive TransformJSON steps;
+	// while it is set, r.Data is stale.
+	var fields map[string]json.RawMessage
 	for {
 		s, ok := c.steps[r.Key()]
 		if !ok {
@@ -129,6 +133,21 @@ func (c *Chain) apply(dst []Raw, r Raw, run *run, owned bool) ([]Raw, error) {
 		case KindRename:
 			r.Type, r.Version = s.to.Type, s.to.Version
 		case KindTransform:
+			if s.editJSON != nil {
+				var err error
+				if fields, err = editFields(s, r, fields); err != nil {
+					return dst, err
+				}
+				r.Type, r.Version = s.to.Type, s.to.Version
+				if next, ok := c.steps[r.Key()]; ok && next.editJSON != nil {
+					continue // the next step edits the same fields: encode once, after it
+				}
+				if r.Data, err = encodeFields(fields); err != nil {
+					return dst, &StepError{Step: s.String(), Input: s.from, Err: err}
+				}
+				fields = nil
+				continue
+			}
 			if !owned {
 				r.Metadata, owned = r.Metadata.Clone(), true
 			}
@@ -186,6 +205,25 @@ func callTransform(s *Step, r Raw) (out Raw, err error) {
 		return Raw{}, &StepError{Step: s.String(), Input: in, Err: err}
 	}
 	return out, nil
+}
+
+// editFields runs a TransformJSON step on fields, parsing r's data first
+// unless the previous step left them parsed.
+func editFields(s *Step, r Raw, fields map[string]json.RawMessage) (_ map[string]json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &StepError{Step: s.String(), Input: s.from, Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	if fields == nil {
+		if fields, err = JSONFields(r.Data); err != nil {
+			return nil, &StepError{Step: s.String(), Input: s.from, Err: err}
+		}
+	}
+	if err := s.editJSON(fields); err != nil {
+		return nil, &StepError{Step: s.String(), Input: s.from, Err: err}
+	}
+	return fields, nil
 }
 
 func callSplit(s *Step, r Raw) (parts []Raw, err error) {

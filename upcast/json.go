@@ -9,20 +9,36 @@ import (
 // fn edits the object's top-level fields in place (add, remove, rename,
 // rewrite), working on raw JSON values so that nothing it does not touch
 // is re-encoded, and numbers keep their precision.
+//
+// Consecutive TransformJSON steps parse and encode the object once between
+// them, not once per step.
 func TransformJSON(name string, from uint32, fn func(fields map[string]json.RawMessage) error) Step {
-	return Transform(name, from, func(r Raw) (Raw, error) {
-		fields, err := JSONFields(r.Data)
-		if err != nil {
-			return Raw{}, err
+	s := Transform(name, from, nil)
+	if fn != nil { // a nil fn leaves the step invalid, as for Transform
+		s.editJSON = fn
+		s.transform = func(r Raw) (Raw, error) {
+			fields, err := JSONFields(r.Data)
+			if err != nil {
+				return Raw{}, err
+			}
+			if err := fn(fields); err != nil {
+				return Raw{}, err
+			}
+			if r.Data, err = encodeFields(fields); err != nil {
+				return Raw{}, err
+			}
+			return r, nil
 		}
-		if err := fn(fields); err != nil {
-			return Raw{}, err
-		}
-		if r.Data, err = json.Marshal(fields); err != nil {
-			return Raw{}, fmt.Errorf("encode the transformed object: %w", err)
-		}
-		return r, nil
-	})
+	}
+	return s
+}
+
+func encodeFields(fields map[string]json.RawMessage) ([]byte, error) {
+	data, err := json.Marshal(fields)
+	if err != nil {
+		return nil, fmt.Errorf("encode the transformed object: %w", err)
+	}
+	return data, nil
 }
 
 // JSONFields parses a JSON object into its top-level fields, for steps

@@ -45,3 +45,53 @@ func TestJSONFieldsOfNull(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, f)
 }
+
+func TestConsecutiveJSONStepsShareOneParse(t *testing.T) {
+	set := func(key, value string) func(map[string]json.RawMessage) error {
+		return func(f map[string]json.RawMessage) error {
+			f[key] = json.RawMessage(value)
+			return nil
+		}
+	}
+	c := chainOf(t,
+		upcast.TransformJSON("a", 1, set("v2", `2`)),
+		upcast.TransformJSON("a", 2, set("v3", `3`)),
+		// A plain step between JSON steps sees the fields encoded.
+		upcast.Transform("a", 3, func(r upcast.Raw) (upcast.Raw, error) {
+			r.Data = []byte(strings.Replace(string(r.Data), `"v3":3`, `"v3":33`, 1))
+			return r, nil
+		}),
+		upcast.Rename("a", 4, "b", 1),
+		upcast.TransformJSON("b", 1, set("b2", `true`)),
+		upcast.TransformJSON("b", 2, func(f map[string]json.RawMessage) error {
+			if string(f["fail"]) == "true" {
+				return errors.New("b v2 refuses")
+			}
+			return nil
+		}),
+	)
+	out, err := c.Apply(nil, upcast.Raw{Type: "a", Version: 1, Data: []byte(`{"x":1}`)})
+	require.NoError(t, err)
+	require.Len(t, out, 1)
+	assert.Equal(t, upcast.Key{Type: "b", Version: 3}, out[0].Key())
+	assert.JSONEq(t, `{"x":1,"v2":2,"v3":33,"b2":true}`, string(out[0].Data))
+
+	_, err = c.Apply(nil, upcast.Raw{Type: "a", Version: 1, Data: []byte(`{"fail":true}`)})
+	var se *upcast.StepError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, upcast.Key{Type: "b", Version: 2}, se.Input, "the failing step is named, not the first of the run")
+	assert.Contains(t, err.Error(), "b v2 refuses")
+
+	// A panic in a fused step is recovered like any other.
+	c = chainOf(t,
+		upcast.TransformJSON("p", 1, set("k", `1`)),
+		upcast.TransformJSON("p", 2, func(map[string]json.RawMessage) error { panic("oops") }))
+	_, err = c.Apply(nil, upcast.Raw{Type: "p", Version: 1, Data: []byte(`{}`)})
+	require.ErrorIs(t, err, upcast.ErrStepFailed)
+	assert.Contains(t, err.Error(), "oops")
+
+	// Invalid JSON set by a step fails that run's encoding, as a step error.
+	c = chainOf(t, upcast.TransformJSON("q", 1, set("k", `{not json`)))
+	_, err = c.Apply(nil, upcast.Raw{Type: "q", Version: 1, Data: []byte(`{}`)})
+	require.ErrorIs(t, err, upcast.ErrStepFailed)
+}

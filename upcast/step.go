@@ -1,6 +1,7 @@
 package upcast
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -41,6 +42,7 @@ type Step struct {
 	to        Key   // Transform and Rename
 	into      []Key // Split, when declared with [Step.Into]
 	transform func(Raw) (Raw, error)
+	editJSON  func(map[string]json.RawMessage) error // TransformJSON
 	split     func(Raw) ([]Raw, error)
 }
 

@@ -1,0 +1,77 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/sqlite"
+)
+
+// Two stores on one file behave as two processes do: each has its own
+// writer, they take turns on the file's write lock, positions stay dense,
+// and a subscriber of one sees the other's appends by polling.
+func TestTwoStoresOnOneFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "shared.db")
+	opts := sqlite.Options{PollInterval: 20 * time.Millisecond}
+	a, err := sqlite.Open(ctx, path, opts)
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := sqlite.Open(ctx, path, opts)
+	require.NoError(t, err)
+	defer b.Close()
+
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	seen := make(chan eventstore.Event, 100)
+	go func() {
+		for e, err := range a.Subscribe(subCtx, eventstore.Start, eventstore.Filter{}) {
+			if err != nil {
+				close(seen)
+				return
+			}
+			seen <- e
+		}
+	}()
+
+	const each = 20
+	var wg sync.WaitGroup
+	for i, s := range []*sqlite.Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range each {
+				_, err := s.Append(ctx, fmt.Sprintf("store-%d", i), eventstore.Any, event(fmt.Sprint("e", j)))
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	// Only polling can show this one to a's subscriber: a commits nothing
+	// after it.
+	_, err = b.Append(ctx, "store-1", eventstore.Any, event("last"))
+	require.NoError(t, err)
+
+	var got []eventstore.Event
+	timeout := time.After(30 * time.Second)
+	for len(got) < 2*each+1 {
+		select {
+		case e, ok := <-seen:
+			require.True(t, ok, "the subscription ended")
+			got = append(got, e)
+		case <-timeout:
+			require.FailNow(t, "the subscriber did not see the other store's appends", "saw %d of %d", len(got), 2*each+1)
+		}
+	}
+	for i, e := range got {
+		assert.Equal(t, uint64(i+1), e.Position.Major, "positions are dense across both writers")
+	}
+}

@@ -82,7 +82,9 @@ func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]eve
 // ReadAll implements [eventstore.Store.ReadAll]. It yields every event
 // committed before the call, in global order. To do so it may wait for
 // transactions that were running when it started to end (see [Store.Lag]);
-// ctx bounds that wait.
+// ctx bounds that wait. Do not call it while the same goroutine holds a
+// writing transaction open (one that used [Store.AppendTx]): it may wait
+// for that transaction until ctx ends.
 func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
 	return func(yield func(eventstore.Event, error) bool) {
 		var target uint64 // the newest writing transaction when the read began

@@ -45,6 +45,11 @@ import (
 // existing server instead of a throwaway one.
 const URLEnv = "CAIRN_POSTGRES_URL"
 
+// BinEnv names the environment variable that gives the folder of the
+// PostgreSQL binaries (initdb, postgres) to use instead of searching PATH
+// and /usr/lib/postgresql.
+const BinEnv = "CAIRN_POSTGRES_BIN"
+
 // Options configures the throwaway server. The zero value starts a server
 // tuned for functional tests (no fsync).
 type Options struct {
@@ -137,9 +142,18 @@ func Start(opts Options) (*Server, error) {
 	return nil, lastErr
 }
 
-// findBinaries returns the folder holding initdb and postgres: the one of
-// initdb on PATH, or the newest /usr/lib/postgresql/<version>/bin.
+// findBinaries returns the folder holding initdb and postgres: the one
+// CAIRN_POSTGRES_BIN names, the one of initdb on PATH, or the newest
+// /usr/lib/postgresql/<version>/bin.
 func findBinaries() (string, error) {
+	if dir := os.Getenv(BinEnv); dir != "" {
+		for _, name := range []string{"initdb", "postgres"} {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				return "", fmt.Errorf("%s=%q: %w", BinEnv, dir, err)
+			}
+		}
+		return dir, nil
+	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real

@@ -3,6 +3,8 @@ package pgtest
 import (
 	"context"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +16,32 @@ var server *Server
 
 func TestMain(m *testing.M) {
 	os.Exit(Main(m, Options{}, &server))
+}
+
+// TestMissingServerSkipsOnlyOutsideCI runs this test binary again as a child
+// whose binaries folder is empty: without CI it must print one line and
+// exit 0 having run no test; with CI=true it must fail.
+func TestMissingServerSkipsOnlyOutsideCI(t *testing.T) {
+	if os.Getenv(URLEnv) != "" {
+		t.Skip("the child would use " + URLEnv)
+	}
+	for _, ci := range []string{"", "true"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestServerAcceptsConnectionsWithRequestedDurability$", "-test.v")
+		cmd.Env = append(os.Environ(), BinEnv+"="+t.TempDir(), "CI="+ci)
+		out, err := cmd.CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if ci == "true" {
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "CI=true must fail: %s", out)
+			assert.Equal(t, 1, exit.ExitCode())
+			assert.Contains(t, string(out), "FAIL")
+		} else {
+			require.NoError(t, err, "%s", out)
+			assert.Len(t, lines, 1, "one line saying why: %s", out)
+			assert.Contains(t, lines[0], "skipping")
+		}
+		assert.NotContains(t, string(out), "=== RUN", "no test ran")
+	}
 }
 
 func TestServerAcceptsConnectionsWithRequestedDurability(t *testing.T) {

@@ -1,7 +1,6 @@
 package sqlite_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -47,5 +46,3 @@ func BenchmarkFdatasync(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "syncs/s")
 }
-
-var _ = context.Background

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 // job is one unit of work for the writer: an append today; a projection's
 // transactional update later. It runs inside the writer's transaction, in a
 // savepoint of its own, so that its failure undoes only its own writes.
+// (Groups made only of appends take a faster road: see commitAppends.)
 type job interface {
 	// run does the work. An error rolls back the job's savepoint and is the
 	// job's outcome.
@@ -36,12 +38,13 @@ type writer struct {
 	conn *sql.Conn
 	tx   writeTx
 
-	mu     sync.Mutex
-	queue  []job
-	spare  []job
-	closed bool
-	wake   chan struct{} // capacity 1: a pending wake-up
-	exited chan struct{}
+	mu      sync.Mutex
+	queue   []job
+	spare   []job
+	appends []*appendJob
+	closed  bool
+	wake    chan struct{} // capacity 1: a pending wake-up
+	exited  chan struct{}
 
 	committed func() // wakes subscribers after a commit
 
@@ -112,6 +115,13 @@ func (w *writer) loop() {
 		w.commit(batch)
 		clear(batch)
 		w.spare = batch[:0]
+		if len(batch) > 1 {
+			// Appenders are waiting to be told their outcome and will append
+			// again at once: let them queue, so that the next group holds
+			// them all rather than whoever was quicker. With one appender
+			// this never runs, and nothing waits.
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -148,8 +158,61 @@ func (w *writer) take() ([]job, bool) {
 // commit runs batch in one transaction and reports to every job.
 func (w *writer) commit(batch []job) {
 	ctx := context.Background() // a claimed job completes and reports the truth
+	w.tx.now = time.Now()
+	if appends, ok := allAppends(batch, w.appends[:0]); ok {
+		w.appends = appends
+		defer clear(appends)
+		if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			for _, j := range batch {
+				j.finish(fmt.Errorf("sqlite: begin the write transaction: %w", err))
+			}
+			return
+		}
+		err := w.commitAppends(appends)
+		if err == nil {
+			_, err = w.conn.ExecContext(ctx, "COMMIT")
+		}
+		if err == nil {
+			w.done(len(batch))
+			for _, j := range appends {
+				j.finish(j.err)
+			}
+			return
+		}
+		_, _ = w.conn.ExecContext(ctx, "ROLLBACK")
+		for _, j := range appends {
+			j.result, j.err = eventstore.AppendResult{}, nil
+		}
+		// Run the group again, one savepoint per append, so that what
+		// failed fails only the append it belongs to.
+	}
+	w.commitEach(batch)
+}
+
+// allAppends returns the batch as appends, if that is all it holds.
+func allAppends(batch []job, appends []*appendJob) ([]*appendJob, bool) {
+	for _, j := range batch {
+		a, ok := j.(*appendJob)
+		if !ok {
+			return appends, false
+		}
+		appends = append(appends, a)
+	}
+	return appends, true
+}
+
+// done counts a commit and wakes subscribers.
+func (w *writer) done(jobs int) {
+	w.committed()
+	w.commits.Add(1)
+	w.jobs.Add(int64(jobs))
+}
+
+// commitEach runs each job of batch in a savepoint of its own, so that a job
+// that fails is undone alone.
+func (w *writer) commitEach(batch []job) {
+	ctx := context.Background()
 	tx := &w.tx
-	tx.now = time.Now()
 	outcomes := make([]error, len(batch))
 	fail := func(err error) {
 		for i, j := range batch {
@@ -197,9 +260,7 @@ func (w *writer) commit(batch []job) {
 		abort(fmt.Errorf("sqlite: commit: %w", err))
 		return
 	}
-	w.committed()
-	w.commits.Add(1)
-	w.jobs.Add(int64(len(batch)))
+	w.done(len(batch))
 	for i, j := range batch {
 		j.finish(outcomes[i])
 	}

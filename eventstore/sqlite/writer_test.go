@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -74,13 +75,31 @@ func appendAsync(ctx context.Context, s *Store, stream string, expected eventsto
 
 func ev(typ string) eventstore.EventData { return eventstore.EventData{Type: typ, Data: []byte(`{}`)} }
 
+// noop is a job that is not an append: a group holding one runs every job
+// in a savepoint of its own.
+type noop struct{}
+
+func (noop) run(*writeTx) error { return nil }
+func (noop) finish(error)       {}
+func (noop) claim() bool        { return true }
+
 // Appends gathered into one transaction are checked one after the other: a
 // later one sees the earlier ones' events, and a failing one fails alone.
+// Both roads are tested: appends only (checked in memory), and a group
+// with another job (a savepoint per job).
 func TestGroupChecksAppendsInOrder(t *testing.T) {
+	for _, mixed := range []bool{false, true} {
+		t.Run(fmt.Sprint("mixed=", mixed), func(t *testing.T) { testGroupOrder(t, mixed) })
+	}
+}
+
+func testGroupOrder(t *testing.T, mixed bool) {
 	s := openTest(t)
 	release := holdWriter(t, s)
 	ctx := context.Background()
-	first := appendAsync(ctx, s, "order-1", eventstore.NoStream, ev("a"), ev("b"))
+	repeated := ev("b")
+	repeated.ID = eventstore.NewEventID()
+	first := appendAsync(ctx, s, "order-1", eventstore.NoStream, ev("a"), repeated)
 	queued(t, s, 1)
 	second := appendAsync(ctx, s, "order-1", eventstore.Exact(1), ev("c"))
 	queued(t, s, 2)
@@ -88,6 +107,15 @@ func TestGroupChecksAppendsInOrder(t *testing.T) {
 	queued(t, s, 3)
 	other := appendAsync(ctx, s, "order-2", eventstore.Any, ev("d"))
 	queued(t, s, 4)
+	// Repeats the second event of the first append, in the same group:
+	// the first append is not committed yet, but this one must see it and
+	// write nothing.
+	partial := appendAsync(ctx, s, "order-1", eventstore.Any, repeated)
+	queued(t, s, 5)
+	if mixed {
+		require.NoError(t, s.w.enqueue(noop{}))
+		queued(t, s, 6)
+	}
 	commits := s.w.commits.Load()
 	release()
 
@@ -104,7 +132,11 @@ func TestGroupChecksAppendsInOrder(t *testing.T) {
 	o = <-other
 	require.NoError(t, o.err, "a conflict fails only its own append")
 	assert.Equal(t, eventstore.Position{Major: 4}, o.res.Position, "positions stay dense around the failed append")
-	assert.Equal(t, commits+2, s.w.commits.Load(), "the gate's commit, then one for the four appends")
+	o = <-partial
+	require.NoError(t, o.err)
+	assert.Equal(t, eventstore.AppendResult{FirstVersion: 1, LastVersion: 1, Position: eventstore.Position{Major: 2}, Duplicate: true},
+		o.res, "a repeat of what the group has just written")
+	assert.Equal(t, commits+2, s.w.commits.Load(), "the gate's commit, then one for the group")
 
 	var types []string
 	for e, err := range s.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
@@ -173,4 +205,43 @@ func TestConcurrentAppendsShareCommits(t *testing.T) {
 	release()
 	wg.Wait()
 	assert.Equal(t, before+2, s.w.commits.Load(), "the gate's commit, then one for the 16 queued appends")
+}
+
+// When SQLite fails a write, the group is run again a savepoint per append,
+// and only the append that the failure belongs to fails.
+func TestWriteFailureStaysWithItsAppend(t *testing.T) {
+	s := openTest(t)
+	db, err := sql.Open("sqlite", s.Path())
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TRIGGER poison BEFORE INSERT ON cairn_events WHEN NEW.stream = 'poison'
+		BEGIN SELECT RAISE(ABORT, 'poisoned stream'); END`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	release := holdWriter(t, s)
+	ctx := context.Background()
+	before := appendAsync(ctx, s, "order-1", eventstore.NoStream, ev("a"))
+	queued(t, s, 1)
+	poisoned := appendAsync(ctx, s, "poison", eventstore.Any, ev("b"), ev("c"))
+	queued(t, s, 2)
+	after := appendAsync(ctx, s, "order-1", eventstore.Exact(0), ev("d"))
+	queued(t, s, 3)
+	release()
+
+	o := <-before
+	require.NoError(t, o.err)
+	assert.Equal(t, eventstore.Position{Major: 1}, o.res.Position)
+	o = <-poisoned
+	require.Error(t, o.err)
+	assert.Contains(t, o.err.Error(), "poisoned stream")
+	assert.Contains(t, o.err.Error(), `"poison"`, "the error names the stream")
+	o = <-after
+	require.NoError(t, o.err)
+	assert.Equal(t, eventstore.Position{Major: 2}, o.res.Position, "positions stay dense")
+	var n int
+	for _, err := range s.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
+		require.NoError(t, err)
+		n++
+	}
+	assert.Equal(t, 2, n)
 }

@@ -54,11 +54,11 @@ func (r *Repository[T, PT]) PriorOutcome(ctx context.Context, inst *Instance[T, 
 // below base.
 func (r *Repository[T, PT]) findBefore(ctx context.Context, stream string, base uint64, commandID string) (span, bool, error) {
 	if idx, ok := r.store.(eventstore.CommandIndex); ok {
-		events, err := idx.EventsByCommand(ctx, stream, commandID)
-		if err != nil || len(events) == 0 {
+		r, found, err := idx.CommandResult(ctx, stream, commandID)
+		if err != nil || !found {
 			return span{}, false, err
 		}
-		return span{first: events[0].Version, last: events[len(events)-1].Version}, true, nil
+		return span{first: r.FirstVersion, last: r.LastVersion}, true, nil
 	}
 	var s span
 	found := false

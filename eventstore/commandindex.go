@@ -2,14 +2,17 @@ package eventstore
 
 import "context"
 
-// CommandIndex is an optional capability of a [Store]: finding the events
-// that one command produced in a stream, by the [Metadata.CommandID] they
-// carry, without reading the whole stream. The command bus uses it to
-// recognize a redelivered command when the events before its snapshot are
-// not in memory; a store without it is scanned instead.
+// CommandIndex is an optional capability of a [Store]: finding what one
+// command appended to a stream, by the [Metadata.CommandID] its events
+// carry, without reading the stream. The command bus uses it to recognize a
+// redelivered command whose events are older than the snapshot it loaded
+// from; a store without it is scanned instead.
 type CommandIndex interface {
-	// EventsByCommand returns, in version order, the events of stream whose
-	// Metadata.CommandID is commandID; none when there are none or the
-	// stream does not exist. An empty commandID matches nothing.
-	EventsByCommand(ctx context.Context, stream, commandID string) ([]Event, error)
+	// CommandResult reports what command commandID appended to stream: the
+	// versions of its first and last events and the position of the last,
+	// with Duplicate set, and found true; or found false when the stream
+	// holds no event of that command (or commandID is empty). It may assume
+	// that one command's events were appended together, at consecutive
+	// versions, as the command bus appends them.
+	CommandResult(ctx context.Context, stream, commandID string) (r AppendResult, found bool, err error)
 }

@@ -37,13 +37,33 @@ import (
 // works too.
 type Factory func(t *testing.T) eventstore.Store
 
-// Run runs the whole suite against the stores that newStore makes.
-func Run(t *testing.T, newStore Factory) {
+// Options size the suite. The zero value runs it at full size.
+type Options struct {
+	// HotWorkers and HotIncrements size the hot-aggregate tests: that many
+	// goroutines each dispatch that many increments to one counter. Zero
+	// means 32 and 100. A store that is slow under the race detector may run
+	// fewer; the memory store runs the full size.
+	HotWorkers, HotIncrements int
+}
+
+// Run runs the whole suite, at full size, against the stores that newStore
+// makes.
+func Run(t *testing.T, newStore Factory) { RunWith(t, newStore, Options{}) }
+
+// RunWith runs the whole suite, sized by opts, against the stores that
+// newStore makes.
+func RunWith(t *testing.T, newStore Factory, opts Options) {
+	if opts.HotWorkers <= 0 {
+		opts.HotWorkers = 32
+	}
+	if opts.HotIncrements <= 0 {
+		opts.HotIncrements = 100
+	}
 	groups := []struct {
 		name  string
 		tests []test
 	}{
-		{"Concurrency", concurrencyTests},
+		{"Concurrency", concurrencyTests(opts)},
 		{"Idempotency", idempotencyTests},
 		{"Errors", errorTests},
 		{"Snapshots", snapshotTests},

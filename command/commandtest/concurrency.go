@@ -13,14 +13,17 @@ import (
 	"github.com/cairn-es/cairn/command"
 )
 
-var concurrencyTests = []test{
-	// Without a cache nor snapshots every dispatch replays the stream, so
-	// that variant is smaller: 3,200 commands would replay 5M events.
-	{"HotCounterReplayOnly", func(t *testing.T, e *env) { testHotCounter(t, e, 8, 25, -1, 0) }},
-	{"HotCounterSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, 32, 100, -1, 64) }},
-	{"HotCounterCache", func(t *testing.T, e *env) { testHotCounter(t, e, 32, 100, 0, 0) }},
-	{"HotCounterCacheAndSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, 32, 100, 0, 50) }},
-	{"ManyAggregatesSmallCache", testManyAggregatesSmallCache},
+func concurrencyTests(o Options) []test {
+	w, n := o.HotWorkers, o.HotIncrements
+	return []test{
+		// Without a cache nor snapshots every dispatch replays the stream,
+		// so that variant is smaller: 3,200 commands would replay 5M events.
+		{"HotCounterReplayOnly", func(t *testing.T, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), -1, 0) }},
+		{"HotCounterSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, -1, 64) }},
+		{"HotCounterCache", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, 0, 0) }},
+		{"HotCounterCacheAndSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, 0, 50) }},
+		{"ManyAggregatesSmallCache", testManyAggregatesSmallCache},
+	}
 }
 
 // testHotCounter runs (at full size) 32 goroutines x 100 increments of one counter through

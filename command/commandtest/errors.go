@@ -55,7 +55,6 @@ func testRouting(t *testing.T, e *env) {
 	assert.ErrorIs(t, err, command.ErrDuplicateRoute, "a second aggregate type named counter")
 
 	// Snapshots of a type the codec cannot encode are refused at set-up.
-	type bare struct{ Counter }
 	other, err := aggregate.NewType[Counter]("othercounter", aggregate.Options[Counter]{SnapshotEvery: 10})
 	require.NoError(t, err)
 	empty := codec.NewRegistry(codec.Options{})

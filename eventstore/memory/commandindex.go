@@ -8,37 +8,44 @@ import (
 
 var _ eventstore.CommandIndex = (*Store)(nil)
 
-// EventsByCommand implements [eventstore.CommandIndex]. The memory store
-// keeps no index by command ID, so it compares the command IDs of the
-// stream's events in place, newest first (a redelivery is usually recent);
-// it copies only the matches.
-func (s *Store) EventsByCommand(ctx context.Context, stream, commandID string) ([]eventstore.Event, error) {
+// CommandResult implements [eventstore.CommandIndex]. The memory store
+// keeps no index by command ID (that would need a field in [Store]), so it
+// compares the command IDs of the stream's events in place, newest first,
+// without copying them: a redelivery is usually recent.
+func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (eventstore.AppendResult, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return eventstore.AppendResult{}, false, err
 	}
 	if err := eventstore.ValidateStream(stream); err != nil {
-		return nil, err
+		return eventstore.AppendResult{}, false, err
 	}
 	if commandID == "" {
-		return nil, nil
+		return eventstore.AppendResult{}, false, nil
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, eventstore.ErrClosed
+		return eventstore.AppendResult{}, false, eventstore.ErrClosed
 	}
 	st := s.streams[stream]
 	if st == nil {
-		return nil, nil
+		return eventstore.AppendResult{}, false, nil
 	}
-	var out []eventstore.Event
+	var r eventstore.AppendResult
+	found := false
 	for v := len(st.entries) - 1; v >= 0; v-- {
-		if s.log[st.entries[v]].Metadata.CommandID == commandID {
-			out = append(out, s.copyOf(st.entries[v]))
+		e := &s.log[st.entries[v]]
+		if e.Metadata.CommandID != commandID {
+			if found {
+				break // one command's events are consecutive
+			}
+			continue
 		}
+		if !found {
+			r = eventstore.AppendResult{LastVersion: e.Version, Position: e.Position, Duplicate: true}
+			found = true
+		}
+		r.FirstVersion = e.Version
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, nil
+	return r, found, nil
 }

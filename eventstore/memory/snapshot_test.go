@@ -19,7 +19,7 @@ func TestSnapshotConformance(t *testing.T) {
 	})
 }
 
-func TestEventsByCommand(t *testing.T) {
+func TestCommandResult(t *testing.T) {
 	ctx := context.Background()
 	s := memory.New()
 	t.Cleanup(func() { _ = s.Close() })
@@ -28,29 +28,34 @@ func TestEventsByCommand(t *testing.T) {
 	}
 	_, err := s.Append(ctx, "c-1", eventstore.NoStream, ev("a"), ev("a"))
 	require.NoError(t, err)
-	_, err = s.Append(ctx, "c-1", eventstore.Exact(1), ev("b"))
+	rb, err := s.Append(ctx, "c-1", eventstore.Exact(1), ev("b"))
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "c-1", eventstore.Exact(2), ev(""), ev("c"))
 	require.NoError(t, err)
 	_, err = s.Append(ctx, "c-2", eventstore.NoStream, ev("b"))
 	require.NoError(t, err)
 
-	got, err := s.EventsByCommand(ctx, "c-1", "a")
+	got, found, err := s.CommandResult(ctx, "c-1", "a")
 	require.NoError(t, err)
-	require.Len(t, got, 2)
-	assert.Equal(t, []uint64{0, 1}, []uint64{got[0].Version, got[1].Version}, "in version order")
+	require.True(t, found)
+	assert.Equal(t, uint64(0), got.FirstVersion)
+	assert.Equal(t, uint64(1), got.LastVersion)
+	assert.True(t, got.Duplicate)
 
-	got, err = s.EventsByCommand(ctx, "c-1", "b")
+	got, found, err = s.CommandResult(ctx, "c-1", "b")
 	require.NoError(t, err)
-	require.Len(t, got, 1, "only this stream's events")
-	assert.Equal(t, uint64(2), got[0].Version)
+	require.True(t, found, "only this stream's events")
+	assert.Equal(t, rb, eventstore.AppendResult{FirstVersion: got.FirstVersion, LastVersion: got.LastVersion, Position: got.Position},
+		"the versions and position of the command's append")
 
 	for _, q := range [][2]string{{"c-1", "zzz"}, {"c-1", ""}, {"c-9", "a"}} {
-		got, err = s.EventsByCommand(ctx, q[0], q[1])
+		_, found, err = s.CommandResult(ctx, q[0], q[1])
 		require.NoError(t, err)
-		assert.Empty(t, got, "stream %q command %q", q[0], q[1])
+		assert.False(t, found, "stream %q command %q", q[0], q[1])
 	}
-	_, err = s.EventsByCommand(ctx, "", "a")
+	_, _, err = s.CommandResult(ctx, "", "a")
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 	require.NoError(t, s.Close())
-	_, err = s.EventsByCommand(ctx, "c-1", "a")
+	_, _, err = s.CommandResult(ctx, "c-1", "a")
 	assert.ErrorIs(t, err, eventstore.ErrClosed)
 }

@@ -1,0 +1,118 @@
+package aggregate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/memory"
+)
+
+// Tally is a minimal aggregate for the package's own tests.
+type Tally struct {
+	ID    string `json:"id"`
+	Total int    `json:"total"`
+}
+
+// Add asks a tally to add N.
+type Add struct{ N int }
+
+// Added records an addition.
+type Added struct {
+	N int `json:"n"`
+}
+
+func (t *Tally) Handle(_ context.Context, cmd any) ([]any, error) {
+	if c, ok := cmd.(Add); ok {
+		return []any{Added(c)}, nil
+	}
+	return nil, fmt.Errorf("unknown command %T", cmd)
+}
+
+func (t *Tally) Apply(event any) error {
+	if e, ok := event.(Added); ok {
+		t.Total += e.N
+		return nil
+	}
+	return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+}
+
+func newRegistry(tb testing.TB) *codec.Registry {
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(tb, codec.Register[Added](reg, "tally.added", 1))
+	require.NoError(tb, codec.Register[Tally](reg, "tally.state", 1))
+	require.NoError(tb, reg.Validate())
+	return reg
+}
+
+func tallyType(tb testing.TB, snapshotEvery uint64) *aggregate.Type[Tally, *Tally] {
+	typ, err := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{
+		New:           func(id string) *Tally { return &Tally{ID: id} },
+		SnapshotEvery: snapshotEvery,
+	})
+	require.NoError(tb, err)
+	return typ
+}
+
+func TestNewTypeRejectsBadNames(t *testing.T) {
+	for _, name := range []string{"", "order-line", "$system", "bad\x01name"} {
+		_, err := aggregate.NewType[Tally](name, aggregate.Options[Tally]{})
+		assert.ErrorIs(t, err, aggregate.ErrInvalidType, "name %q", name)
+	}
+	typ := tallyType(t, 0)
+	assert.Equal(t, "tally-7", typ.Stream("7"))
+	assert.Equal(t, eventstore.Category("tally")+"7", typ.Stream("7"), "streams are in the type's category")
+}
+
+func TestRepositoryLoadAndSave(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	t.Cleanup(func() { _ = store.Close() })
+	repo, err := aggregate.NewRepository(store, newRegistry(t), tallyType(t, 0), aggregate.RepositoryOptions{})
+	require.NoError(t, err)
+
+	inst, err := repo.Load(ctx, "a")
+	require.NoError(t, err)
+	assert.False(t, inst.Exists)
+	assert.Equal(t, "a", inst.State.ID, "the constructor gets the ID")
+
+	out, err := repo.Save(ctx, inst, []any{Added{N: 2}, &Added{N: 3}}, aggregate.SaveOptions{CommandID: "c1"})
+	require.NoError(t, err)
+	assert.Equal(t, []any{Added{N: 2}, Added{N: 3}}, out.Events)
+	assert.Equal(t, 5, inst.State.Total, "saved events are applied")
+	assert.Equal(t, uint64(1), inst.Version)
+
+	// A stale instance conflicts and is not changed.
+	stale, err := repo.Load(ctx, "a")
+	require.NoError(t, err)
+	_, err = repo.Save(ctx, inst, []any{Added{N: 1}}, aggregate.SaveOptions{})
+	require.NoError(t, err)
+	_, err = repo.Save(ctx, stale, []any{Added{N: 1}}, aggregate.SaveOptions{})
+	require.ErrorIs(t, err, eventstore.ErrWrongVersion)
+	assert.Equal(t, 5, stale.State.Total)
+
+	prior, found, err := repo.PriorOutcome(ctx, stale, "c1")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, []any{Added{N: 2}, Added{N: 3}}, prior.Events)
+
+	_, err = repo.Load(ctx, "")
+	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+
+	_, err = repo.Save(ctx, inst, []any{struct{}{}}, aggregate.SaveOptions{})
+	assert.ErrorIs(t, err, codec.ErrUnregisteredType)
+}
+
+func TestPanicErrorUnwrapsErrorValues(t *testing.T) {
+	cause := errors.New("boom")
+	err := error(&aggregate.PanicError{Stream: "s", Method: "Apply", Value: cause})
+	assert.ErrorIs(t, err, cause)
+	assert.ErrorIs(t, err, aggregate.ErrPanicked)
+}

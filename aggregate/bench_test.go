@@ -1,0 +1,80 @@
+package aggregate_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/memory"
+)
+
+// BenchmarkLoad loads a 10,000-event aggregate from the memory store: by
+// replaying every event, and from a snapshot 100 events before the end.
+// events/s counts the stream's events a load brings the state through per
+// second; applied/s only those decoded and applied.
+func BenchmarkLoad(b *testing.B) {
+	const streamLen, tail = 10_000, 100
+	for _, bc := range []struct {
+		name     string
+		snapshot bool
+	}{{"FullReplay", false}, {"Snapshot", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			store := memory.New()
+			b.Cleanup(func() { _ = store.Close() })
+			snaps := memory.NewSnapshotStore()
+			reg := newRegistry(b)
+			every := uint64(0)
+			if bc.snapshot {
+				every = streamLen * 10 // never by itself: the benchmark plants one
+			}
+			typ := tallyType(b, every)
+			repo, err := aggregate.NewRepository(store, reg, typ, aggregate.RepositoryOptions{Snapshots: snaps})
+			if err != nil {
+				b.Fatal(err)
+			}
+			inst, err := repo.Load(ctx, "big")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < streamLen; i += 100 {
+				batch := make([]any, 100)
+				for j := range batch {
+					batch[j] = Added{N: 1}
+				}
+				if _, err := repo.Save(ctx, inst, batch, aggregate.SaveOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				if bc.snapshot && inst.Version == streamLen-tail-1 {
+					raw, err := reg.EncodeValue(inst.State)
+					if err != nil {
+						b.Fatal(err)
+					}
+					err = snaps.SaveSnapshot(ctx, eventstore.Snapshot{Stream: inst.Stream, Version: inst.Version, Type: raw.Type, SchemaVersion: raw.Version, Data: raw.Data})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			applied := streamLen
+			if bc.snapshot {
+				applied = tail
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				got, err := repo.Load(ctx, "big")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got.State.Total != streamLen {
+					b.Fatalf("loaded total %d, want %d", got.State.Total, streamLen)
+				}
+			}
+			secs := b.Elapsed().Seconds()
+			b.ReportMetric(float64(b.N*streamLen)/secs, "events/s")
+			b.ReportMetric(float64(b.N*applied)/secs, "applied/s")
+		})
+	}
+}

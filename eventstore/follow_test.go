@@ -159,6 +159,7 @@ func TestFollowStopsWhenTheContextEnds(t *testing.T) {
 	l := &fakeLog{}
 	l.add(3)
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var got []uint64
 	var last error
 	for e, err := range eventstore.Follow(ctx, eventstore.Start, eventstore.Filter{}, l.read, eventstore.FollowOptions{}) {

@@ -14,7 +14,8 @@ import (
 // cannot move the checkpoint that its successor now owns.
 //
 // The zero Fence is for consumers that run without a lease; it can move only
-// checkpoints that no fenced consumer has moved.
+// checkpoints that no fenced consumer has moved. Fences stay below 2^63, so
+// that SQL stores keep them in a signed 64-bit column.
 type Fence uint64
 
 // Checkpoint is what a [CheckpointStore] holds for one named consumer.

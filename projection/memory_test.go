@@ -2,6 +2,8 @@ package projection_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strconv"
 	"testing"
 
@@ -46,3 +48,5 @@ func memoryHarness() projectiontest.Harness[*memory.Tx] {
 func TestProjections(t *testing.T) {
 	projectiontest.Run(t, memoryHarness())
 }
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -68,8 +68,8 @@ func testCheckpointRoundTrip(t *testing.T, s eventstore.CheckpointStore) {
 	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(7, 3), big, 4))
 	assert.Equal(t, eventstore.Checkpoint{Position: big, Fence: 4}, mustCheckpoint(t, s, name))
 	// A claim: the same position under a higher fence.
-	require.NoError(t, s.SaveCheckpoint(ctx, name, big, big, 1<<63))
-	assert.Equal(t, eventstore.Checkpoint{Position: big, Fence: 1 << 63}, mustCheckpoint(t, s, name))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, big, big, 1<<62))
+	assert.Equal(t, eventstore.Checkpoint{Position: big, Fence: 1 << 62}, mustCheckpoint(t, s, name))
 }
 
 func testCheckpointCompareAndSet(t *testing.T, s eventstore.CheckpointStore) {

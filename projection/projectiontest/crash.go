@@ -1,13 +1,298 @@
 package projectiontest
 
-import "testing"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
 
-func runChild[Tx any](t *testing.T, h Harness[Tx]) bool { return false }
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/projection"
+)
+
+// Environment of a child process: its role and the directory of the
+// stores it shares with the parent.
+const (
+	envRole = "CAIRN_PROJECTIONTEST_ROLE"
+	envDir  = "CAIRN_PROJECTIONTEST_DIR"
+	envArg  = "CAIRN_PROJECTIONTEST_ARG"
+)
+
+// Sizes of the crash test, as the issue asks: 50k events, 30 kills. Under
+// the race detector it uses 5k events, to keep the suite's run time sane.
+const (
+	crashEvents     = 50_000
+	crashEventsRace = 5_000
+	crashKills      = 30
+	crashBatch      = 100
+)
+
+func crashSize() int {
+	if raceEnabled {
+		return crashEventsRace
+	}
+	return crashEvents
+}
+
+// runChild runs the role of a child process, when the environment names
+// one, and reports whether it did.
+func runChild[Tx any](t *testing.T, h Harness[Tx]) bool {
+	role := os.Getenv(envRole)
+	if role == "" {
+		return false
+	}
+	st := h.Open(t, os.Getenv(envDir))
+	reg := Registry(t)
+	ctx := context.Background()
+	fmt.Println("child: ready")
+	switch role {
+	case "crash-tx":
+		c, err := projection.NewTx("crash", st.Events, reg, st.Consumers, countingTx(h, nil),
+			projection.Options{BatchSize: crashBatch, Logger: quiet()})
+		require.NoError(t, err)
+		require.NoError(t, c.CatchUp(ctx))
+	case "crash-plain":
+		// The effect is a line per value in a file; a leading newline ends
+		// a line that a kill cut short.
+		f, err := os.OpenFile(os.Getenv(envArg), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		require.NoError(t, err)
+		defer f.Close()
+		_, err = f.WriteString("\n")
+		require.NoError(t, err)
+		c, err := projection.New("crash", st.Events, reg, st.Consumers, projection.Typed(func(_ context.Context, it Item, _ codec.Decoded) error {
+			_, err := fmt.Fprintf(f, "%d\n", it.N)
+			return err
+		}), projection.Options{BatchSize: crashBatch, Logger: quiet()})
+		require.NoError(t, err)
+		require.NoError(t, c.CatchUp(ctx))
+	case "lease":
+		c, err := projection.NewTx("pair", st.Events, reg, st.Consumers, countingTx(h, nil), projection.Options{
+			BatchSize: 50, MaxBatchDelay: 10 * time.Millisecond, Leases: st.Consumers, LeaseTTL: childLeaseTTL,
+			Holder: os.Getenv(envArg), Logger: slog.New(slog.NewTextHandler(os.Stdout, nil)),
+		})
+		require.NoError(t, err)
+		require.NoError(t, c.Run(ctx)) // until killed
+	default:
+		t.Fatalf("unknown child role %q", role)
+	}
+	fmt.Println("child: done")
+	return true
+}
+
+// child is a running child process.
+type child struct {
+	cmd   *exec.Cmd
+	ready chan struct{}
+	done  chan struct{}
+	out   bytes.Buffer // stdout and stderr, for failure messages
+	mu    sync.Mutex
+	ended bool // printed "child: done"
+}
+
+// startChild re-runs the test binary, limited to the current top-level test,
+// in the given role.
+func startChild(t *testing.T, role, dir, arg string) *child {
+	top, _, _ := strings.Cut(t.Name(), "/")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(top)+"$", "-test.count=1", "-test.timeout=10m")
+	cmd.Env = append(os.Environ(), envRole+"="+role, envDir+"="+dir, envArg+"="+arg)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	c := &child{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
+	cmd.Stderr = &lockedWriter{c: c}
+	require.NoError(t, cmd.Start())
+	go func() {
+		defer close(c.done)
+		sc := bufio.NewScanner(stdout)
+		readySeen := false
+		for sc.Scan() {
+			line := sc.Text()
+			c.mu.Lock()
+			c.out.WriteString(line + "\n")
+			if line == "child: done" {
+				c.ended = true
+			}
+			c.mu.Unlock()
+			if line == "child: ready" && !readySeen {
+				readySeen = true
+				close(c.ready)
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() { c.kill() })
+	return c
+}
+
+type lockedWriter struct{ c *child }
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	return w.c.out.Write(p)
+}
+
+func (c *child) kill() {
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.done
+}
+
+func (c *child) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// holds reports whether the child's consumer logged that it took the lease.
+func (c *child) holds() bool { return strings.Contains(c.output(), "lease acquired") }
+
+func (c *child) output() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.String()
+}
+
+func (c *child) waitReady(t *testing.T) {
+	select {
+	case <-c.ready:
+	case <-c.done:
+		t.Fatalf("child ended before it was ready:\n%s", c.output())
+	case <-time.After(time.Minute):
+		t.Fatalf("child not ready after a minute:\n%s", c.output())
+	}
+}
+
+// testCrash kills a child that catches up over 50k events with SIGKILL at
+// random moments, 30 times, then lets one finish: in transactional mode
+// the read model counts every event exactly once; in plain mode every event
+// was handled at least once.
 func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
-	t.Skip("TODO")
+	if h.Open == nil {
+		t.Skip("the crash test needs stores that outlive a process (Harness.Open)")
+	}
+	for _, mode := range []string{"tx", "plain"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			st := h.Open(t, dir)
+			total := crashSize()
+			appendItems(t, st.Events, "item-a", 0, total, 0)
+			effects := dir + "/effects.log"
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+			crashed := 0
+			for range crashKills {
+				before, err := st.Consumers.Checkpoint(context.Background(), "crash")
+				require.NoError(t, err)
+				c := startChild(t, "crash-"+mode, dir, effects)
+				// Kill at a random moment after the child has committed at
+				// least one batch, so that every kill lands mid-run on fast
+				// and slow machines alike.
+				deadline := time.Now().Add(time.Minute)
+				for time.Now().Before(deadline) {
+					cp, err := st.Consumers.Checkpoint(context.Background(), "crash")
+					require.NoError(t, err)
+					if cp.Position != before.Position || c.finished() {
+						break
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+				time.Sleep(time.Duration(rng.IntN(40)) * time.Millisecond)
+				c.kill()
+				if !c.ended {
+					crashed++
+				}
+			}
+			cp, err := st.Consumers.Checkpoint(context.Background(), "crash")
+			require.NoError(t, err)
+			t.Logf("%d of %d kills landed before the child finished; checkpoint at %s", crashed, crashKills, cp.Position)
+			final := startChild(t, "crash-"+mode, dir, effects)
+			select {
+			case <-final.done:
+			case <-time.After(5 * time.Minute):
+				t.Fatal("the last child did not finish")
+			}
+			require.True(t, final.ended, "the last child failed:\n%s", final.output())
+			require.Positive(t, crashed, "no kill interrupted the consumer: the test proved nothing")
+
+			if mode == "tx" {
+				assert.Equal(t, int64(total), h.Get(t, st, totalKey), "each event counted exactly once")
+				for _, n := range []int{0, 1, total / 2, total - 1} {
+					assert.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+				}
+				return
+			}
+			data, err := os.ReadFile(effects)
+			require.NoError(t, err)
+			handled := make([]int, total)
+			for _, line := range strings.Split(string(data), "\n") {
+				if n, err := strconv.Atoi(line); err == nil && n >= 0 && n < total {
+					handled[n]++
+				}
+			}
+			again := 0
+			for n, k := range handled {
+				require.Positive(t, k, "item %d was never handled", n)
+				if k > 1 {
+					again++
+				}
+			}
+			t.Logf("%d events were handled more than once (allowed: plain mode is at least once)", again)
+		})
+	}
 }
 
+// testTwoProcesses runs one consumer in two child processes on shared
+// stores: one holds the lease and applies every effect once; killing it
+// hands over to the other, which goes on from the checkpoint.
 func testTwoProcesses[Tx any](t *testing.T, h Harness[Tx]) {
-	t.Skip("TODO")
+	if h.Open == nil {
+		t.Skip("the two-process test needs stores that outlive a process (Harness.Open)")
+	}
+	dir := t.TempDir()
+	st := h.Open(t, dir)
+	children := map[string]*child{"P1": startChild(t, "lease", dir, "P1"), "P2": startChild(t, "lease", dir, "P2")}
+	for _, c := range children {
+		c.waitReady(t)
+	}
+	appendItems(t, st.Events, "item-a", 0, 2000, 0)
+	require.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 2000 }, waitLimit, 10*time.Millisecond)
+	var first, second string
+	for name, c := range children {
+		if c.holds() {
+			require.Empty(t, first, "both processes took the lease")
+			first = name
+		} else {
+			second = name
+		}
+	}
+	require.NotEmpty(t, first, "no process took the lease")
+	children[first].kill()
+	killedAt := time.Now()
+	appendItems(t, st.Events, "item-b", 2000, 1000, 0)
+	require.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 3000 }, waitLimit, 10*time.Millisecond,
+		"no take-over after the holder was killed")
+	t.Logf("hand-over and 1000 events took %s after the kill (lease TTL %s)", time.Since(killedAt).Round(time.Millisecond), childLeaseTTL)
+	assert.True(t, children[second].holds(), "the survivor did not take the lease")
+	for n := range 3000 {
+		require.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+	}
 }
+
+// childLeaseTTL is the lease of the two-process test: long enough that a
+// slow machine keeps renewing in time, short enough for a quick take-over.
+const childLeaseTTL = 2 * time.Second

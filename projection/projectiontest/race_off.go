@@ -1,0 +1,5 @@
+//go:build !race
+
+package projectiontest
+
+const raceEnabled = false

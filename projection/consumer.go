@@ -92,9 +92,7 @@ func newConsumer(name string, events eventstore.Store, reg *codec.Registry, chec
 	if dl, ok := checkpoints.(eventstore.DeadLetterStore); ok && opts.DeadLetters == nil {
 		opts.DeadLetters = dl
 	}
-	c := &Consumer{name: name, events: events, reg: reg, checkpoints: checkpoints, opts: opts, log: opts.logger().With(slog.String("consumer", name))}
-	c.stats.start = time.Now()
-	return c, nil
+	return &Consumer{name: name, events: events, reg: reg, checkpoints: checkpoints, opts: opts, log: opts.logger().With(slog.String("consumer", name))}, nil
 }
 
 // Name returns the consumer's name, under which its checkpoint, dead
@@ -271,6 +269,8 @@ func (c *Consumer) consume(ctx context.Context, src iter.Seq2[eventstore.Event, 
 		select {
 		case it, ok := <-ch:
 			switch {
+			case !ok && ctx.Err() != nil:
+				return from, ctx.Err()
 			case !ok:
 				return from, flush()
 			case it.err != nil:

@@ -67,7 +67,6 @@ const rateWindow = 2 * time.Second
 
 type recorder struct {
 	mu           sync.Mutex
-	start        time.Time
 	checkpoint   eventstore.Position
 	head         eventstore.Position
 	headAt       time.Time // RecordedAt of the newest event read

@@ -80,9 +80,10 @@ func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, st
 }
 
 func newConsumer(name string, events eventstore.Store, reg *codec.Registry, checkpoints eventstore.CheckpointStore, opts Options) (*Consumer, error) {
+	if err := eventstore.ValidateConsumerName(name); err != nil {
+		return nil, err
+	}
 	switch {
-	case name == "":
-		return nil, fmt.Errorf("%w: consumer name is empty", eventstore.ErrInvalidArgument)
 	case events == nil || reg == nil || checkpoints == nil:
 		return nil, fmt.Errorf("%w: consumer %q needs an event store, a codec registry and a checkpoint store", eventstore.ErrInvalidArgument, name)
 	}

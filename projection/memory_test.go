@@ -7,7 +7,12 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
 
@@ -50,3 +55,18 @@ func TestProjections(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestNewRejectsBadSetUp(t *testing.T) {
+	events := memory.New()
+	t.Cleanup(func() { _ = events.Close() })
+	reg := projectiontest.Registry(t)
+	noop := func(context.Context, codec.Decoded) error { return nil }
+	_, err := projection.New("", events, reg, memory.NewConsumers(), noop, projection.Options{})
+	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+	_, err = projection.New("p", events, reg, memory.NewConsumers(), nil, projection.Options{})
+	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+	_, err = projection.New("p", nil, reg, memory.NewConsumers(), noop, projection.Options{})
+	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+	_, err = projection.NewTx[*memory.Tx]("p", events, reg, memory.NewConsumers(), nil, projection.Options{})
+	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+}

@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test bench lint demo clean
+.PHONY: all build test bench lint demo fuzz clean
 
 all: build lint test
 
@@ -30,6 +30,15 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+# Each codec fuzz target for FUZZTIME (the seed corpora already run in `make test`).
+FUZZTIME ?= 60s
+FUZZ_TARGETS = FuzzDecode FuzzRoundTrip FuzzTransform FuzzRename FuzzSplit FuzzDrop
+fuzz:
+	@for f in $(FUZZ_TARGETS); do \
+		echo "fuzz $$f for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./codec/ || exit 1; \
+	done
 
 # The flagship example on the embedded store; a second run reuses its data.
 demo:

@@ -31,7 +31,7 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (r 
 		return r, false, err
 	}
 	var first, last, pos sql.NullInt64
-	err = s.readers.QueryRowContext(ctx, sqlCommandResult, stream, commandID).Scan(&first, &last, &pos)
+	err = s.readers.QueryRowContext(noInterrupt, sqlCommandResult, stream, commandID).Scan(&first, &last, &pos)
 	if err != nil {
 		return r, false, s.readErr(ctx, err, "look up command "+quote(commandID)+" in stream "+quote(stream))
 	}

@@ -194,3 +194,15 @@ func collect(t *testing.T, seq func(func(eventstore.Event, error) bool)) []event
 	}
 	return out
 }
+
+// A position with a Minor part (which this store never writes) sorts after
+// {Major, 0} and before {Major+1, 0}: reading after it starts at Major+1.
+func TestReadAfterPositionWithMinor(t *testing.T) {
+	s := openTemp(t, sqlite.Options{})
+	ctx := context.Background()
+	_, err := s.Append(ctx, "order-1", eventstore.NoStream, event("a"), event("b"), event("c"))
+	require.NoError(t, err)
+	got := collect(t, s.ReadAll(ctx, eventstore.Position{Major: 1, Minor: 7}, eventstore.Filter{}))
+	require.Len(t, got, 2)
+	assert.Equal(t, eventstore.Position{Major: 2}, got[0].Position)
+}

@@ -75,3 +75,31 @@ func TestTwoStoresOnOneFile(t *testing.T) {
 		assert.Equal(t, uint64(i+1), e.Position.Major, "positions are dense across both writers")
 	}
 }
+
+// Reads canceled at every moment must not leave a pooled connection inside
+// a transaction, where it would serve an old snapshot to later readers.
+func TestCanceledReadsLeaveNoStaleSnapshot(t *testing.T) {
+	s := openTemp(t, sqlite.Options{MaxReaders: 2})
+	ctx := context.Background()
+	for i := range 150 {
+		r, err := s.Append(ctx, "order-1", eventstore.Any, event("x"))
+		require.NoError(t, err)
+		readCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			time.Sleep(time.Duration(i%50) * 10 * time.Microsecond)
+			cancel()
+		}()
+		for _, err := range s.ReadAll(readCtx, eventstore.Position{Major: r.Position.Major - 1}, eventstore.Filter{}) {
+			if err != nil {
+				break
+			}
+		}
+		cancel()
+		var last eventstore.Position
+		for e, err := range s.ReadAll(ctx, eventstore.Position{Major: r.Position.Major - 1}, eventstore.Filter{}) {
+			require.NoError(t, err, "iteration %d", i)
+			last = e.Position
+		}
+		require.Equal(t, r.Position, last, "iteration %d: a read missed the latest append", i)
+	}
+}

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,12 +20,14 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
+const sqlTip = `SELECT coalesce(max(position), 0) FROM cairn_events`
+
 const eventColumns = `position, stream, version, id, type, schema_version, data,
 	correlation_id, causation_id, command_id, extra, recorded_at`
 
 // readStatements are prepared once on the reader pool.
 type readStatements struct {
-	forward, backward, tip *sql.Stmt
+	forward, backward *sql.Stmt
 }
 
 func (r *readStatements) prepare(ctx context.Context, db *sql.DB) error {
@@ -41,12 +44,11 @@ func (r *readStatements) prepare(ctx context.Context, db *sql.DB) error {
 		WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`)
 	r.backward = prep(`SELECT ` + eventColumns + ` FROM cairn_events
 		WHERE stream = ? AND version <= ? ORDER BY version DESC LIMIT ?`)
-	r.tip = prep(`SELECT coalesce(max(position), 0) FROM cairn_events`)
 	return err
 }
 
 func (r *readStatements) close() {
-	for _, st := range []*sql.Stmt{r.forward, r.backward, r.tip} {
+	for _, st := range []*sql.Stmt{r.forward, r.backward} {
 		if st != nil {
 			st.Close()
 		}
@@ -105,7 +107,7 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 	if backward {
 		st = s.reads.backward
 	}
-	rows, err := st.QueryContext(ctx, stream, int64(from), limit)
+	rows, err := st.QueryContext(noInterrupt, stream, int64(from), limit)
 	if err != nil {
 		return nil, s.readErr(ctx, err, "read stream "+quote(stream))
 	}
@@ -115,6 +117,13 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 	}
 	return events, nil
 }
+
+// noInterrupt is the context of every statement. Given a context that can
+// end, the driver interrupts the connection when it does, and an interrupt
+// that lands as a BEGIN or ROLLBACK finishes can leave the pooled connection
+// inside a transaction, reading an old snapshot forever. A page is small,
+// so reads check the caller's context between statements instead.
+var noInterrupt = context.Background()
 
 // readPage is the one page reader behind ReadAll and Subscribe. The end of
 // the log (Through) is read in the same transaction as the events, so a
@@ -128,22 +137,32 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		return page, nil // past any rowid SQLite can hold
 	}
 	query, args := pageQuery(after, filter, limit)
-	tx, err := s.readers.BeginTx(ctx, nil)
+	conn, err := s.readers.Conn(ctx)
 	if err != nil {
 		return page, s.readErr(ctx, err, "read all")
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only: nothing to lose
-	var tip int64
-	if err := tx.StmtContext(ctx, s.reads.tip).QueryRowContext(ctx).Scan(&tip); err != nil {
-		return page, s.readErr(ctx, err, "read all")
-	}
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return page, s.readErr(ctx, err, "read all")
-	}
-	page.Events, err = scanEvents(rows, limit)
-	if err != nil {
+	defer conn.Close()
+	fail := func(err error) (eventstore.Page, error) {
+		// The connection's state is unknown: do not let the pool reuse it.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		return eventstore.Page{Through: after}, s.readErr(ctx, err, "read all")
+	}
+	if _, err := conn.ExecContext(noInterrupt, "BEGIN"); err != nil {
+		return fail(err)
+	}
+	var tip int64
+	err = conn.QueryRowContext(noInterrupt, sqlTip).Scan(&tip)
+	if err == nil {
+		var rows *sql.Rows
+		if rows, err = conn.QueryContext(noInterrupt, query, args...); err == nil {
+			page.Events, err = scanEvents(rows, limit)
+		}
+	}
+	if _, cerr := conn.ExecContext(noInterrupt, "COMMIT"); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(err)
 	}
 	if len(page.Events) == limit {
 		page.Through = page.Events[limit-1].Position

@@ -115,6 +115,9 @@ var _ eventstore.Store = (*Store)(nil)
 // database or belongs to another application ([ErrNotEventStore]), or one
 // written by a newer version of Cairn ([ErrNewerSchema]).
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -125,8 +128,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 
-	wdb, err := sql.Open("sqlite", fileURI(abs, busy,
-		"_pragma=journal_mode(WAL)", "_pragma=synchronous("+opts.Synchronous.pragma()+")"))
+	// journal_size_limit truncates the WAL after a checkpoint that a long
+	// read let grow, instead of keeping the file at its largest forever.
+	wdb, err := sql.Open("sqlite", fileURI(abs, busy, "_pragma=journal_mode(WAL)",
+		"_pragma=synchronous("+opts.Synchronous.pragma()+")", "_pragma=journal_size_limit(67108864)"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -135,10 +140,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	wdb.SetConnMaxLifetime(0)
 	conn, err := wdb.Conn(ctx)
 	if err == nil {
-		err = checkWAL(ctx, conn)
+		// The writer's connection lives on: see noInterrupt.
+		err = checkWAL(noInterrupt, conn)
 	}
 	if err == nil {
-		err = migrate(ctx, conn, abs)
+		err = migrate(noInterrupt, conn, abs)
 	}
 	if err != nil {
 		if conn != nil {

@@ -48,9 +48,9 @@ func (e *ApplyError) Is(target error) bool { return target == ErrApplyFailed }
 // so that one bad command or event cannot take the process down (a queue
 // consumer would otherwise crash on it again at every redelivery).
 type PanicError struct {
-	// Stream is the aggregate's stream.
+	// Stream is the aggregate's stream, when it is known.
 	Stream string
-	// Method is "Handle" or "Apply".
+	// Method is "Handle", "Apply", or the command method that panicked.
 	Method string
 	// Value is what was passed to panic.
 	Value any

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime/debug"
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
@@ -24,6 +25,10 @@ type route interface {
 // [aggregate.NewRepository]).
 func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T, PT]) error {
 	ct := reflect.TypeFor[C]()
+	if ct.Kind() == reflect.Interface {
+		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(),
+			Reason: "is an interface type; commands are routed by their concrete Go type"}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if prev := b.routes[ct]; prev != nil {
@@ -55,7 +60,10 @@ type typedRoute[T any, PT aggregate.Root[T]] struct {
 func (r *typedRoute[T, PT]) aggregateName() string { return r.repo.Type().Name() }
 
 func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) (Result, error) {
-	id := msg.Command.AggregateID()
+	id, err := aggregateID(msg.Command)
+	if err != nil {
+		return Result{CommandID: msg.ID}, err
+	}
 	stream := r.repo.Type().Stream(id)
 	res := Result{AggregateID: id, Stream: stream, CommandID: msg.ID}
 	if id == "" {
@@ -125,6 +133,17 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 			return res, werr
 		}
 	}
+}
+
+// aggregateID calls the command's AggregateID, turning a panic (a nil
+// pointer command, say) into an error.
+func aggregateID(cmd Command) (id string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &aggregate.PanicError{Method: fmt.Sprintf("AggregateID of %T", cmd), Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return cmd.AggregateID(), nil
 }
 
 // load returns the cached instance of stream, or loads it.

@@ -54,6 +54,17 @@ func testRouting(t *testing.T, e *env) {
 	err = command.Route[unrouted](b, counterType(t, 0))
 	assert.ErrorIs(t, err, command.ErrDuplicateRoute, "a second aggregate type named counter")
 
+	err = command.Route[command.Command](b, counterType(t, 0))
+	assert.ErrorIs(t, err, command.ErrDuplicateRoute, "an interface type can never match a command")
+
+	// A command whose AggregateID panics (a nil pointer) is an error.
+	pb := e.bus(command.Options{}, 0)
+	ptrType, err := aggregate.NewType[Counter]("ptrcounter", aggregate.Options[Counter]{})
+	require.NoError(t, err)
+	require.NoError(t, command.Route[*unrouted](pb, ptrType))
+	_, err = pb.Dispatch(context.Background(), command.Message{Command: (*unrouted)(nil)})
+	assert.ErrorIs(t, err, aggregate.ErrPanicked)
+
 	// Snapshots of a type the codec cannot encode are refused at set-up.
 	other, err := aggregate.NewType[Counter]("othercounter", aggregate.Options[Counter]{SnapshotEvery: 10})
 	require.NoError(t, err)

@@ -54,13 +54,13 @@ type Outcome struct {
 }
 
 // Save appends events to inst's stream, expecting inst's version, and on
-// success applies them to inst. Nothing is appended for no events.
+// success applies them to inst, as decoded from what was appended, so that
+// the state is the one a replay builds. Nothing is appended for no events.
 //
 // A version conflict is the store's [*eventstore.WrongVersionError]: inst is
-// stale, and must be loaded again. The events are applied as decoded from
-// what was appended (so the state equals what a replay builds); should that
-// fail, the events are nevertheless stored, and the error is an
-// [*ApplyError] wrapping the outcome's cause: inst must then be discarded.
+// stale and must be loaded again. Should Apply reject an event just stored,
+// the error is an [*ApplyError] and the returned Outcome is nonetheless
+// filled in: the events are stored, and inst must be discarded.
 func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], events []any, opts SaveOptions) (Outcome, error) {
 	if len(events) == 0 {
 		return Outcome{}, nil

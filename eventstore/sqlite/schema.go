@@ -63,6 +63,9 @@ CREATE INDEX cairn_events_command ON cairn_events (stream, command_id) WHERE com
 // number of migrations.
 const SchemaVersion = 1
 
+// latest is the schema version that migrate reaches; tests add steps.
+func latest() int { return len(migrations) }
+
 // schemaTable records every migration applied to the file.
 const schemaTable = `
 CREATE TABLE IF NOT EXISTS cairn_schema (
@@ -190,8 +193,8 @@ func (st schemaState) check(path string) error {
 			st.appID, strings.Join(shown, ", "))}
 	case !st.has("cairn_schema"):
 		return &FileError{Path: path, Reason: "marked as a Cairn event store but has no cairn_schema table", corrupt: true}
-	case st.version > SchemaVersion:
-		return &SchemaVersionError{Path: path, Found: st.version, Supported: SchemaVersion}
+	case st.version > latest():
+		return &SchemaVersionError{Path: path, Found: st.version, Supported: latest()}
 	}
 	return nil
 }
@@ -211,12 +214,13 @@ func classify(path string, err error) error {
 	return fmt.Errorf("sqlite: open %s: %w", path, err)
 }
 
-// migrate brings the file to [SchemaVersion] in one IMMEDIATE transaction,
+// migrate brings the file to the latest schema version in one IMMEDIATE transaction,
 // so that two processes opening a new file at once cannot both create it
 // and a crash leaves the file at the old version, never between.
 func migrate(ctx context.Context, conn *sql.Conn, path string) (err error) {
+	// Errors other than a refusal are classified by the caller.
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return classify(path, err)
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -226,12 +230,12 @@ func migrate(ctx context.Context, conn *sql.Conn, path string) (err error) {
 	// Another process may have changed the file since inspect looked.
 	st, err := readState(ctx, conn)
 	if err != nil {
-		return classify(path, err)
+		return err
 	}
 	if err := st.check(path); err != nil {
 		return err
 	}
-	if st.version == SchemaVersion {
+	if st.version == latest() {
 		_, err = conn.ExecContext(ctx, "COMMIT")
 		return err
 	}
@@ -244,10 +248,10 @@ func migrate(ctx context.Context, conn *sql.Conn, path string) (err error) {
 		}
 	}
 	now := time.Now().UnixMilli()
-	for v := st.version; v < SchemaVersion; v++ {
+	for v := st.version; v < latest(); v++ {
 		m := migrations[v]
 		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("sqlite: open %s: migration to schema version %d (%s): %w", path, v+1, m.note, err)
+			return fmt.Errorf("migration to schema version %d (%s): %w", v+1, m.note, err)
 		}
 		if _, err := conn.ExecContext(ctx, "INSERT INTO cairn_schema (version, note, applied_at) VALUES (?, ?, ?)",
 			v+1, m.note, now); err != nil {

@@ -63,9 +63,9 @@ func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence eventstore.Fence) (eventstore.Position, error) {
 	to := batch[len(batch)-1].ev.Position
 	if !c.exec.transactional() {
-		for _, u := range batch {
+		for i, u := range batch {
 			if err := c.handlePlain(ctx, u); err != nil {
-				return from, err
+				return c.savePrefix(ctx, batch[:i], from, fence, err)
 			}
 		}
 		if err := c.exec.run(ctx, func(s step) error { return s.save(from, to, fence) }); err != nil {
@@ -115,6 +115,25 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 		from = next
 	}
 	return from, nil
+}
+
+// savePrefix moves the checkpoint past the events of a plain batch that
+// were handled before the consumer had to stop (a [Stop] failure, the end
+// of ctx), so that a restart does not handle them again; then it returns
+// the error that stopped it. The save may run after ctx ended; the
+// checkpoint's compare-and-set and fence keep it safe.
+func (c *Consumer) savePrefix(ctx context.Context, done []unit, from eventstore.Position, fence eventstore.Fence, stop error) (eventstore.Position, error) {
+	if len(done) == 0 {
+		return from, stop
+	}
+	to := done[len(done)-1].ev.Position
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.checkpoints.SaveCheckpoint(ctx, c.name, from, to, fence); err != nil {
+		return from, errors.Join(stop, err)
+	}
+	c.stats.checkpointed(from, to, len(done), done[len(done)-1].ev.RecordedAt)
+	return to, stop
 }
 
 // failure tracks the failed attempts on one part of a stored event.

@@ -11,7 +11,10 @@ import (
 // Tx is a transaction of [Consumers]: reads see committed values and the
 // transaction's own writes; writes, checkpoint moves and dead-letter
 // deletions become visible together when [Consumers.InTx] commits, or not
-// at all.
+// at all. Isolation is read committed: of two transactions that write the
+// same key at once, the last commit wins. A consumer's own batches never
+// race (its checkpoint's compare-and-set fails one of them), but two
+// consumers that share keys should not rely on it.
 type Tx struct {
 	c       *Consumers
 	mu      sync.Mutex

@@ -224,3 +224,25 @@ func collectLetters(t testing.TB, c *projection.Consumer) []eventstore.DeadLette
 	}
 	return out
 }
+
+// testStopsPlain: a plain consumer that stops keeps the progress of the
+// events it handled before the failing one.
+func testStopsPlain[Tx any](t *testing.T, h Harness[Tx]) {
+	st := h.New(t)
+	ctx := context.Background()
+	appendItems(t, st.Events, "item-a", 0, 20, 0)
+	got := newSeen()
+	fail := newFailOn(7)
+	c, err := projection.New("stops-plain", st.Events, Registry(t), st.Consumers, plainCounter(got, fail.check),
+		projection.Options{BatchSize: 5, Retry: fastRetry, OnFailure: projection.Stop, Logger: quiet()})
+	require.NoError(t, err)
+	var herr *projection.HandlerError
+	require.ErrorAs(t, c.CatchUp(ctx), &herr)
+	assert.Equal(t, uint64(7), herr.Version)
+	assert.Equal(t, 7, got.len())
+	fail.on.Store(false)
+	require.NoError(t, c.CatchUp(ctx))
+	for n := range 20 {
+		assert.Equal(t, 1, got.count(n), "item %d", n)
+	}
+}

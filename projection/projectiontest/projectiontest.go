@@ -77,6 +77,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"ParksFailingEvents", testParks[Tx]},
 		{"ParksFailingEventsTx", testParksTx[Tx]},
 		{"StopsWhenConfigured", testStops[Tx]},
+		{"StopsWhenConfiguredPlain", testStopsPlain[Tx]},
 		{"ResumeEveryCheckpointWithSplits", testResumeSplits[Tx]},
 		{"SplitPartFailureTx", testSplitFailureTx[Tx]},
 		{"InterruptedBatchesCountOnceTx", testInterruptedTx[Tx]},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,6 +105,60 @@ func TestCrashRecovery(t *testing.T) {
 	verifyCrashStore(t, db, cmds)
 }
 
+// TestTwoProcesses runs two children at once on one SQLite file, both
+// dispatching the same commands, one from the first and one from the last,
+// with caches that the other process makes stale: they conflict where they
+// meet, and every command must take effect once.
+func TestTwoProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes; skipped in -short mode")
+	}
+	const limit = 200
+	dir := t.TempDir()
+	db, cmdFile := filepath.Join(dir, "events.db"), filepath.Join(dir, "commands.tsv")
+	cmds := writeCrashCommands(t, cmdFile)[:limit]
+	// Create the file first, so that the two children do not race to make
+	// its schema.
+	s, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	gate := filepath.Join(dir, "gate")
+	var procs []*exec.Cmd
+	var outs []*strings.Builder
+	for i := range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.v")
+		cmd.Env = append(os.Environ(), crashChildEnv+"=1", "CAIRN_CRASH_DB="+db, "CAIRN_CRASH_COMMANDS="+cmdFile,
+			"CAIRN_CRASH_ACKS="+filepath.Join(dir, fmt.Sprint("acks", i)), fmt.Sprint("CAIRN_CRASH_LIMIT=", limit),
+			"CAIRN_CRASH_GATE="+gate, fmt.Sprint("CAIRN_CRASH_REVERSE=", i))
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		procs, outs = append(procs, cmd), append(outs, out)
+	}
+	for {
+		ready, err := filepath.Glob(gate + ".ready.*")
+		require.NoError(t, err)
+		if len(ready) == len(procs) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	for i, p := range procs {
+		require.NoError(t, p.Wait(), "child %d output:\n%s", i, outs[i].String())
+	}
+	for i := range procs {
+		for _, line := range strings.Split(outs[i].String(), "\n") {
+			if strings.HasPrefix(line, "STATS") {
+				t.Logf("child %d: %s", i, line)
+			}
+		}
+		assert.Len(t, readAcks(t, filepath.Join(dir, fmt.Sprint("acks", i))), limit, "child %d acknowledges every command", i)
+	}
+	verifyCrashStore(t, db, cmds)
+}
+
 func writeCrashCommands(t *testing.T, path string) []crashCommand {
 	t.Helper()
 	var b strings.Builder
@@ -182,6 +237,9 @@ func TestCrashHelperProcess(t *testing.T) {
 	defer store.Close()
 	cmds, err := readCrashCommands(os.Getenv("CAIRN_CRASH_COMMANDS"))
 	require.NoError(t, err)
+	if limit, err := strconv.Atoi(os.Getenv("CAIRN_CRASH_LIMIT")); err == nil && limit < len(cmds) {
+		cmds = cmds[:limit]
+	}
 	reg, err := crashRegistry()
 	require.NoError(t, err)
 	typ, err := aggregate.NewType[commandtest.Counter]("counter", aggregate.Options[commandtest.Counter]{SnapshotEvery: 10})
@@ -194,14 +252,33 @@ func TestCrashHelperProcess(t *testing.T) {
 	acks, err := os.OpenFile(os.Getenv("CAIRN_CRASH_ACKS"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	require.NoError(t, err)
 	defer acks.Close()
+	if gate := os.Getenv("CAIRN_CRASH_GATE"); gate != "" {
+		// Set up, then start together with the other child.
+		require.NoError(t, os.WriteFile(fmt.Sprintf("%s.ready.%d", gate, os.Getpid()), nil, 0o600))
+		for {
+			if _, err := os.Stat(gate); err == nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	var todo []crashCommand
 	for _, c := range cmds {
 		if !acked[c.id] || rand.IntN(10) == 0 {
 			todo = append(todo, c)
 		}
 	}
+	if os.Getenv("CAIRN_CRASH_REVERSE") == "1" {
+		slices.Reverse(todo)
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	duplicates, retries := 0, 0
+	start := time.Now()
+	var first time.Duration
+	defer func() {
+		fmt.Printf("STATS dispatched=%d duplicates=%d retries=%d first=%s all=%s\n", len(todo), duplicates, retries, first, time.Since(start))
+	}()
 	for w := range crashWorkers {
 		wg.Add(1)
 		go func() {
@@ -212,11 +289,18 @@ func TestCrashHelperProcess(t *testing.T) {
 				if c.twice {
 					cmd = commandtest.IncrementTwice{ID: c.aggregate}
 				}
-				_, err := bus.Dispatch(ctx, command.Message{ID: c.id, Command: cmd})
+				res, err := bus.Dispatch(ctx, command.Message{ID: c.id, Command: cmd})
 				if !assert.NoError(t, err, "command %s", c.id) {
 					return
 				}
 				mu.Lock()
+				if res.Duplicate {
+					duplicates++
+				}
+				if first == 0 {
+					first = time.Since(start)
+				}
+				retries += res.Attempts - 1
 				_, err = acks.WriteString(c.id + "\n")
 				mu.Unlock()
 				if !assert.NoError(t, err) {

@@ -252,6 +252,9 @@ func (c *Consumer) consume(ctx context.Context, src iter.Seq2[eventstore.Event, 
 		if len(batch) == 0 {
 			return nil
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		next, err := c.flush(ctx, batch, from, fence)
 		if err != nil {
 			return err

@@ -44,6 +44,47 @@ type RebuildOptions struct {
 // on from there. It takes the lease as Run does, so a running instance of
 // the same consumer elsewhere waits (or makes Rebuild wait).
 func (c *Consumer) Rebuild(ctx context.Context, opts RebuildOptions) error {
+	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+		if opts.Reset != nil {
+			if err := opts.Reset(ctx); err != nil {
+				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
+			}
+		}
+		return c.exec.run(ctx, func(s step) error { return s.save(from, opts.From, fence) })
+	})
+}
+
+// RebuildTx is [Consumer.Rebuild] for a transactional consumer whose read
+// model is reset by reset in the same transaction that moves the checkpoint
+// back: a rebuild interrupted at any point leaves either the old read model
+// and checkpoint or the reset ones, and a later Run or Rebuild goes on
+// correctly from either. opts.Reset, if set, runs first, outside it. c must
+// come from [NewTx] with the same Tx, or RebuildTx returns an error
+// matching [eventstore.ErrInvalidArgument].
+func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.Context, tx Tx) error, opts RebuildOptions) error {
+	x, ok := c.exec.(txExecutor[Tx])
+	if !ok {
+		var tx Tx
+		return fmt.Errorf("%w: consumer %q is not a transactional consumer with transactions of type %T",
+			eventstore.ErrInvalidArgument, c.name, tx)
+	}
+	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+		if opts.Reset != nil {
+			if err := opts.Reset(ctx); err != nil {
+				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
+			}
+		}
+		return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+			if err := reset(ctx, tx); err != nil {
+				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
+			}
+			return x.store.SaveCheckpointTx(ctx, tx, c.name, from, opts.From, fence)
+		})
+	})
+}
+
+// rebuild runs a rebuild whose reset and checkpoint move is moveBack.
+func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) error {
 	return c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 		var total uint64
 		if opts.Count {
@@ -54,12 +95,7 @@ func (c *Consumer) Rebuild(ctx context.Context, opts RebuildOptions) error {
 				total++
 			}
 		}
-		if opts.Reset != nil {
-			if err := opts.Reset(ctx); err != nil {
-				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
-			}
-		}
-		if err := c.exec.run(ctx, func(s step) error { return s.save(from, opts.From, fence) }); err != nil {
+		if err := moveBack(ctx, from, fence); err != nil {
 			return fmt.Errorf("consumer %q: moving the checkpoint back to %s: %w", c.name, opts.From, err)
 		}
 		c.stats.setCheckpoint(opts.From)

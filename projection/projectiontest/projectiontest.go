@@ -84,6 +84,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"LeaseOneHolderAndHandOver", testLeaseHandOver[Tx]},
 		{"FencedHolderCannotCommit", testFencedHolder[Tx]},
 		{"Rebuild", testRebuild[Tx]},
+		{"RebuildTx", testRebuildTx[Tx]},
 		{"Stats", testStats[Tx]},
 		{"Crash", testCrash[Tx]},
 		{"TwoProcesses", testTwoProcesses[Tx]},

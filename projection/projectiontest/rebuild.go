@@ -91,3 +91,44 @@ func testStats[Tx any](t *testing.T, h Harness[Tx]) {
 	assert.Equal(t, 1, s.Parked)
 	assert.False(t, s.Leader)
 }
+
+// testRebuildTx resets the read model in the checkpoint's transaction: an
+// interrupted rebuild resumes by Run or CatchUp without double counting.
+func testRebuildTx[Tx any](t *testing.T, h Harness[Tx]) {
+	st := h.New(t)
+	ctx := context.Background()
+	appendItems(t, st.Events, "item-a", 0, 60, 0)
+	c, err := projection.NewTx("rebuilt-tx", st.Events, Registry(t), st.Consumers, countingTx(h, nil),
+		projection.Options{BatchSize: 8, Logger: quiet()})
+	require.NoError(t, err)
+	require.NoError(t, c.CatchUp(ctx))
+	reset := func(ctx context.Context, tx Tx) error {
+		for n := range 60 {
+			if err := h.Add(ctx, tx, itemKey(n), -h.Get(t, st, itemKey(n))); err != nil {
+				return err
+			}
+		}
+		return h.Add(ctx, tx, totalKey, -h.Get(t, st, totalKey))
+	}
+
+	// Interrupted after a few batches of the replay...
+	rctx, cancel := context.WithCancel(ctx)
+	batches := 0
+	err = projection.RebuildTx(rctx, c, reset, projection.RebuildOptions{Progress: func(projection.Progress) {
+		if batches++; batches == 3 {
+			cancel()
+		}
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int64(24), h.Get(t, st, totalKey), "the reset and three batches of the replay")
+	// ...a catch-up finishes it, each event once.
+	require.NoError(t, c.CatchUp(ctx))
+	for n := range 60 {
+		require.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+	}
+	assert.Equal(t, int64(60), h.Get(t, st, totalKey))
+
+	plain, err := projection.New("plain", st.Events, Registry(t), st.Consumers, plainCounter(newSeen(), nil), projection.Options{})
+	require.NoError(t, err)
+	assert.ErrorIs(t, projection.RebuildTx(ctx, plain, reset, projection.RebuildOptions{}), eventstore.ErrInvalidArgument)
+}

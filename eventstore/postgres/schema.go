@@ -42,6 +42,66 @@ var migrations = []string{
 		CONSTRAINT events_stream_version UNIQUE (stream, version),
 		CONSTRAINT events_stream_event_id UNIQUE (stream, event_id)
 	)`,
+
+	// 2: what aggregates and consumers keep besides events (snapshot.go,
+	// commandindex.go, checkpoint.go, deadletter.go, lease.go).
+	//
+	// The command index is partial: most events carry no command ID (the
+	// store keeps it as ''), and they need no entry.
+	//
+	// Positions and fences are uint64 values kept as the bits of a signed
+	// bigint: checkpoints only compare them for equality, and fences stay
+	// below 2^63 (see eventstore.Fence).
+	`CREATE INDEX events_stream_command ON {{s}}.events (stream, command_id) WHERE command_id <> '';
+
+	CREATE TABLE {{s}}.snapshots (
+		stream         text        PRIMARY KEY,
+		version        bigint      NOT NULL,
+		type           text        NOT NULL,
+		schema_version bigint      NOT NULL,
+		data           bytea       NOT NULL,
+		recorded_at    timestamptz NOT NULL DEFAULT statement_timestamp()
+	);
+
+	CREATE TABLE {{s}}.checkpoints (
+		name       text        PRIMARY KEY,
+		major      bigint      NOT NULL,
+		minor      bigint      NOT NULL,
+		fence      bigint      NOT NULL CHECK (fence >= 0),
+		updated_at timestamptz NOT NULL DEFAULT statement_timestamp()
+	);
+
+	CREATE TABLE {{s}}.dead_letters (
+		consumer       text        NOT NULL,
+		event_id       uuid        NOT NULL,
+		part           integer     NOT NULL CHECK (part >= 0),
+		id             text        NOT NULL,
+		stream         text        NOT NULL,
+		version        bigint      NOT NULL,
+		major          bigint      NOT NULL,
+		minor          bigint      NOT NULL,
+		type           text        NOT NULL,
+		schema_version bigint      NOT NULL,
+		data           bytea       NOT NULL,
+		correlation_id text        NOT NULL,
+		causation_id   text        NOT NULL,
+		command_id     text        NOT NULL,
+		extra          jsonb,
+		recorded_at    timestamptz NOT NULL,
+		error          text        NOT NULL,
+		attempts       integer     NOT NULL,
+		first_failure  timestamptz NOT NULL,
+		last_failure   timestamptz NOT NULL,
+		CONSTRAINT dead_letters_event PRIMARY KEY (consumer, event_id, part),
+		CONSTRAINT dead_letters_id UNIQUE (consumer, id)
+	);
+
+	CREATE TABLE {{s}}.leases (
+		name       text        PRIMARY KEY,
+		holder     text        NOT NULL,
+		fence      bigint      NOT NULL CHECK (fence > 0),
+		expires_at timestamptz -- NULL once released
+	)`,
 }
 
 // SchemaVersion is the schema version that this build of the store creates

@@ -1,0 +1,36 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storetest"
+)
+
+// The contract suites of what aggregates and consumers keep besides
+// events, each test on a store in a fresh schema.
+
+func TestSnapshots(t *testing.T) {
+	storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore {
+		return newStore(t, postgres.Options{})
+	})
+}
+
+func TestCheckpoints(t *testing.T) {
+	storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore {
+		return newStore(t, postgres.Options{})
+	})
+}
+
+func TestDeadLetters(t *testing.T) {
+	storetest.RunDeadLetters(t, func(t *testing.T) eventstore.DeadLetterStore {
+		return newStore(t, postgres.Options{})
+	})
+}
+
+func TestLeases(t *testing.T) {
+	storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore {
+		return newStore(t, postgres.Options{})
+	})
+}

@@ -1,0 +1,220 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+var _ eventstore.DeadLetterStore = (*Store)(nil)
+
+// letterColumns are the columns that scanLetter reads, in its order.
+const letterColumns = `id, consumer, part, event_id, stream, version, major, minor, type, schema_version, data,
+	correlation_id, causation_id, command_id, extra, recorded_at, error, attempts, first_failure, last_failure`
+
+// ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
+// one upsert on (consumer, event_id, part): parking the same part again
+// updates the error, attempts and last failure, and returns the ID and
+// first failure that were stored first.
+func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if err := eventstore.CheckDeadLetter(d); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	e := d.Event
+	if e.Version > math.MaxInt64 {
+		return eventstore.DeadLetter{}, &eventstore.InvalidArgumentError{Stream: e.StreamID, Index: -1, Field: "dead letter version",
+			Reason: fmt.Sprintf("is %d, more than PostgreSQL's bigint holds", e.Version)}
+	}
+	var extra []byte
+	if len(e.Metadata.Extra) > 0 {
+		var err error
+		if extra, err = json.Marshal(e.Metadata.Extra); err != nil {
+			return eventstore.DeadLetter{}, err
+		}
+	}
+	if d.ID == "" {
+		d.ID = ulid.Make().String()
+	}
+	data := e.Data
+	if data == nil {
+		data = []byte{}
+	}
+	err := s.pool.QueryRow(ctx, s.fill(`INSERT INTO {{s}}.dead_letters (consumer, event_id, part, id,
+			stream, version, major, minor, type, schema_version, data, correlation_id, causation_id, command_id,
+			extra, recorded_at, error, attempts, first_failure, last_failure)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20)
+		ON CONFLICT ON CONSTRAINT dead_letters_event DO UPDATE SET
+			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
+		RETURNING id, first_failure`),
+		d.Consumer, e.ID, d.Part, d.ID,
+		e.StreamID, int64(e.Version), int64(e.Position.Major), int64(e.Position.Minor), e.Type, int64(e.SchemaVersion), data,
+		e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
+		extra, e.RecordedAt, d.Error, d.Attempts, d.FirstFailure, d.LastFailure,
+	).Scan(&d.ID, &d.FirstFailure)
+	if err != nil {
+		return eventstore.DeadLetter{}, s.closedOr(fmt.Errorf("postgres: consumer %q parking event %s (stream %q, version %d, type %q): %w",
+			d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err))
+	}
+	d.FirstFailure = d.FirstFailure.UTC()
+	d.Event.EventData = d.Event.EventData.Clone()
+	return d, nil
+}
+
+// DeadLetters implements [eventstore.DeadLetterStore.DeadLetters], oldest
+// first. It reads them all before it yields the first, so that a caller
+// that retries each one inside the loop does not hold a connection.
+func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
+	return func(yield func(eventstore.DeadLetter, error) bool) {
+		letters, err := s.deadLetters(ctx, consumer)
+		if err != nil {
+			yield(eventstore.DeadLetter{}, err)
+			return
+		}
+		for _, d := range letters {
+			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *Store) deadLetters(ctx context.Context, consumer string) ([]eventstore.DeadLetter, error) {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return nil, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.fill(`SELECT `+letterColumns+` FROM {{s}}.dead_letters WHERE consumer = $1 ORDER BY id`), consumer)
+	if err != nil {
+		return nil, s.closedOr(fmt.Errorf("postgres: listing the dead letters of consumer %q: %w", consumer, err))
+	}
+	defer rows.Close()
+	var out []eventstore.DeadLetter
+	for rows.Next() {
+		d, err := scanLetter(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.closedOr(fmt.Errorf("postgres: listing the dead letters of consumer %q: %w", consumer, err))
+	}
+	return out, nil
+}
+
+// DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
+func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	rows, err := s.pool.Query(ctx, s.fill(`SELECT `+letterColumns+` FROM {{s}}.dead_letters WHERE consumer = $1 AND id = $2`), consumer, id)
+	if err != nil {
+		return eventstore.DeadLetter{}, s.closedOr(fmt.Errorf("postgres: reading dead letter %q of consumer %q: %w", id, consumer, err))
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return eventstore.DeadLetter{}, s.closedOr(fmt.Errorf("postgres: reading dead letter %q of consumer %q: %w", id, consumer, err))
+		}
+		return eventstore.DeadLetter{}, &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+	}
+	return scanLetter(rows)
+}
+
+// CountDeadLetters implements [eventstore.DeadLetterStore.CountDeadLetters].
+func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return 0, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, s.fill(`SELECT count(*) FROM {{s}}.dead_letters WHERE consumer = $1`), consumer).Scan(&n)
+	if err != nil {
+		return 0, s.closedOr(fmt.Errorf("postgres: counting the dead letters of consumer %q: %w", consumer, err))
+	}
+	return n, nil
+}
+
+// DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
+func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	return s.closedOr(s.deleteDeadLetter(ctx, s.pool, consumer, id))
+}
+
+func (s *Store) deleteDeadLetter(ctx context.Context, q querier, consumer, id string) error {
+	tag, err := q.Exec(ctx, s.fill(`DELETE FROM {{s}}.dead_letters WHERE consumer = $1 AND id = $2`), consumer, id)
+	if err != nil {
+		return fmt.Errorf("postgres: deleting dead letter %q of consumer %q: %w", id, consumer, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+	}
+	return nil
+}
+
+// scanLetter reads one dead_letters row. Every slice and map is fresh, so
+// the caller may change what it gets.
+func scanLetter(rows pgx.Rows) (eventstore.DeadLetter, error) {
+	var (
+		d                                     eventstore.DeadLetter
+		id                                    pgtype.UUID
+		version, major, minor, schemaVer      int64
+		extra                                 []byte
+		recordedAt, firstFailure, lastFailure time.Time
+	)
+	e := &d.Event
+	err := rows.Scan(&d.ID, &d.Consumer, &d.Part, &id, &e.StreamID, &version, &major, &minor, &e.Type, &schemaVer, &e.Data,
+		&e.Metadata.CorrelationID, &e.Metadata.CausationID, &e.Metadata.CommandID, &extra, &recordedAt,
+		&d.Error, &d.Attempts, &firstFailure, &lastFailure)
+	if err != nil {
+		return eventstore.DeadLetter{}, fmt.Errorf("%w: a dead_letters row does not decode: %v", eventstore.ErrCorrupt, err)
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("%w: dead letter %q of consumer %q (stream %q, version %d, type %q): %s",
+			eventstore.ErrCorrupt, d.ID, d.Consumer, e.StreamID, version, e.Type, what)
+	}
+	if version < 0 || schemaVer < 0 || schemaVer > math.MaxUint32 || !id.Valid {
+		return eventstore.DeadLetter{}, bad(fmt.Sprintf("version %d, schema version %d, event ID valid %t", version, schemaVer, id.Valid))
+	}
+	if len(extra) > 0 && string(extra) != "null" {
+		if err := json.Unmarshal(extra, &e.Metadata.Extra); err != nil {
+			return eventstore.DeadLetter{}, bad(fmt.Sprintf("metadata is not an object of strings: %v", err))
+		}
+	}
+	e.ID = id.Bytes
+	e.Version, e.SchemaVersion = uint64(version), uint32(schemaVer)
+	e.Position = eventstore.Position{Major: uint64(major), Minor: uint64(minor)}
+	e.RecordedAt = recordedAt.UTC()
+	if e.Data == nil {
+		e.Data = []byte{}
+	}
+	d.FirstFailure, d.LastFailure = firstFailure.UTC(), lastFailure.UTC()
+	return d, nil
+}

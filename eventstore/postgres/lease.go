@@ -1,0 +1,145 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+var _ eventstore.LeaseStore = (*Store)(nil)
+
+// Leases are rows (name, holder, fence, expires_at), decided by the
+// database's clock alone, so that the clocks of the processes that compete
+// do not matter. A lease is released by setting expires_at to NULL rather
+// than by deleting the row: the row keeps the fence, which must never
+// repeat. docs/postgres.md explains why there is no advisory lock.
+
+// acquireLeaseSQL takes a free, expired or released lease, or renews the
+// caller's own, in one statement. ON CONFLICT locks the row and evaluates
+// the WHERE on its latest version, so of racing acquirers exactly one
+// matches; the fence stays while one holder keeps the lease and grows by
+// one on every change of hands, a release included.
+const acquireLeaseSQL = `INSERT INTO {{s}}.leases AS l (name, holder, fence, expires_at)
+	VALUES ($1, $2, 1, clock_timestamp() + $3 * interval '1 microsecond')
+	ON CONFLICT (name) DO UPDATE SET
+		fence = CASE WHEN l.holder = excluded.holder AND l.expires_at IS NOT NULL THEN l.fence ELSE l.fence + 1 END,
+		holder = excluded.holder,
+		expires_at = excluded.expires_at
+	WHERE (l.holder = excluded.holder AND l.expires_at IS NOT NULL)
+		OR l.expires_at IS NULL OR l.expires_at <= clock_timestamp()
+	RETURNING holder, fence, expires_at`
+
+// AcquireLease implements [eventstore.LeaseStore.AcquireLease].
+func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
+	if err := eventstore.ValidateConsumerName(name); err != nil {
+		return eventstore.Lease{}, false, err
+	}
+	if err := checkTTL(name, ttl); err != nil {
+		return eventstore.Lease{}, false, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return eventstore.Lease{}, false, err
+	}
+	l, err := s.scanLease(name, s.pool.QueryRow(ctx, s.fill(acquireLeaseSQL), name, holder, ttl.Microseconds()))
+	if err == nil {
+		return l, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return eventstore.Lease{}, false, s.closedOr(fmt.Errorf("postgres: %s acquiring lease %q: %w", holder, name, err))
+	}
+	// Someone else holds it: report who. The row may have changed since,
+	// which only makes the answer older; the caller tries again later.
+	l, err = s.scanLease(name, s.pool.QueryRow(ctx, s.fill(`SELECT holder, fence, expires_at FROM {{s}}.leases WHERE name = $1`), name))
+	if err != nil {
+		return eventstore.Lease{}, false, s.closedOr(fmt.Errorf("postgres: reading lease %q: %w", name, err))
+	}
+	return l, false, nil
+}
+
+// RenewLease implements [eventstore.LeaseStore.RenewLease]. It does not
+// look at expires_at: a lapsed lease that nobody took is still the
+// holder's, as the contract says.
+func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	if err := eventstore.ValidateConsumerName(l.Name); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if err := checkTTL(l.Name, ttl); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return eventstore.Lease{}, err
+	}
+	renewed, err := s.scanLease(l.Name, s.pool.QueryRow(ctx, s.fill(`UPDATE {{s}}.leases
+		SET expires_at = clock_timestamp() + $4 * interval '1 microsecond'
+		WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at IS NOT NULL
+		RETURNING holder, fence, expires_at`), l.Name, l.Holder, fenceArg(l.Fence), ttl.Microseconds()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+	}
+	if err != nil {
+		return eventstore.Lease{}, s.closedOr(fmt.Errorf("postgres: %s renewing lease %q: %w", l.Holder, l.Name, err))
+	}
+	return renewed, nil
+}
+
+// ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
+func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
+	if err := eventstore.ValidateConsumerName(l.Name); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, s.fill(`UPDATE {{s}}.leases SET expires_at = NULL
+		WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at IS NOT NULL`), l.Name, l.Holder, fenceArg(l.Fence))
+	if err != nil {
+		return s.closedOr(fmt.Errorf("postgres: %s releasing lease %q: %w", l.Holder, l.Name, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+	}
+	return nil
+}
+
+// fenceArg passes a fence as the bigint column holds it; a forged fence
+// of 2^63 or more matches no row, as it must.
+func fenceArg(f eventstore.Fence) int64 {
+	if f > 1<<63-1 {
+		return -1
+	}
+	return int64(f)
+}
+
+// checkTTL refuses a lease that would have lapsed before it is granted, or
+// that PostgreSQL's intervals cannot express in microseconds.
+func checkTTL(name string, ttl time.Duration) error {
+	if ttl < time.Microsecond {
+		return &eventstore.InvalidArgumentError{Stream: name, Index: -1, Field: "lease TTL",
+			Reason: fmt.Sprintf("is %s, not at least a microsecond", ttl)}
+	}
+	return nil
+}
+
+func (s *Store) scanLease(name string, row pgx.Row) (eventstore.Lease, error) {
+	l := eventstore.Lease{Name: name}
+	var fence int64
+	var expires pgtype.Timestamptz
+	if err := row.Scan(&l.Holder, &fence, &expires); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if fence <= 0 {
+		return eventstore.Lease{}, fmt.Errorf("%w: lease %q has fence %d", eventstore.ErrCorrupt, name, fence)
+	}
+	l.Fence = eventstore.Fence(fence)
+	if expires.Valid {
+		// A released lease (NULL) reports the zero time: it has lapsed.
+		l.Expires = expires.Time.UTC()
+	}
+	return l, nil
+}

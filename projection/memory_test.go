@@ -5,9 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
@@ -69,4 +73,44 @@ func TestNewRejectsBadSetUp(t *testing.T) {
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 	_, err = projection.NewTx[*memory.Tx]("p", events, reg, memory.NewConsumers(), nil, projection.Options{})
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+}
+
+// TestRunLogsStats checks that a running consumer reports its figures as
+// slog records.
+func TestRunLogsStats(t *testing.T) {
+	events := memory.New()
+	t.Cleanup(func() { _ = events.Close() })
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	c, err := projection.New("logged", events, projectiontest.Registry(t), memory.NewConsumers(),
+		func(context.Context, codec.Decoded) error { return nil },
+		projection.Options{StatsInterval: 10 * time.Millisecond, Logger: logger})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return strings.Contains(buf.String(), "projection: stats") }, 20*time.Second, 5*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	out := buf.String()
+	for _, attr := range []string{"consumer=logged", "stats.checkpoint=0:0", "stats.parked=0", "stats.rate=", "stats.time_lag="} {
+		assert.Contains(t, out, attr)
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

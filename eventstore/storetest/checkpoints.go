@@ -43,7 +43,7 @@ func consumerName(t *testing.T, what string) string {
 	return newNames(t).category + "-" + what
 }
 
-func pos(major, minor uint64) eventstore.Position {
+func checkpointAt(major, minor uint64) eventstore.Position {
 	return eventstore.Position{Major: major, Minor: minor}
 }
 
@@ -61,11 +61,11 @@ func testCheckpointMissing(t *testing.T, s eventstore.CheckpointStore) {
 
 func testCheckpointRoundTrip(t *testing.T, s eventstore.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "round-trip")
-	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(7, 3), 0))
-	assert.Equal(t, eventstore.Checkpoint{Position: pos(7, 3)}, mustCheckpoint(t, s, name))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(7, 3), 0))
+	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(7, 3)}, mustCheckpoint(t, s, name))
 	// Both halves of a position survive, up to their largest values.
-	big := pos(1<<64-1, 1<<64-2)
-	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(7, 3), big, 4))
+	big := checkpointAt(1<<64-1, 1<<64-2)
+	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(7, 3), big, 4))
 	assert.Equal(t, eventstore.Checkpoint{Position: big, Fence: 4}, mustCheckpoint(t, s, name))
 	// A claim: the same position under a higher fence.
 	require.NoError(t, s.SaveCheckpoint(ctx, name, big, big, 1<<62))
@@ -75,61 +75,61 @@ func testCheckpointRoundTrip(t *testing.T, s eventstore.CheckpointStore) {
 func testCheckpointCompareAndSet(t *testing.T, s eventstore.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "cas")
 	// No row yet: only a save that expects the start goes through.
-	err := s.SaveCheckpoint(ctx, name, pos(1, 0), pos(2, 0), 0)
+	err := s.SaveCheckpoint(ctx, name, checkpointAt(1, 0), checkpointAt(2, 0), 0)
 	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{})
 	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a refused save wrote something")
 
-	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(5, 0), 0))
-	err = s.SaveCheckpoint(ctx, name, eventstore.Start, pos(9, 0), 0)
-	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{Position: pos(5, 0)})
-	err = s.SaveCheckpoint(ctx, name, pos(5, 1), pos(9, 0), 0)
-	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{Position: pos(5, 0)})
-	assert.Equal(t, pos(5, 0), mustCheckpoint(t, s, name).Position)
-	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(5, 0), pos(9, 0), 0))
-	assert.Equal(t, pos(9, 0), mustCheckpoint(t, s, name).Position)
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(5, 0), 0))
+	err = s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(9, 0), 0)
+	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{Position: checkpointAt(5, 0)})
+	err = s.SaveCheckpoint(ctx, name, checkpointAt(5, 1), checkpointAt(9, 0), 0)
+	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{Position: checkpointAt(5, 0)})
+	assert.Equal(t, checkpointAt(5, 0), mustCheckpoint(t, s, name).Position)
+	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(5, 0), checkpointAt(9, 0), 0))
+	assert.Equal(t, checkpointAt(9, 0), mustCheckpoint(t, s, name).Position)
 }
 
 func testCheckpointFencing(t *testing.T, s eventstore.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "fence")
-	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(10, 0), 3))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(10, 0), 3))
 	// A newer holder claims the checkpoint where it is.
-	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(10, 0), pos(10, 0), 4))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(10, 0), checkpointAt(10, 0), 4))
 	// The former holder, paused, wakes up and tries to move it: refused,
 	// although its expected position is right.
-	err := s.SaveCheckpoint(ctx, name, pos(10, 0), pos(20, 0), 3)
-	requireConflict(t, err, eventstore.ErrFenced, name, eventstore.Checkpoint{Position: pos(10, 0), Fence: 4})
+	err := s.SaveCheckpoint(ctx, name, checkpointAt(10, 0), checkpointAt(20, 0), 3)
+	requireConflict(t, err, eventstore.ErrFenced, name, eventstore.Checkpoint{Position: checkpointAt(10, 0), Fence: 4})
 	// Unfenced saves cannot move a fenced checkpoint either.
-	err = s.SaveCheckpoint(ctx, name, pos(10, 0), pos(20, 0), 0)
-	requireConflict(t, err, eventstore.ErrFenced, name, eventstore.Checkpoint{Position: pos(10, 0), Fence: 4})
-	assert.Equal(t, eventstore.Checkpoint{Position: pos(10, 0), Fence: 4}, mustCheckpoint(t, s, name))
+	err = s.SaveCheckpoint(ctx, name, checkpointAt(10, 0), checkpointAt(20, 0), 0)
+	requireConflict(t, err, eventstore.ErrFenced, name, eventstore.Checkpoint{Position: checkpointAt(10, 0), Fence: 4})
+	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(10, 0), Fence: 4}, mustCheckpoint(t, s, name))
 	// The holder of the newest fence moves it.
-	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(10, 0), pos(20, 0), 4))
-	assert.Equal(t, eventstore.Checkpoint{Position: pos(20, 0), Fence: 4}, mustCheckpoint(t, s, name))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(10, 0), checkpointAt(20, 0), 4))
+	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(20, 0), Fence: 4}, mustCheckpoint(t, s, name))
 }
 
 func testCheckpointReset(t *testing.T, s eventstore.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "reset")
-	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(100, 0), 1))
-	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(100, 0), pos(40, 0), 1))
-	assert.Equal(t, pos(40, 0), mustCheckpoint(t, s, name).Position)
-	require.NoError(t, s.SaveCheckpoint(ctx, name, pos(40, 0), eventstore.Start, 1))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(100, 0), 1))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(100, 0), checkpointAt(40, 0), 1))
+	assert.Equal(t, checkpointAt(40, 0), mustCheckpoint(t, s, name).Position)
+	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(40, 0), eventstore.Start, 1))
 	assert.Equal(t, eventstore.Checkpoint{Fence: 1}, mustCheckpoint(t, s, name), "a reset keeps the fence")
-	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(1, 0), 1))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 1))
 }
 
 func testCheckpointNames(t *testing.T, s eventstore.CheckpointStore) {
 	ctx := context.Background()
 	a, b := consumerName(t, "a"), consumerName(t, "b")
-	require.NoError(t, s.SaveCheckpoint(ctx, a, eventstore.Start, pos(3, 0), 2))
+	require.NoError(t, s.SaveCheckpoint(ctx, a, eventstore.Start, checkpointAt(3, 0), 2))
 	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, b))
-	require.NoError(t, s.SaveCheckpoint(ctx, b, eventstore.Start, pos(8, 0), 0))
-	assert.Equal(t, eventstore.Checkpoint{Position: pos(3, 0), Fence: 2}, mustCheckpoint(t, s, a))
-	assert.Equal(t, eventstore.Checkpoint{Position: pos(8, 0)}, mustCheckpoint(t, s, b))
+	require.NoError(t, s.SaveCheckpoint(ctx, b, eventstore.Start, checkpointAt(8, 0), 0))
+	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(3, 0), Fence: 2}, mustCheckpoint(t, s, a))
+	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(8, 0)}, mustCheckpoint(t, s, b))
 }
 
 func testCheckpointRace(t *testing.T, s eventstore.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "race")
-	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(1, 0), 0))
+	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 0))
 	const racers = 8
 	errs := make([]error, racers)
 	var wg sync.WaitGroup
@@ -137,7 +137,7 @@ func testCheckpointRace(t *testing.T, s eventstore.CheckpointStore) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.SaveCheckpoint(ctx, name, pos(1, 0), pos(uint64(10+i), 0), 0)
+			errs[i] = s.SaveCheckpoint(ctx, name, checkpointAt(1, 0), checkpointAt(uint64(10+i), 0), 0)
 		}()
 	}
 	wg.Wait()
@@ -151,7 +151,7 @@ func testCheckpointRace(t *testing.T, s eventstore.CheckpointStore) {
 		require.ErrorIs(t, err, eventstore.ErrCheckpointMoved, "racer %d", i)
 	}
 	require.NotEqual(t, -1, won, "no racer moved the checkpoint")
-	assert.Equal(t, pos(uint64(10+won), 0), mustCheckpoint(t, s, name).Position)
+	assert.Equal(t, checkpointAt(uint64(10+won), 0), mustCheckpoint(t, s, name).Position)
 }
 
 func testCheckpointBadNames(t *testing.T, s eventstore.CheckpointStore) {
@@ -159,7 +159,7 @@ func testCheckpointBadNames(t *testing.T, s eventstore.CheckpointStore) {
 	for _, name := range []string{"", "bad\x00name", strings.Repeat("x", eventstore.MaxStreamLen+1)} {
 		_, err := s.Checkpoint(ctx, name)
 		assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "Checkpoint(%q)", name)
-		err = s.SaveCheckpoint(ctx, name, eventstore.Start, pos(1, 0), 0)
+		err = s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 0)
 		assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "SaveCheckpoint(%q)", name)
 	}
 }
@@ -168,7 +168,7 @@ func testCheckpointCanceled(t *testing.T, s eventstore.CheckpointStore) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	name := consumerName(t, "canceled")
-	assert.ErrorIs(t, s.SaveCheckpoint(ctx, name, eventstore.Start, pos(1, 0), 0), context.Canceled)
+	assert.ErrorIs(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 0), context.Canceled)
 	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name))
 }
 

@@ -42,7 +42,7 @@ func deadLetter(consumer string, version uint64, part int) eventstore.DeadLetter
 	return eventstore.DeadLetter{
 		Consumer: consumer,
 		Event: eventstore.Event{EventData: e, StreamID: "order-1", Version: version,
-			Position: pos(version+1, 2), RecordedAt: at.Add(-time.Hour)},
+			Position: checkpointAt(version+1, 2), RecordedAt: at.Add(-time.Hour)},
 		Part: part, Error: "handler: boom ✗", Attempts: 5,
 		FirstFailure: at, LastFailure: at.Add(time.Second),
 	}

@@ -3,7 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -24,8 +24,12 @@ import (
 // group is run again one savepoint per append (commitEach), so that an
 // error that belongs to one append fails only that append.
 
-// storedEvent is where an event ID sits.
-type storedEvent struct{ version, position uint64 }
+// storedEvent is where an event ID sits: at a stored position, or in row
+// row of this group's inserts (row >= 0), whose position SQLite assigns.
+type storedEvent struct {
+	version, position uint64
+	row               int
+}
 
 // groupStream is what the group knows of one stream: its last version, and
 // where it holds the event IDs that the group's appends name, including
@@ -47,24 +51,45 @@ const idChunk = 64
 func (w *writer) commitAppends(jobs []*appendJob) error {
 	ctx := context.Background()
 	tx := &w.tx
-	streams, tip, err := w.groupState(ctx, jobs)
+	streams, err := w.groupState(ctx, jobs)
 	if err != nil {
 		return err
 	}
+	// Rows get the rowids SQLite gives them: one past the end of the log,
+	// in order, as this writer holds the write lock and nothing is deleted.
+	// rowPos[r] is the position of the group's row r, known once flushed.
 	args := tx.args[:0]
-	rows := 0
+	rowPos := w.rowPos[:0]
+	pending := 0
 	flush := func() error {
-		if rows == 0 {
+		if pending == 0 {
 			return nil
 		}
-		_, err := w.conn.ExecContext(ctx, insertAtQueries[rows], args...)
+		res, err := w.conn.ExecContext(ctx, insertQueries[pending], args...)
 		clear(args)
-		args, rows = args[:0], 0
-		return err
+		args = args[:0]
+		if err != nil {
+			return err
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for i := range pending {
+			rowPos = append(rowPos, uint64(last-int64(pending)+1+int64(i)))
+		}
+		pending = 0
+		return nil
 	}
+	defer func() {
+		tx.args = args[:0]
+		w.rowPos = rowPos[:0]
+	}()
 	recordedAt := tx.now.UnixNano()
-	next := tip + 1
-	for _, j := range jobs {
+	row := 0
+	lastRows := make([]int, len(jobs)) // the row of each job's last event, or -1
+	for k, j := range jobs {
+		lastRows[k] = -1
 		st := streams[j.stream]
 		if st.corrupt != nil {
 			j.err = st.corrupt
@@ -84,9 +109,10 @@ func (w *writer) commitAppends(jobs []*appendJob) error {
 				continue
 			}
 			if found {
-				last := j.events[len(j.events)-1].ID
-				j.result = eventstore.AppendResult{FirstVersion: first, LastVersion: st.ids[last].version,
-					Position: eventstore.Position{Major: st.ids[last].position}, Duplicate: true}
+				last := st.ids[j.events[len(j.events)-1].ID]
+				j.result = eventstore.AppendResult{FirstVersion: first, LastVersion: last.version,
+					Position: eventstore.Position{Major: last.position}, Duplicate: true}
+				lastRows[k] = last.row
 				continue
 			}
 		}
@@ -101,39 +127,55 @@ func (w *writer) commitAppends(jobs []*appendJob) error {
 		for i := range j.events {
 			e := &j.events[i]
 			version := first + uint64(i)
-			args = append(args, int64(next), j.stream, int64(version), e.ID[:], e.Type, int64(e.SchemaVersion), e.Data,
+			args = append(args, j.stream, int64(version), e.ID[:], e.Type, int64(e.SchemaVersion), e.Data,
 				nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
 				j.extras[i], recordedAt)
 			if st.ids == nil {
 				st.ids = make(map[uuid.UUID]storedEvent)
 			}
-			st.ids[e.ID] = storedEvent{version, next}
-			next++
-			if rows++; rows == insertChunk {
+			st.ids[e.ID] = storedEvent{version: version, row: row}
+			row++
+			if pending++; pending == insertChunk {
 				if err := flush(); err != nil {
 					return err
 				}
 			}
 		}
 		st.last, st.exists = first+uint64(len(j.events))-1, true
-		j.result = eventstore.AppendResult{FirstVersion: first, LastVersion: st.last,
-			Position: eventstore.Position{Major: next - 1}}
+		j.result = eventstore.AppendResult{FirstVersion: first, LastVersion: st.last}
+		lastRows[k] = row - 1
 	}
-	err = flush()
-	tx.args = args[:0]
-	return err
+	if err := flush(); err != nil {
+		return err
+	}
+	for k, j := range jobs {
+		if j.err == nil && lastRows[k] >= 0 {
+			j.result.Position = eventstore.Position{Major: rowPos[lastRows[k]]}
+		}
+	}
+	return nil
 }
 
-// groupState reads the end of the log, the last version of every stream of
-// the group, and where those streams hold the caller-chosen event IDs.
-func (w *writer) groupState(ctx context.Context, jobs []*appendJob) (map[string]*groupStream, uint64, error) {
+// groupState reads the last version of every stream of the group, and where
+// those streams hold the caller-chosen event IDs, in one statement when the
+// group names at most idChunk IDs. The statement is a UNION ALL of simple
+// selects: a correlated subquery over a VALUES list reads the same but
+// costs the parser three times as much.
+func (w *writer) groupState(ctx context.Context, jobs []*appendJob) (map[string]*groupStream, error) {
 	streams := make(map[string]*groupStream, len(jobs))
-	var names []any
+	var args []any
 	var ids []any
+	var b strings.Builder
 	for _, j := range jobs {
 		if streams[j.stream] == nil {
 			streams[j.stream] = &groupStream{}
-			names = append(names, j.stream)
+			if len(args) > 0 {
+				b.WriteString(" UNION ALL ")
+			}
+			args = append(args, j.stream)
+			n := strconv.Itoa(len(args))
+			b.WriteString("SELECT ?" + n + ", NULL, (SELECT version FROM cairn_events WHERE stream = ?" + n +
+				" ORDER BY version DESC LIMIT 1), NULL")
 		}
 		if j.callerIDs {
 			for i := range j.events {
@@ -142,16 +184,16 @@ func (w *writer) groupState(ctx context.Context, jobs []*appendJob) (map[string]
 		}
 	}
 	first := ids[:min(len(ids), idChunk)]
-	var b strings.Builder
-	b.WriteString(`SELECT NULL, NULL, (SELECT coalesce(max(position), 0) FROM cairn_events), NULL
-		UNION ALL SELECT s.column1, NULL, (SELECT version FROM cairn_events WHERE stream = s.column1
-			ORDER BY version DESC LIMIT 1), NULL FROM (VALUES (?)`)
-	b.WriteString(strings.Repeat(", (?)", len(names)-1))
-	b.WriteString(") AS s")
 	if len(first) > 0 {
-		b.WriteString(" UNION ALL " + idLookup(len(first)))
+		b.WriteString(" UNION ALL SELECT stream, id, version, position FROM cairn_events WHERE id IN (")
+		for i := range first {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("?" + strconv.Itoa(len(args)+i+1))
+		}
+		b.WriteString(")")
 	}
-	var tip int64 = -1
 	scan := func(query string, args []any) error {
 		rows, err := w.conn.QueryContext(ctx, query, args...)
 		if err != nil {
@@ -159,63 +201,43 @@ func (w *writer) groupState(ctx context.Context, jobs []*appendJob) (map[string]
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var stream sql.NullString
+			var stream string
 			var id []byte
 			var version, position sql.NullInt64
 			if err := rows.Scan(&stream, &id, &version, &position); err != nil {
 				return err
 			}
+			st := streams[stream]
 			switch {
-			case !stream.Valid: // the end of the log
-				tip = version.Int64
-			case id == nil: // a stream's last version
-				st := streams[stream.String]
+			case st == nil:
+				// An ID held by a stream outside the group.
+			case id == nil: // the stream's last version
 				st.last, st.exists = uint64(version.Int64), version.Valid
 				if version.Int64 < 0 {
-					st.corrupt = &CorruptError{Stream: stream.String, Version: uint64(version.Int64), Field: "version", Reason: "is negative"}
+					st.corrupt = &CorruptError{Stream: stream, Version: uint64(version.Int64), Field: "version", Reason: "is negative"}
 				}
-			default: // a stored event ID
-				st := streams[stream.String]
-				if st == nil || len(id) != len(uuid.UUID{}) || version.Int64 < 0 || position.Int64 <= 0 {
-					continue // another stream's, or not an ID this store wrote
-				}
+			case len(id) == len(uuid.UUID{}) && version.Int64 >= 0 && position.Int64 > 0:
 				if st.ids == nil {
 					st.ids = make(map[uuid.UUID]storedEvent)
 				}
-				st.ids[uuid.UUID(id)] = storedEvent{uint64(version.Int64), uint64(position.Int64)}
+				st.ids[uuid.UUID(id)] = storedEvent{uint64(version.Int64), uint64(position.Int64), -1}
 			}
 		}
 		return rows.Err()
 	}
-	if err := scan(b.String(), append(names, first...)); err != nil {
-		return nil, 0, err
+	if err := scan(b.String(), append(args, first...)); err != nil {
+		return nil, err
 	}
 	for start := len(first); start < len(ids); start += idChunk {
 		chunk := ids[start:min(start+idChunk, len(ids))]
 		if err := scan(idLookup(len(chunk)), chunk); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
-	if tip < 0 {
-		return nil, 0, fmt.Errorf("sqlite: the end of the log reads as %d", tip)
-	}
-	return streams, uint64(tip), nil
+	return streams, nil
 }
 
 // idLookup finds n event IDs in any stream.
 func idLookup(n int) string {
 	return "SELECT stream, id, version, position FROM cairn_events WHERE id IN (?" + strings.Repeat(", ?", n-1) + ")"
 }
-
-const insertAtRow = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-
-// insertAtQueries[n] inserts n rows at positions the writer chose: it holds
-// the write lock, so the next position is the end of the log plus one.
-var insertAtQueries = func() []string {
-	q := make([]string, insertChunk+1)
-	for n := 1; n <= insertChunk; n++ {
-		q[n] = `INSERT INTO cairn_events (position, stream, version, id, type, schema_version, data,
-		correlation_id, causation_id, command_id, extra, recorded_at) VALUES ` + insertAtRow + strings.Repeat(", "+insertAtRow, n-1)
-	}
-	return q
-}()

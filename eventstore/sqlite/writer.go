@@ -42,6 +42,7 @@ type writer struct {
 	queue   []job
 	spare   []job
 	appends []*appendJob
+	rowPos  []uint64
 	closed  bool
 	wake    chan struct{} // capacity 1: a pending wake-up
 	exited  chan struct{}

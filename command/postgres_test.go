@@ -18,8 +18,8 @@ import (
 // own snapshots and command index, each test in a fresh schema. The
 // hot-aggregate tests run at 16 workers x 50 increments (800 commands on one
 // counter through two buses): at the full 32 x 100 they take 38 s under the
-// race detector on 2 cores, at this size 12 s, and two buses still conflict
-// on nearly every command.
+// race detector on 2 cores, at this size 12 s, still with two buses racing
+// for one counter.
 func TestBusOnPostgres(t *testing.T) {
 	server := startPostgres(t)
 	commandtest.RunWith(t, func(t *testing.T) eventstore.Store {

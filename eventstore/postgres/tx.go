@@ -30,17 +30,25 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 	if err != nil {
 		return s.closedOr(fmt.Errorf("postgres: beginning a transaction: %w", err))
 	}
-	if err := fn(ctx, tx); err != nil {
-		// Rolling back must not depend on ctx: a canceled ctx is a common
-		// reason for fn's failure, and the connection must go back clean.
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		// Also when fn panics, so that the connection goes back to the pool
+		// clean. Rolling back must not depend on ctx: a canceled ctx is a
+		// common reason for fn's failure.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		defer cancel()
 		_ = tx.Rollback(rctx)
+	}()
+	if err := fn(ctx, tx); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.closedOr(fmt.Errorf("postgres: committing a transaction: %w", err))
 	}
+	committed = true
 	return nil
 }
 

@@ -185,3 +185,27 @@ func TestInTxAppends(t *testing.T) {
 	}
 	assert.Equal(t, 1, n)
 }
+
+// TestInTxPanicRollsBack checks that a handler's panic leaves no
+// transaction open on a pooled connection: the pool of one connection
+// serves the next transaction.
+func TestInTxPanicRollsBack(t *testing.T) {
+	ctx := context.Background()
+	s := newStoreAt(t, withPoolSize(server.URL, 1), postgres.Options{})
+	add, get := readModel(t, s)
+	require.Panics(t, func() {
+		_ = s.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			require.NoError(t, add(ctx, tx, "total", 1))
+			panic("handler bug")
+		})
+	})
+	// Without the rollback, the only connection would stay in the dead
+	// transaction and this one would wait forever; the limit only turns a
+	// hang into a failure.
+	guard, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, s.InTx(guard, func(ctx context.Context, tx pgx.Tx) error {
+		return add(ctx, tx, "total", 2)
+	}))
+	assert.Equal(t, int64(2), get("total"))
+}

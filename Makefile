@@ -2,7 +2,7 @@
 # through .ci/run on a fresh machine.
 
 GO            ?= go
-STATICCHECK   ?= honnef.co/go/tools/cmd/staticcheck@2026.2.2
+STATICCHECK   ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Benchmarks run several times so that docs/benchmarks.md can record medians.
 BENCH_COUNT   ?= 6
 BENCH         ?= .

@@ -130,7 +130,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 	// journal_size_limit truncates the WAL after a checkpoint that a long
 	// read let grow, instead of keeping the file at its largest forever.
-	wdb, err := sql.Open("sqlite", fileURI(abs, busy, "_pragma=journal_mode(WAL)",
+	wdb, err := sql.Open("sqlite", fileURI(abs, busy,
 		"_pragma=synchronous("+opts.Synchronous.pragma()+")", "_pragma=journal_size_limit(67108864)"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -141,7 +141,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	conn, err := wdb.Conn(ctx)
 	if err == nil {
 		// The writer's connection lives on: see noInterrupt.
-		err = checkWAL(noInterrupt, conn)
+		err = enterWAL(noInterrupt, conn)
 	}
 	if err == nil {
 		err = migrate(noInterrupt, conn, abs)
@@ -177,11 +177,26 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// checkWAL makes sure the file is in WAL mode, which the one-writer,
-// many-readers model relies on; some file systems cannot hold it.
-func checkWAL(ctx context.Context, conn *sql.Conn) error {
+// pageSize is the page size of new files, set explicitly so that it does
+// not follow the library's default. Measured here, 1 KiB pages (fewer bytes
+// synced per append) were no faster for appends and slower for reads.
+const pageSize = 4096
+
+// enterWAL puts the file in WAL mode, which the one-writer, many-readers
+// model relies on (some file systems cannot hold it). A new file gets its
+// page size first: it cannot change once the file is in WAL mode.
+func enterWAL(ctx context.Context, conn *sql.Conn) error {
+	var pages int
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		return err
+	}
+	if pages == 0 {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size = %d", pageSize)); err != nil {
+			return err
+		}
+	}
 	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return err
 	}
 	if mode != "wal" {

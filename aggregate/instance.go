@@ -2,15 +2,16 @@ package aggregate
 
 import (
 	"context"
+	"hash/maphash"
 	"runtime/debug"
 
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-// maxTrackedCommands bounds the command IDs an instance remembers. Beyond
-// it the instance forgets them and asks the store (see
-// [Repository.PriorOutcome]), so a hot aggregate's memory stays flat.
-const maxTrackedCommands = 1 << 16
+// maxTrackedCommands bounds the commands an instance remembers (16 bytes
+// and a map slot each). Beyond it the instance forgets them and asks the
+// store about older ones (see [Repository.PriorOutcome]).
+const maxTrackedCommands = 1 << 20
 
 // Instance is one loaded aggregate: its state and the version it was built
 // to. It belongs to one goroutine at a time.
@@ -25,11 +26,14 @@ type Instance[T any, PT Root[T]] struct {
 	// Exists reports whether the stream has events.
 	Exists bool
 
-	// commands maps the command IDs of the events at versions >= base to
-	// the versions of their events; an ID absent from it may still be
-	// recorded before base.
-	commands map[string]span
+	// commands maps the hashes of the command IDs of the events at versions
+	// >= base to the version of each command's first event. Hashes keep a
+	// hot aggregate's memory small; a collision is caught when the events
+	// are read (their command ID differs) and then the store is asked. An
+	// ID absent from it may still be recorded before base.
+	commands map[uint64]uint64
 	base     uint64
+	seed     maphash.Seed
 	// sinceSnapshot counts events applied since the state was last
 	// snapshotted or restored from a snapshot.
 	sinceSnapshot uint64
@@ -38,6 +42,8 @@ type Instance[T any, PT Root[T]] struct {
 // span is the versions of the events that one command produced: one append,
 // so consecutive.
 type span struct{ first, last uint64 }
+
+func (i *Instance[T, PT]) hash(commandID string) uint64 { return maphash.String(i.seed, commandID) }
 
 // Expected returns the expected version for appending to the instance's
 // stream: the instance's own version.
@@ -71,16 +77,15 @@ func (i *Instance[T, PT]) track(id string, v uint64) {
 	if id == "" {
 		return
 	}
-	if s, ok := i.commands[id]; ok {
-		s.last = v
-		i.commands[id] = s
-		return
+	h := i.hash(id)
+	if _, ok := i.commands[h]; ok {
+		return // a later event of the same command, or a collision
 	}
 	if i.commands == nil {
-		i.commands = make(map[string]span)
+		i.commands = make(map[uint64]uint64)
 	} else if len(i.commands) >= maxTrackedCommands {
 		clear(i.commands)
 		i.base = v
 	}
-	i.commands[id] = span{first: v, last: v}
+	i.commands[h] = v
 }

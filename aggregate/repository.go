@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"context"
+	"hash/maphash"
 	"log/slog"
 
 	"github.com/cairn-es/cairn/codec"
@@ -29,6 +30,7 @@ type Repository[T any, PT Root[T]] struct {
 	typ   *Type[T, PT]
 	snaps eventstore.SnapshotStore
 	log   *slog.Logger
+	seed  maphash.Seed // hashes the command IDs its instances track
 }
 
 // NewRepository returns the repository of typ's instances in store, decoding
@@ -36,7 +38,7 @@ type Repository[T any, PT Root[T]] struct {
 // store, T must be registered with reg; otherwise the error matches
 // [ErrSnapshotNotRegistered].
 func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registry, typ *Type[T, PT], opts RepositoryOptions) (*Repository[T, PT], error) {
-	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: opts.Logger}
+	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: opts.Logger, seed: maphash.MakeSeed()}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -87,7 +89,7 @@ func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, P
 }
 
 func (r *Repository[T, PT]) empty(id, stream string) *Instance[T, PT] {
-	return &Instance[T, PT]{ID: id, Stream: stream, State: r.typ.New(id)}
+	return &Instance[T, PT]{ID: id, Stream: stream, State: r.typ.New(id), seed: r.seed}
 }
 
 // replay applies the events of inst's stream after inst.Version (or from the

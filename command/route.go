@@ -99,6 +99,10 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 			return res, nil
 		}
 		events, err := inst.Handle(ctx, msg.Command)
+		if errors.Is(err, aggregate.ErrPanicked) {
+			b.cache.evict(stream) // a Handle that panicked may have left the state half-changed
+			return res, err
+		}
 		if err != nil {
 			b.cache.put(stream, inst)
 			return res, err

@@ -33,6 +33,7 @@ type ApplyError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *ApplyError) Error() string {
 	return fmt.Sprintf("aggregate: apply event %d of stream %q (type %q, schema version %d): %v",
 		e.Version, e.Stream, e.Type, e.SchemaVersion, e.Err)
@@ -58,6 +59,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error implements error.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("aggregate: %s of stream %q panicked: %v", e.Method, e.Stream, e.Value)
 }
@@ -81,6 +83,7 @@ type TypeError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *TypeError) Error() string {
 	return fmt.Sprintf("aggregate: type %q: %s", e.Name, e.Reason)
 }

@@ -18,6 +18,7 @@ type NoRouteError struct {
 	CommandType string
 }
 
+// Error implements error.
 func (e *NoRouteError) Error() string {
 	return fmt.Sprintf("command: no route for command type %s", e.CommandType)
 }
@@ -35,6 +36,7 @@ type RouteError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *RouteError) Error() string {
 	return fmt.Sprintf("command: route %s to aggregate %q: %s", e.CommandType, e.Aggregate, e.Reason)
 }

@@ -40,6 +40,7 @@ type ValidationError struct {
 	Err error
 }
 
+// Error implements error.
 func (e *ValidationError) Error() string {
 	return fmt.Sprintf("command: invalid %s (ID %s): %v", e.CommandType, e.CommandID, e.Err)
 }

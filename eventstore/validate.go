@@ -53,10 +53,25 @@ func PrepareAppend(stream string, events []EventData) ([]EventData, error) {
 		case e.Data == nil:
 			return nil, bad("data", "is nil: an event without payload has empty, non-nil data")
 		}
-		size := len(e.Data) + len(e.Metadata.CorrelationID) + len(e.Metadata.CausationID) + len(e.Metadata.CommandID)
+		size := len(e.Data)
+		for name, v := range map[string]string{
+			"correlation ID": e.Metadata.CorrelationID,
+			"causation ID":   e.Metadata.CausationID,
+			"command ID":     e.Metadata.CommandID,
+		} {
+			if !storableText(v) {
+				return nil, bad("metadata", fmt.Sprintf("%s %q is not valid UTF-8 without NUL bytes", name, v))
+			}
+			size += len(v)
+		}
 		for k, v := range e.Metadata.Extra {
-			if k == "" {
+			switch {
+			case k == "":
 				return nil, bad("metadata", "has an empty key")
+			case !utf8.ValidString(k) || strings.ContainsFunc(k, isControl):
+				return nil, bad("metadata", fmt.Sprintf("key %q is not printable UTF-8", k))
+			case !storableText(v):
+				return nil, bad("metadata", fmt.Sprintf("value of key %q is not valid UTF-8 without NUL bytes", k))
 			}
 			size += len(k) + len(v)
 		}
@@ -97,3 +112,8 @@ func ValidateStream(stream string) error {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// storableText reports whether s can be stored as text by every store:
+// valid UTF-8 (SQLite's JSON, PostgreSQL's text and jsonb) and no NUL byte,
+// which PostgreSQL's text cannot hold.
+func storableText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }

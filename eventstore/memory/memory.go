@@ -202,12 +202,9 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 	if s.closed {
 		return eventstore.Page{}, eventstore.ErrClosed
 	}
-	// Positions are dense: the event after position p.Major sits at index
-	// p.Major. A Minor part (never written here) sorts after {Major, 0}.
+	// Positions are dense, {Major: index+1}: the first event after any
+	// position {m, minor} is {m+1, 0}, at index m, whatever minor is.
 	start := after.Major
-	if after.Minor > 0 {
-		start++
-	}
 	page := eventstore.Page{Through: after}
 	for i := start; i < uint64(len(s.log)); i++ {
 		if filter.Match(&s.log[i]) {

@@ -47,6 +47,10 @@ func testBadAppends(t *testing.T, s eventstore.Store) {
 		{"nil data", n.stream("d"), withEvent(1, func(e *eventstore.EventData) { e.Data = nil }), "data", 1},
 		{"oversize data", n.stream("d"), withEvent(2, func(e *eventstore.EventData) { e.Data = make([]byte, eventstore.MaxEventSize+1) }), "data", 2},
 		{"empty metadata key", n.stream("m"), withEvent(0, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"": "v"} }), "metadata", 0},
+		{"invalid UTF-8 metadata value", n.stream("m"), withEvent(1, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"k": "bad\xff"} }), "metadata", 1},
+		{"control character in metadata key", n.stream("m"), withEvent(2, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"a\nb": "v"} }), "metadata", 2},
+		{"NUL byte in command ID", n.stream("m"), withEvent(0, func(e *eventstore.EventData) { e.Metadata.CommandID = "cmd\x00" }), "metadata", 0},
+		{"invalid UTF-8 correlation ID", n.stream("m"), withEvent(1, func(e *eventstore.EventData) { e.Metadata.CorrelationID = "\xc3" }), "metadata", 1},
 		{"repeated ID in one append", n.stream("id"), dup, "id", 2},
 	}
 	for _, c := range cases {

@@ -21,35 +21,12 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	// Only IDs the caller chose can repeat stored ones: the store's own are
-	// new UUIDv7s. Knowing this spares a lookup per event.
-	callerIDs := false
-	for i := range events {
-		if events[i].ID != (uuid.UUID{}) {
-			callerIDs = true
-			break
-		}
-	}
-	prepared, err := eventstore.PrepareAppend(stream, events)
-	if err != nil {
+	if err := s.notInTx(ctx); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	// Encoding here, not in the writer, keeps the single writer busy only
-	// with SQLite.
-	extras := make([]any, len(prepared))
-	for i := range prepared {
-		if extras[i], err = encodeExtra(prepared[i].Metadata.Extra); err != nil {
-			return eventstore.AppendResult{}, &eventstore.InvalidArgumentError{
-				Stream: stream, Index: i, Field: "metadata", Reason: err.Error()}
-		}
-	}
-	j := &appendJob{
-		stream:    stream,
-		expected:  expected,
-		events:    prepared,
-		extras:    extras,
-		callerIDs: callerIDs,
-		done:      make(chan struct{}),
+	j, err := newAppendJob(stream, expected, events)
+	if err != nil {
+		return eventstore.AppendResult{}, err
 	}
 	if err := s.w.enqueue(j); err != nil {
 		return eventstore.AppendResult{}, err
@@ -70,6 +47,40 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		<-j.done
 	}
 	return j.result, j.err
+}
+
+// newAppendJob checks and encodes an append for the writer.
+func newAppendJob(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (*appendJob, error) {
+	// Only IDs the caller chose can repeat stored ones: the store's own are
+	// new UUIDv7s. Knowing this spares a lookup per event.
+	callerIDs := false
+	for i := range events {
+		if events[i].ID != (uuid.UUID{}) {
+			callerIDs = true
+			break
+		}
+	}
+	prepared, err := eventstore.PrepareAppend(stream, events)
+	if err != nil {
+		return nil, err
+	}
+	// Encoding here, not in the writer, keeps the single writer busy only
+	// with SQLite.
+	extras := make([]any, len(prepared))
+	for i := range prepared {
+		if extras[i], err = encodeExtra(prepared[i].Metadata.Extra); err != nil {
+			return nil, &eventstore.InvalidArgumentError{
+				Stream: stream, Index: i, Field: "metadata", Reason: err.Error()}
+		}
+	}
+	return &appendJob{
+		stream:    stream,
+		expected:  expected,
+		events:    prepared,
+		extras:    extras,
+		callerIDs: callerIDs,
+		done:      make(chan struct{}),
+	}, nil
 }
 
 // appendJob is one Append waiting for, or running in, the writer.

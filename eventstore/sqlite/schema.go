@@ -30,8 +30,8 @@ type migration struct {
 }
 
 // migrations[i] takes the schema from version i to version i+1. Later
-// features (snapshots, checkpoints, dead letters, leases) add their tables
-// as new steps; every table is prefixed cairn_ so that applications may keep
+// features add their tables as new steps (the second holds snapshots,
+// checkpoints, dead letters and leases); every table is prefixed cairn_ so that applications may keep
 // their own tables (transactional projections) in the same file.
 var migrations = []migration{
 	{
@@ -57,11 +57,61 @@ CREATE INDEX cairn_events_type ON cairn_events (type);
 CREATE INDEX cairn_events_command ON cairn_events (stream, command_id) WHERE command_id IS NOT NULL;
 `,
 	},
+	{
+		note: "snapshots, checkpoints, dead letters and leases",
+		sql: `
+CREATE TABLE cairn_snapshots (
+	stream         TEXT    PRIMARY KEY,
+	version        INTEGER NOT NULL,
+	type           TEXT    NOT NULL,
+	schema_version INTEGER NOT NULL,
+	data           BLOB    NOT NULL,
+	recorded_at    INTEGER NOT NULL -- Unix nanoseconds, UTC
+) STRICT;
+CREATE TABLE cairn_checkpoints (
+	name       TEXT    PRIMARY KEY,
+	major      INTEGER NOT NULL, -- the uint64 bits of the position
+	minor      INTEGER NOT NULL,
+	fence      INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL  -- Unix nanoseconds, UTC
+) STRICT;
+CREATE TABLE cairn_dead_letters (
+	consumer       TEXT    NOT NULL,
+	event_id       BLOB    NOT NULL, -- 16-byte UUID
+	part           INTEGER NOT NULL,
+	id             TEXT    NOT NULL, -- ULID
+	position       INTEGER NOT NULL, -- the event, in the columns of cairn_events
+	minor          INTEGER NOT NULL, -- its position's minor half (uint64 bits): 0 for this store's events
+	stream         TEXT    NOT NULL,
+	version        INTEGER NOT NULL,
+	type           TEXT    NOT NULL,
+	schema_version INTEGER NOT NULL,
+	data           BLOB    NOT NULL,
+	correlation_id TEXT,
+	causation_id   TEXT,
+	command_id     TEXT,
+	extra          TEXT,
+	recorded_at    INTEGER NOT NULL,
+	error          TEXT    NOT NULL,
+	attempts       INTEGER NOT NULL,
+	first_failure  INTEGER NOT NULL, -- Unix nanoseconds, UTC
+	last_failure   INTEGER NOT NULL,
+	PRIMARY KEY (consumer, event_id, part),
+	UNIQUE (consumer, id)
+) STRICT;
+CREATE TABLE cairn_leases (
+	name       TEXT    PRIMARY KEY,
+	holder     TEXT    NOT NULL,
+	fence      INTEGER NOT NULL, -- grows on every change of hands, never repeats
+	expires_at INTEGER           -- Unix nanoseconds by the writing process's clock; NULL once released
+) STRICT;
+`,
+	},
 }
 
 // SchemaVersion is the schema version this package writes and reads: the
 // number of migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // latest is the schema version that migrate reaches; tests add steps.
 func latest() int { return len(migrations) }

@@ -43,7 +43,11 @@ func TestOpenMigratesForward(t *testing.T) {
 		versions = append(versions, v)
 	}
 	require.NoError(t, rows.Close())
-	assert.Equal(t, []int{1, 2}, versions)
+	want := make([]int, SchemaVersion+1)
+	for i := range want {
+		want[i] = i + 1
+	}
+	assert.Equal(t, want, versions)
 	var n int
 	require.NoError(t, s.readers.QueryRow(`SELECT count(*) FROM cairn_later`).Scan(&n))
 	got := 0
@@ -58,5 +62,37 @@ func TestOpenMigratesForward(t *testing.T) {
 	_, err = Open(ctx, path, Options{})
 	var se *SchemaVersionError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, 2, se.Found)
+	assert.Equal(t, SchemaVersion+1, se.Found)
+}
+
+// A file written before the consumer and aggregate tables existed (schema
+// version 1) gets them when opened, and keeps its events.
+func TestOpenMigratesVersion1File(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = saved[:1]
+	s, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "order-1", eventstore.NoStream, ev("a"))
+	require.NoError(t, err)
+	require.Error(t, s.SaveCheckpoint(ctx, "c", eventstore.Position{}, eventstore.Position{Major: 1}, 0),
+		"version 1 has no checkpoints table")
+	require.NoError(t, s.Close())
+
+	migrations = saved
+	s, err = Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.SaveCheckpoint(ctx, "c", eventstore.Position{}, eventstore.Position{Major: 1}, 0))
+	cp, err := s.Checkpoint(ctx, "c")
+	require.NoError(t, err)
+	assert.Equal(t, eventstore.Position{Major: 1}, cp.Position)
+	n := 0
+	for _, err := range s.ReadStream(ctx, "order-1", eventstore.Forward(0)) {
+		require.NoError(t, err)
+		n++
+	}
+	assert.Equal(t, 1, n)
 }

@@ -130,8 +130,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 	// journal_size_limit truncates the WAL after a checkpoint that a long
 	// read let grow, instead of keeping the file at its largest forever.
+	// _txlock makes the transactions of InTx (database/sql's BeginTx) take
+	// the write lock at once, as the writer's own do: a deferred one would
+	// fail, not wait, if another process wrote after its first read.
 	wdb, err := sql.Open("sqlite", fileURI(abs, busy,
-		"_pragma=synchronous("+opts.Synchronous.pragma()+")", "_pragma=journal_size_limit(67108864)"))
+		"_pragma=synchronous("+opts.Synchronous.pragma()+")", "_pragma=journal_size_limit(67108864)", "_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}

@@ -13,8 +13,9 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-// job is one unit of work for the writer: an append today; a projection's
-// transactional update later. It runs inside the writer's transaction, in a
+// job is one unit of work for the writer: an append, a write of the
+// consumer and aggregate tables, or (a soloJob) a projection's transaction.
+// It runs inside the writer's transaction, in a
 // savepoint of its own, so that its failure undoes only its own writes.
 // (Groups made only of appends take a faster road: see commitAppends.)
 type job interface {
@@ -49,15 +50,35 @@ type writer struct {
 
 	committed func() // wakes subscribers after a commit
 
+	// current is the InTx whose transaction is open, for AppendTx to check
+	// that it was given that transaction.
+	current atomic.Pointer[txJob]
+
 	// commits and jobs count transactions and the jobs they carried, so
 	// tests can see group commit at work.
 	commits, jobs atomic.Int64
 }
 
+// soloJob is a job that needs a transaction of its own rather than a
+// savepoint in a group: InTx hands its caller a *sql.Tx, which database/sql
+// must begin itself.
+type soloJob interface {
+	job
+	// runAlone runs the job in its own transaction on conn, and reports.
+	runAlone(w *writer)
+}
+
+// execer is what jobs write through: the writer's connection, or the
+// *sql.Tx of an InTx.
+type execer interface {
+	querier
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 // writeTx is what a job sees of the transaction: the writer's connection
 // and the time of the commit.
 type writeTx struct {
-	conn *sql.Conn
+	conn execer
 	now  time.Time
 	args []any // reused across inserts
 }
@@ -156,8 +177,28 @@ func (w *writer) take() ([]job, bool) {
 	}
 }
 
-// commit runs batch in one transaction and reports to every job.
+// commit runs the jobs of batch that can share a transaction in one, then
+// each solo job in its own.
 func (w *writer) commit(batch []job) {
+	var solos []soloJob
+	shared := batch[:0:len(batch)]
+	for _, j := range batch {
+		if s, ok := j.(soloJob); ok {
+			solos = append(solos, s)
+		} else {
+			shared = append(shared, j)
+		}
+	}
+	if len(shared) > 0 {
+		w.commitShared(shared)
+	}
+	for _, s := range solos {
+		s.runAlone(w)
+	}
+}
+
+// commitShared runs batch in one transaction and reports to every job.
+func (w *writer) commitShared(batch []job) {
 	ctx := context.Background() // a claimed job completes and reports the truth
 	w.tx.now = time.Now()
 	if appends, ok := allAppends(batch, w.appends[:0]); ok {

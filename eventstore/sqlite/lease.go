@@ -1,0 +1,157 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+var _ eventstore.LeaseStore = (*Store)(nil)
+
+// Leases are rows (name, holder, fence, expires_at) in the store's file.
+// SQLite has no clock of its own: expires_at is compared with the clock of
+// the process that writes, read inside the writer's transaction. Processes
+// that share a file share a machine, and so a wall clock; a step of that
+// clock (an NTP correction) moves every lease's expiry by as much. A lease
+// is released by setting expires_at to NULL rather than by deleting the
+// row: the row keeps the fence, which must never repeat.
+
+// acquireLeaseSQL takes a free, expired or released lease, or renews the
+// caller's own, in one statement, in a write transaction: no other writer
+// runs between the read of the row and its update. The fence stays while
+// one holder keeps the lease and grows by one on every change of hands, a
+// release included.
+const acquireLeaseSQL = `INSERT INTO cairn_leases AS l (name, holder, fence, expires_at) VALUES (?1, ?2, 1, ?3)
+	ON CONFLICT (name) DO UPDATE SET
+		fence = CASE WHEN l.holder = excluded.holder AND l.expires_at IS NOT NULL THEN l.fence ELSE l.fence + 1 END,
+		holder = excluded.holder,
+		expires_at = excluded.expires_at
+	WHERE (l.holder = excluded.holder AND l.expires_at IS NOT NULL)
+		OR l.expires_at IS NULL OR l.expires_at <= ?4
+	RETURNING holder, fence, expires_at`
+
+// AcquireLease implements [eventstore.LeaseStore.AcquireLease], by the
+// clock of this process (see the package's documentation of leases in
+// docs/sqlite.md).
+func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
+	if err := eventstore.ValidateConsumerName(name); err != nil {
+		return eventstore.Lease{}, false, err
+	}
+	if err := checkTTL(name, ttl); err != nil {
+		return eventstore.Lease{}, false, err
+	}
+	var l eventstore.Lease
+	var got bool
+	err := s.write(ctx, func(tx *writeTx) error {
+		now := time.Now()
+		l, got = eventstore.Lease{}, false
+		var err error
+		l, err = scanLease(name, tx.conn.QueryRowContext(noInterrupt, acquireLeaseSQL, name, holder, now.Add(ttl).UnixNano(), now.UnixNano()))
+		if err == nil {
+			got = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		// Someone else holds it: report who.
+		l, err = scanLease(name, tx.conn.QueryRowContext(noInterrupt, `SELECT holder, fence, expires_at FROM cairn_leases WHERE name = ?`, name))
+		return err
+	})
+	if err != nil {
+		return eventstore.Lease{}, false, fmt.Errorf("sqlite: %s acquiring lease %q: %w", holder, name, err)
+	}
+	return l, got, nil
+}
+
+// RenewLease implements [eventstore.LeaseStore.RenewLease]. It does not
+// look at expires_at: a lapsed lease that nobody took is still the
+// holder's, as the contract says.
+func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	if err := eventstore.ValidateConsumerName(l.Name); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if err := checkTTL(l.Name, ttl); err != nil {
+		return eventstore.Lease{}, err
+	}
+	var renewed eventstore.Lease
+	err := s.write(ctx, func(tx *writeTx) error {
+		var err error
+		renewed, err = scanLease(l.Name, tx.conn.QueryRowContext(noInterrupt, `UPDATE cairn_leases SET expires_at = ?
+			WHERE name = ? AND holder = ? AND fence = ? AND expires_at IS NOT NULL
+			RETURNING holder, fence, expires_at`, time.Now().Add(ttl).UnixNano(), l.Name, l.Holder, fenceArg(l.Fence)))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+	}
+	if err != nil {
+		return eventstore.Lease{}, fmt.Errorf("sqlite: %s renewing lease %q: %w", l.Holder, l.Name, err)
+	}
+	return renewed, nil
+}
+
+// ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
+func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
+	if err := eventstore.ValidateConsumerName(l.Name); err != nil {
+		return err
+	}
+	var n int64
+	err := s.write(ctx, func(tx *writeTx) error {
+		res, err := tx.conn.ExecContext(noInterrupt, `UPDATE cairn_leases SET expires_at = NULL
+			WHERE name = ? AND holder = ? AND fence = ? AND expires_at IS NOT NULL`, l.Name, l.Holder, fenceArg(l.Fence))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: %s releasing lease %q: %w", l.Holder, l.Name, err)
+	}
+	if n == 0 {
+		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+	}
+	return nil
+}
+
+// fenceArg passes a fence as the integer column holds it; a forged fence
+// of 2^63 or more matches no row, as it must.
+func fenceArg(f eventstore.Fence) int64 {
+	if f > math.MaxInt64 {
+		return -1
+	}
+	return int64(f)
+}
+
+// checkTTL refuses a lease that would have lapsed before it is granted.
+func checkTTL(name string, ttl time.Duration) error {
+	if ttl <= 0 {
+		return &eventstore.InvalidArgumentError{Stream: name, Index: -1, Field: "lease TTL",
+			Reason: fmt.Sprintf("is %s, not positive", ttl)}
+	}
+	return nil
+}
+
+func scanLease(name string, row *sql.Row) (eventstore.Lease, error) {
+	l := eventstore.Lease{Name: name}
+	var fence int64
+	var expires sql.NullInt64
+	if err := row.Scan(&l.Holder, &fence, &expires); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if fence <= 0 {
+		return eventstore.Lease{}, fmt.Errorf("%w: lease %q has fence %d", eventstore.ErrCorrupt, name, fence)
+	}
+	l.Fence = eventstore.Fence(fence)
+	if expires.Valid {
+		// A released lease (NULL) reports the zero time: it has lapsed.
+		l.Expires = time.Unix(0, expires.Int64).UTC()
+	}
+	return l, nil
+}

@@ -88,6 +88,23 @@ func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, P
 	return r.replay(ctx, r.empty(id, stream))
 }
 
+// Refresh brings inst up to date with its stream: it applies the events
+// appended since inst was loaded or saved, by another process or another
+// bus. A cache of instances calls it before each use, so that a command is
+// never decided, and never rejected, on a state that others have moved past:
+// a rejection appends nothing, so no version conflict would reveal it.
+// Usually the stream has no new event, and Refresh costs one short read.
+//
+// inst is updated in place and returned. On error inst must be discarded;
+// should its stream have been deleted and recreated, Refresh loads it anew.
+func (r *Repository[T, PT]) Refresh(ctx context.Context, inst *Instance[T, PT]) (*Instance[T, PT], error) {
+	fresh, err := r.replay(ctx, inst)
+	if err == errSnapshotPastEnd {
+		return r.Load(ctx, inst.ID)
+	}
+	return fresh, err
+}
+
 func (r *Repository[T, PT]) empty(id, stream string) *Instance[T, PT] {
 	return &Instance[T, PT]{ID: id, Stream: stream, State: r.typ.New(id), seed: r.seed}
 }

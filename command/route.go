@@ -150,10 +150,16 @@ func aggregateID(cmd Command) (id string, err error) {
 	return cmd.AggregateID(), nil
 }
 
-// load returns the cached instance of stream, or loads it.
+// load returns the cached instance of stream, brought up to date with the
+// events others appended since, or loads it.
 func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string) (*aggregate.Instance[T, PT], error) {
 	if inst, ok := b.cache.get(stream).(*aggregate.Instance[T, PT]); ok {
-		return inst, nil
+		fresh, err := r.repo.Refresh(ctx, inst)
+		if err != nil {
+			b.cache.evict(stream) // partly refreshed: no longer a state of the stream
+			return nil, err
+		}
+		return fresh, nil
 	}
 	return r.repo.Load(ctx, id)
 }

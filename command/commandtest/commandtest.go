@@ -68,6 +68,7 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 		{"Errors", errorTests},
 		{"Snapshots", snapshotTests},
 		{"Metadata", metadataTests},
+		{"Cache", cacheTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -145,6 +146,7 @@ func (e *env) busOn(store eventstore.Store, opts command.Options, snapshotEvery 
 	require.NoError(e.t, command.Route[Reject](b, typ))
 	require.NoError(e.t, command.Route[Explode](b, typ))
 	require.NoError(e.t, command.Route[Nothing](b, typ))
+	require.NoError(e.t, command.Route[CheckCount](b, typ))
 	return b
 }
 

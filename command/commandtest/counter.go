@@ -36,6 +36,13 @@ type (
 	Explode struct{ ID string }
 	// Nothing is accepted and produces no event.
 	Nothing struct{ ID string }
+	// CheckCount is accepted, producing no event, when the count is Want,
+	// and refused with ErrWrongCount otherwise: a decision that depends on
+	// the state and appends nothing.
+	CheckCount struct {
+		ID   string
+		Want int
+	}
 )
 
 // AggregateID implements command.Command.
@@ -53,6 +60,9 @@ func (c Explode) AggregateID() string { return c.ID }
 // AggregateID implements command.Command.
 func (c Nothing) AggregateID() string { return c.ID }
 
+// AggregateID implements command.Command.
+func (c CheckCount) AggregateID() string { return c.ID }
+
 // Events of the suite.
 type (
 	// Incremented records an increase.
@@ -67,6 +77,9 @@ type (
 
 // ErrRejected is Counter's rejection of Reject.
 var ErrRejected = errors.New("counter: rejected")
+
+// ErrWrongCount is Counter's rejection of a CheckCount that does not match.
+var ErrWrongCount = errors.New("counter: wrong count")
 
 // Handle implements aggregate.Aggregate.
 func (c *Counter) Handle(_ context.Context, cmd any) ([]any, error) {
@@ -84,6 +97,11 @@ func (c *Counter) Handle(_ context.Context, cmd any) ([]any, error) {
 	case Explode:
 		panic("counter: explode")
 	case Nothing:
+		return nil, nil
+	case CheckCount:
+		if c.Count != cmd.Want {
+			return nil, fmt.Errorf("%w: %d, want %d", ErrWrongCount, c.Count, cmd.Want)
+		}
 		return nil, nil
 	}
 	return nil, fmt.Errorf("counter: unknown command %T", cmd)

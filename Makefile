@@ -42,7 +42,7 @@ fuzz:
 
 # The flagship example on the embedded store; a second run reuses its data.
 demo:
-	$(GO) run ./examples/quickstart
+	$(GO) run ./examples/orders
 
 clean:
 	$(GO) clean -testcache

@@ -38,9 +38,9 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	args := appendArgs(stream, expected, events)
+	st := s.appendStatement(stream, expected, events)
 	for range maxRaces {
-		r, written, err := s.tryAppend(ctx, s.pool, args)
+		r, written, err := s.tryAppend(ctx, s.pool, st)
 		if err == nil && written {
 			s.wake()
 			return r, nil
@@ -77,9 +77,9 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, expected
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	args := appendArgs(stream, expected, events)
+	st := s.appendStatement(stream, expected, events)
 	for range maxRaces {
-		r, written, err := s.trySavepointAppend(ctx, tx, args)
+		r, written, err := s.trySavepointAppend(ctx, tx, st)
 		if err == nil && written {
 			return r, nil
 		}
@@ -100,11 +100,18 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, expected
 // need not wait for their next poll.
 func (s *Store) Notify() { s.wake() }
 
-// appendArgs are the parameters of the append statement: the stream, the
-// expected version and the events as parallel arrays, so that any number of
-// events is one statement.
-func appendArgs(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) []any {
-	kind, version := kindAny, uint64(0)
+// appendStatement is the append statement and its parameters: the stream,
+// the expected version and the events. Many events go as parallel arrays,
+// so that any number is one statement; a single event goes as plain values,
+// which spares both ends the array encoding and the server the unnest, the
+// commonest append's largest costs besides the write itself.
+type appendStatement struct {
+	sql  string
+	args []any
+}
+
+func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) appendStatement {
+	kind, version := kindAny, int64(0)
 	switch {
 	case expected.IsNoStream():
 		kind = kindNoStream
@@ -112,18 +119,19 @@ func appendArgs(stream string, expected eventstore.ExpectedVersion, events []eve
 		kind = kindStreamExists
 	default:
 		if v, ok := expected.Version(); ok {
-			kind, version = kindExact, v
+			kind, version = kindExact, int64(v)
+			if v > math.MaxInt64 {
+				// No stream reaches this version; -1 matches no stream
+				// either, without overflowing the statement's bigint.
+				version = -1
+			}
 		}
 	}
-	if version > math.MaxInt64 {
-		// No stream reaches this version; -1 matches no stream either,
-		// without overflowing the statement's bigint.
-		return appendArgsWith(stream, kind, -1, events)
+	if len(events) == 1 {
+		e := events[0]
+		return appendStatement{s.sql.appendOne, []any{stream, kind, version, e.ID, e.Type, int64(e.SchemaVersion), e.Data,
+			e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID, extraJSON(e.Metadata.Extra)}}
 	}
-	return appendArgsWith(stream, kind, int64(version), events)
-}
-
-func appendArgsWith(stream string, kind int, version int64, events []eventstore.EventData) []any {
 	n := len(events)
 	ids := make([]uuid.UUID, n)
 	types := make([]string, n)
@@ -141,46 +149,61 @@ func appendArgsWith(stream string, kind int, version int64, events []eventstore.
 		corr[i] = e.Metadata.CorrelationID
 		caus[i] = e.Metadata.CausationID
 		cmd[i] = e.Metadata.CommandID
-		if len(e.Metadata.Extra) > 0 {
-			// A map of strings always marshals.
-			b, _ := json.Marshal(e.Metadata.Extra)
-			extra[i] = string(b)
-		}
+		extra[i] = extraJSON(e.Metadata.Extra)
 	}
-	return []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}
+	return appendStatement{s.sql.append, []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}}
+}
+
+// extraJSON is the metadata's free key/values as the statement takes them:
+// JSON text, or "" for none.
+func extraJSON(extra map[string]string) string {
+	if len(extra) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(extra) // a map of strings always marshals
+	return string(b)
+}
+
+// appendOutcome is what the append statement returns.
+type appendOutcome struct {
+	count, first, seq int64
+	txID              uint64
+}
+
+func (o *appendOutcome) scan(row pgx.Row) error { return row.Scan(&o.count, &o.first, &o.txID, &o.seq) }
+
+// result is the append's result, and false when it wrote nothing (the
+// expected version did not match).
+func (o *appendOutcome) result() (eventstore.AppendResult, bool) {
+	if o.count == 0 {
+		return eventstore.AppendResult{}, false
+	}
+	return eventstore.AppendResult{
+		FirstVersion: uint64(o.first),
+		LastVersion:  uint64(o.first + o.count - 1),
+		Position:     eventstore.Position{Major: o.txID, Minor: uint64(o.seq)},
+	}, true
 }
 
 // tryAppend runs the append statement. written is false when the expected
 // version did not match, err a unique violation when a concurrent append
 // took the versions or the IDs first.
-func (s *Store) tryAppend(ctx context.Context, q querier, args []any) (r eventstore.AppendResult, written bool, err error) {
-	var count int64
-	var first int64
-	var txID uint64
-	var seq int64
-	if err := q.QueryRow(ctx, s.sql.append, args...).Scan(&count, &first, &txID, &seq); err != nil {
+func (s *Store) tryAppend(ctx context.Context, q querier, st appendStatement) (r eventstore.AppendResult, written bool, err error) {
+	var o appendOutcome
+	if err := o.scan(q.QueryRow(ctx, st.sql, st.args...)); err != nil {
 		return r, false, err
 	}
-	if count == 0 {
-		return r, false, nil
-	}
-	return eventstore.AppendResult{
-		FirstVersion: uint64(first),
-		LastVersion:  uint64(first + count - 1),
-		Position:     eventstore.Position{Major: txID, Minor: uint64(seq)},
-	}, true, nil
+	r, written = o.result()
+	return r, written, nil
 }
 
 // trySavepointAppend is tryAppend inside a savepoint of tx, all in one round
 // trip, rolling back to the savepoint when the append fails.
-func (s *Store) trySavepointAppend(ctx context.Context, tx pgx.Tx, args []any) (r eventstore.AppendResult, written bool, err error) {
+func (s *Store) trySavepointAppend(ctx context.Context, tx pgx.Tx, st appendStatement) (r eventstore.AppendResult, written bool, err error) {
+	var o appendOutcome
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT cairn_append")
-	var count, first, seq int64
-	var txID uint64
-	b.Queue(s.sql.append, args...).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&count, &first, &txID, &seq)
-	})
+	b.Queue(st.sql, st.args...).QueryRow(o.scan)
 	b.Queue("RELEASE SAVEPOINT cairn_append")
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT cairn_append"); rerr != nil {
@@ -188,14 +211,8 @@ func (s *Store) trySavepointAppend(ctx context.Context, tx pgx.Tx, args []any) (
 		}
 		return r, false, err
 	}
-	if count == 0 {
-		return r, false, nil
-	}
-	return eventstore.AppendResult{
-		FirstVersion: uint64(first),
-		LastVersion:  uint64(first + count - 1),
-		Position:     eventstore.Position{Major: txID, Minor: uint64(seq)},
-	}, true, nil
+	r, written = o.result()
+	return r, written, nil
 }
 
 // explain finds out why an append wrote nothing: it is a repeat of an earlier

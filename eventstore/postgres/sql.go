@@ -8,9 +8,9 @@ import (
 
 // statements are the store's SQL, with its schema name filled in once.
 type statements struct {
-	append, current, stored       string
-	readAll, streamFwd, streamBwd string
-	lag                           string
+	append, appendOne, current, stored string
+	readAll, streamFwd, streamBwd      string
+	lag                                string
 }
 
 // Expected-version kinds, as the append statement receives them.
@@ -26,17 +26,11 @@ const (
 const eventColumns = `tx_id, seq, stream, version, event_id, type, schema_version, data,
 	correlation_id, causation_id, command_id, extra, recorded_at`
 
-func newStatements(schema string) statements {
-	q := pgx.Identifier{schema}.Sanitize()
-	fill := func(sql string) string { return strings.ReplaceAll(sql, "{{s}}", q) }
-	return statements{
-		// One statement, so one round trip: it reads the stream's last
-		// version, checks the expected one and inserts every event with
-		// unnest. It inserts nothing when the check fails, and a concurrent
-		// append that took the same versions or IDs first makes it fail
-		// with a unique violation; in both cases Append looks closer
-		// (append.go). Only the rows it writes are locked.
-		append: fill(`WITH cur AS (
+// appendHead and appendTail frame the append statements: the stream's next
+// version as the expected version allows it (NULL when it does not), and
+// the count, first version and last position of what was inserted.
+const (
+	appendHead = `WITH cur AS (
 				SELECT max(version) AS last FROM {{s}}.events WHERE stream = $1
 			), base AS (
 				SELECT CASE $2::int
@@ -47,16 +41,36 @@ func newStatements(schema string) statements {
 				END AS next FROM cur
 			), ins AS (
 				INSERT INTO {{s}}.events (stream, version, event_id, type, schema_version, data,
-					correlation_id, causation_id, command_id, extra)
+					correlation_id, causation_id, command_id, extra)`
+	appendTail = `
+				RETURNING tx_id, seq, version
+			)
+			SELECT count(*), coalesce(min(version), 0), coalesce(max(tx_id), '0'::xid8), coalesce(max(seq), 0) FROM ins`
+)
+
+func newStatements(schema string) statements {
+	q := pgx.Identifier{schema}.Sanitize()
+	fill := func(sql string) string { return strings.ReplaceAll(sql, "{{s}}", q) }
+	return statements{
+		// One statement, so one round trip: it reads the stream's last
+		// version, checks the expected one and inserts every event. It
+		// inserts nothing when the check fails, and a concurrent append that
+		// took the same versions or IDs first makes it fail with a unique
+		// violation; in both cases Append looks closer (append.go). Only the
+		// rows it writes are locked.
+		append: fill(appendHead + `
 				SELECT $1, base.next + e.ord - 1, e.id, e.type, e.sv, e.data,
 					e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb
 				FROM base, unnest($4::uuid[], $5::text[], $6::bigint[], $7::bytea[],
 					$8::text[], $9::text[], $10::text[], $11::text[])
 					WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)
-				WHERE base.next IS NOT NULL
-				RETURNING tx_id, seq, version
-			)
-			SELECT count(*), coalesce(min(version), 0), coalesce(max(tx_id), '0'::xid8), coalesce(max(seq), 0) FROM ins`),
+				WHERE base.next IS NOT NULL` + appendTail),
+		// The same for one event, with plain parameters instead of arrays.
+		appendOne: fill(appendHead + `
+				SELECT $1, base.next, $4::uuid, $5::text, $6::bigint, $7::bytea,
+					$8::text, $9::text, $10::text, nullif($11::text, '')::jsonb
+				FROM base
+				WHERE base.next IS NOT NULL` + appendTail),
 		current: fill(`SELECT max(version) FROM {{s}}.events WHERE stream = $1`),
 		stored:  fill(`SELECT event_id, version, tx_id, seq FROM {{s}}.events WHERE stream = $1 AND event_id = ANY($2::uuid[])`),
 

@@ -12,9 +12,17 @@ import (
 	"github.com/cairn-es/cairn/eventstore/sqlite"
 )
 
+// The suite finds these capabilities on the store it is given: snapshots
+// and the command index live in the store's own file.
+var (
+	_ eventstore.SnapshotStore = (*sqlite.Store)(nil)
+	_ eventstore.CommandIndex  = (*sqlite.Store)(nil)
+)
+
 // TestBusOnSQLite runs the suite on the embedded store, durable as by
 // default, so that the bus is known to hold on a store with real
-// transactions. The hot-aggregate tests run smaller than on memory: under
+// transactions, with the store's own snapshots and command index. The
+// hot-aggregate tests run smaller than on memory: under
 // the race detector a SQLite read costs ~0.2ms per event, and the full size
 // would take minutes of the project's test budget.
 func TestBusOnSQLite(t *testing.T) {

@@ -211,3 +211,21 @@ func TestInTxAfterCloseAndCanceled(t *testing.T) {
 func iterPull(seq iter.Seq2[eventstore.Event, error]) (func() (eventstore.Event, error, bool), func()) {
 	return iter.Pull2(seq)
 }
+
+// A statement of fn interrupted by its context fails fn; the transaction
+// rolls back and the writer goes on.
+func TestInTxCanceledInsideFn(t *testing.T) {
+	s := newReadModel(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := add(ctx, tx, "a", 1); err != nil {
+			return err
+		}
+		cancel()
+		return add(ctx, tx, "a", 1)
+	})
+	require.Error(t, err)
+	assert.Equal(t, 0, counter(t, s, "a"))
+	_, err = s.Append(context.Background(), "order-1", eventstore.NoStream, event("x"))
+	require.NoError(t, err)
+}

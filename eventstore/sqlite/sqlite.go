@@ -12,6 +12,12 @@
 // By default a successful append is durable: it survives power loss
 // (synchronous=FULL). See [Options.Synchronous] for the faster setting and
 // its risk.
+//
+// The same file keeps what aggregates and consumers need: snapshots,
+// checkpoints, dead letters and leases, written by the same writer. A
+// projection whose read model lives in the file runs its batches in
+// transactions of that writer ([Store.InTx]), so the read model and the
+// checkpoint commit together.
 package sqlite
 
 import (

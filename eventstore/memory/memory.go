@@ -119,64 +119,36 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 // ReadStream implements [eventstore.Store.ReadStream]. It copies events out
 // a page at a time, so the consumer may append while it ranges.
 func (s *Store) ReadStream(ctx context.Context, name string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return func(yield func(eventstore.Event, error) bool) {
-		if err := eventstore.ValidateStream(name); err != nil {
-			yield(eventstore.Event{}, err)
-			return
-		}
-		next, ok := opts.From, true
-		for ok {
-			if err := ctx.Err(); err != nil {
-				yield(eventstore.Event{}, err)
-				return
-			}
-			var page []eventstore.Event
-			var err error
-			page, next, ok, err = s.streamPage(name, next, opts.Backward)
-			if err != nil {
-				yield(eventstore.Event{}, err)
-				return
-			}
-			for _, e := range page {
-				if !yield(e, nil) {
-					return
-				}
-			}
-		}
-	}
+	return eventstore.ReadStreamPages(ctx, name, opts, s.streamPage, 0)
 }
 
-// streamPage copies up to one page of a stream's events starting at version
-// from, and says where the next page starts and whether there is one.
-func (s *Store) streamPage(name string, from uint64, backward bool) (page []eventstore.Event, next uint64, more bool, err error) {
+// streamPage copies up to limit events of a stream, starting at version
+// from.
+func (s *Store) streamPage(ctx context.Context, name string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, 0, false, eventstore.ErrClosed
+		return nil, eventstore.ErrClosed
 	}
 	st := s.streams[name]
 	if st == nil {
-		return nil, 0, false, nil
+		return nil, nil
 	}
 	n := uint64(len(st.entries))
+	var page []eventstore.Event
 	if backward {
-		if from >= n {
-			from = n - 1
-		}
-		for v := int64(from); v >= 0 && len(page) < eventstore.DefaultPageSize; v-- {
+		for v := int64(min(from, n-1)); v >= 0 && len(page) < limit; v-- {
 			page = append(page, s.copyOf(st.entries[v]))
 		}
-		last := page[len(page)-1].Version
-		return page, last - 1, last > 0, nil
+		return page, nil
 	}
-	for v := from; v < n && len(page) < eventstore.DefaultPageSize; v++ {
+	for v := from; v < n && len(page) < limit; v++ {
 		page = append(page, s.copyOf(st.entries[v]))
 	}
-	if len(page) == 0 {
-		return nil, 0, false, nil
-	}
-	last := page[len(page)-1].Version
-	return page, last + 1, last+1 < n, nil
+	return page, nil
 }
 
 // ReadAll implements [eventstore.Store.ReadAll].

@@ -17,45 +17,22 @@ import (
 // Stream reads see every committed event of the stream at once; only the
 // global order waits for older transactions.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return func(yield func(eventstore.Event, error) bool) {
-		if err := eventstore.ValidateStream(stream); err != nil {
-			yield(eventstore.Event{}, err)
-			return
-		}
-		from := opts.From
-		for {
-			if err := s.checkOpen(); err != nil {
-				yield(eventstore.Event{}, err)
-				return
-			}
-			sql := s.sql.streamFwd
-			if opts.Backward {
-				sql = s.sql.streamBwd
-			}
-			page, err := s.queryEvents(ctx, sql, stream, int64(min(from, math.MaxInt64)), s.pageSize)
-			if err != nil {
-				yield(eventstore.Event{}, s.closedOr(fmt.Errorf("postgres: reading stream %q from version %d: %w", stream, from, err)))
-				return
-			}
-			for _, e := range page {
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if len(page) < s.pageSize {
-				return
-			}
-			last := page[len(page)-1].Version
-			if opts.Backward {
-				if last == 0 {
-					return
-				}
-				from = last - 1
-			} else {
-				from = last + 1
-			}
-		}
+	return eventstore.ReadStreamPages(ctx, stream, opts, s.streamPage, s.pageSize)
+}
+
+func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
 	}
+	sql := s.sql.streamFwd
+	if backward {
+		sql = s.sql.streamBwd
+	}
+	page, err := s.queryEvents(ctx, sql, stream, int64(from), limit)
+	if err != nil {
+		return nil, s.closedOr(fmt.Errorf("postgres: reading stream %q from version %d: %w", stream, from, err))
+	}
+	return page, nil
 }
 
 func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]eventstore.Event, error) {

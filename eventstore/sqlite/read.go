@@ -55,48 +55,9 @@ func (r *readStatements) close() {
 	}
 }
 
-// ReadStream implements [eventstore.Store.ReadStream]. It reads a page of
-// events at a time and holds no connection while the consumer runs, so
-// memory stays flat and the consumer may append as it ranges.
+// ReadStream implements [eventstore.Store.ReadStream], a page at a time.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return func(yield func(eventstore.Event, error) bool) {
-		if err := eventstore.ValidateStream(stream); err != nil {
-			yield(eventstore.Event{}, err)
-			return
-		}
-		from := opts.From
-		if from > math.MaxInt64 {
-			if !opts.Backward {
-				return // no stream is that long
-			}
-			from = math.MaxInt64
-		}
-		const pageSize = eventstore.DefaultPageSize
-		for {
-			page, err := s.streamPage(ctx, stream, from, opts.Backward, pageSize)
-			if err != nil {
-				yield(eventstore.Event{}, err)
-				return
-			}
-			for _, e := range page {
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if len(page) < pageSize {
-				return
-			}
-			last := page[len(page)-1].Version
-			if opts.Backward {
-				if last == 0 {
-					return
-				}
-				from = last - 1
-			} else {
-				from = last + 1
-			}
-		}
-	}
+	return eventstore.ReadStreamPages(ctx, stream, opts, s.streamPage, eventstore.DefaultPageSize)
 }
 
 func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {

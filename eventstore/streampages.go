@@ -1,0 +1,60 @@
+package eventstore
+
+import (
+	"context"
+	"iter"
+	"math"
+)
+
+// StreamPageReader reads up to limit events of one stream, starting at
+// version from (included), forward or backward. from is at most
+// math.MaxInt64, so SQL stores can bind it as a signed integer.
+type StreamPageReader func(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]Event, error)
+
+// ReadStreamPages implements [Store.ReadStream] on a [StreamPageReader],
+// the stream's counterpart of [ReadPages]: it checks the stream name, then
+// reads page after page until one comes back short, holding nothing of the
+// store while the consumer ranges, so memory stays flat and the consumer may
+// append as it goes.
+func ReadStreamPages(ctx context.Context, stream string, opts ReadOptions, read StreamPageReader, pageSize int) iter.Seq2[Event, error] {
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	return func(yield func(Event, error) bool) {
+		if err := ValidateStream(stream); err != nil {
+			yield(Event{}, err)
+			return
+		}
+		from := opts.From
+		if from > math.MaxInt64 {
+			if !opts.Backward {
+				return // no stream is that long
+			}
+			from = math.MaxInt64
+		}
+		for {
+			page, err := read(ctx, stream, from, opts.Backward, pageSize)
+			if err != nil {
+				yield(Event{}, err)
+				return
+			}
+			for _, e := range page {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if len(page) < pageSize {
+				return
+			}
+			last := page[len(page)-1].Version
+			switch {
+			case !opts.Backward:
+				from = last + 1
+			case last == 0:
+				return
+			default:
+				from = last - 1
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 )
@@ -17,6 +18,16 @@ import (
 // checkpoints that no fenced consumer has moved. Fences stay below 2^63, so
 // that SQL stores keep them in a signed 64-bit column.
 type Fence uint64
+
+// Int64 returns the fence as SQL stores keep it, a signed 64-bit integer,
+// or -1 for a fence of 2^63 or more: no store hands one out, so a forged one
+// matches no row.
+func (f Fence) Int64() int64 {
+	if f > math.MaxInt64 {
+		return -1
+	}
+	return int64(f)
+}
 
 // Checkpoint is what a [CheckpointStore] holds for one named consumer.
 type Checkpoint struct {

@@ -63,3 +63,25 @@ type LeaseStore interface {
 	// [*LeaseLostError].
 	ReleaseLease(ctx context.Context, l Lease) error
 }
+
+// MinLeaseTTL is the shortest TTL a [LeaseStore] grants: a shorter lease
+// would lapse before its holder could use it.
+const MinLeaseTTL = time.Millisecond
+
+// ValidateLease checks a lease request as every [LeaseStore] does first: a
+// valid consumer name, a holder, and a TTL of at least [MinLeaseTTL].
+func ValidateLease(name, holder string, ttl time.Duration) error {
+	if err := ValidateConsumerName(name); err != nil {
+		return err
+	}
+	bad := func(field, reason string) error {
+		return &InvalidArgumentError{Stream: name, Index: -1, Field: field, Reason: reason}
+	}
+	switch {
+	case holder == "":
+		return bad("lease holder", "is empty")
+	case ttl < MinLeaseTTL:
+		return bad("lease TTL", fmt.Sprintf("is %s, shorter than %s", ttl, MinLeaseTTL))
+	}
+	return nil
+}

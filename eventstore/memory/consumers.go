@@ -193,7 +193,7 @@ func copyLetter(d eventstore.DeadLetter) eventstore.DeadLetter {
 
 // AcquireLease implements [eventstore.LeaseStore.AcquireLease].
 func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+	if err := eventstore.ValidateLease(name, holder, ttl); err != nil {
 		return eventstore.Lease{}, false, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -217,6 +217,9 @@ func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl t
 
 // RenewLease implements [eventstore.LeaseStore.RenewLease].
 func (c *Consumers) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return eventstore.Lease{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return eventstore.Lease{}, err
 	}

@@ -37,10 +37,7 @@ const acquireLeaseSQL = `INSERT INTO {{s}}.leases AS l (name, holder, fence, exp
 
 // AcquireLease implements [eventstore.LeaseStore.AcquireLease].
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
-		return eventstore.Lease{}, false, err
-	}
-	if err := checkTTL(name, ttl); err != nil {
+	if err := eventstore.ValidateLease(name, holder, ttl); err != nil {
 		return eventstore.Lease{}, false, err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -66,10 +63,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 // look at expires_at: a lapsed lease that nobody took is still the
 // holder's, as the contract says.
 func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateConsumerName(l.Name); err != nil {
-		return eventstore.Lease{}, err
-	}
-	if err := checkTTL(l.Name, ttl); err != nil {
+	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
 		return eventstore.Lease{}, err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -78,7 +72,7 @@ func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Dur
 	renewed, err := s.scanLease(l.Name, s.pool.QueryRow(ctx, s.fill(`UPDATE {{s}}.leases
 		SET expires_at = clock_timestamp() + $4 * interval '1 microsecond'
 		WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at IS NOT NULL
-		RETURNING holder, fence, expires_at`), l.Name, l.Holder, fenceArg(l.Fence), ttl.Microseconds()))
+		RETURNING holder, fence, expires_at`), l.Name, l.Holder, l.Fence.Int64(), ttl.Microseconds()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
@@ -97,31 +91,12 @@ func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, s.fill(`UPDATE {{s}}.leases SET expires_at = NULL
-		WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at IS NOT NULL`), l.Name, l.Holder, fenceArg(l.Fence))
+		WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at IS NOT NULL`), l.Name, l.Holder, l.Fence.Int64())
 	if err != nil {
 		return s.closedOr(fmt.Errorf("postgres: %s releasing lease %q: %w", l.Holder, l.Name, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
-	}
-	return nil
-}
-
-// fenceArg passes a fence as the bigint column holds it; a forged fence
-// of 2^63 or more matches no row, as it must.
-func fenceArg(f eventstore.Fence) int64 {
-	if f > 1<<63-1 {
-		return -1
-	}
-	return int64(f)
-}
-
-// checkTTL refuses a lease that would have lapsed before it is granted, or
-// that PostgreSQL's intervals cannot express in microseconds.
-func checkTTL(name string, ttl time.Duration) error {
-	if ttl < time.Microsecond {
-		return &eventstore.InvalidArgumentError{Stream: name, Index: -1, Field: "lease TTL",
-			Reason: fmt.Sprintf("is %s, not at least a microsecond", ttl)}
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -39,10 +38,7 @@ const acquireLeaseSQL = `INSERT INTO cairn_leases AS l (name, holder, fence, exp
 // clock of this process (see the package's documentation of leases in
 // docs/sqlite.md).
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
-		return eventstore.Lease{}, false, err
-	}
-	if err := checkTTL(name, ttl); err != nil {
+	if err := eventstore.ValidateLease(name, holder, ttl); err != nil {
 		return eventstore.Lease{}, false, err
 	}
 	var l eventstore.Lease
@@ -73,10 +69,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 // look at expires_at: a lapsed lease that nobody took is still the
 // holder's, as the contract says.
 func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateConsumerName(l.Name); err != nil {
-		return eventstore.Lease{}, err
-	}
-	if err := checkTTL(l.Name, ttl); err != nil {
+	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
 		return eventstore.Lease{}, err
 	}
 	var renewed eventstore.Lease
@@ -84,7 +77,7 @@ func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Dur
 		var err error
 		renewed, err = scanLease(l.Name, tx.conn.QueryRowContext(noInterrupt, `UPDATE cairn_leases SET expires_at = ?
 			WHERE name = ? AND holder = ? AND fence = ? AND expires_at IS NOT NULL
-			RETURNING holder, fence, expires_at`, time.Now().Add(ttl).UnixNano(), l.Name, l.Holder, fenceArg(l.Fence)))
+			RETURNING holder, fence, expires_at`, time.Now().Add(ttl).UnixNano(), l.Name, l.Holder, l.Fence.Int64()))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -104,7 +97,7 @@ func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
 	var n int64
 	err := s.write(ctx, func(tx *writeTx) error {
 		res, err := tx.conn.ExecContext(noInterrupt, `UPDATE cairn_leases SET expires_at = NULL
-			WHERE name = ? AND holder = ? AND fence = ? AND expires_at IS NOT NULL`, l.Name, l.Holder, fenceArg(l.Fence))
+			WHERE name = ? AND holder = ? AND fence = ? AND expires_at IS NOT NULL`, l.Name, l.Holder, l.Fence.Int64())
 		if err != nil {
 			return err
 		}
@@ -116,24 +109,6 @@ func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
 	}
 	if n == 0 {
 		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
-	}
-	return nil
-}
-
-// fenceArg passes a fence as the integer column holds it; a forged fence
-// of 2^63 or more matches no row, as it must.
-func fenceArg(f eventstore.Fence) int64 {
-	if f > math.MaxInt64 {
-		return -1
-	}
-	return int64(f)
-}
-
-// checkTTL refuses a lease that would have lapsed before it is granted.
-func checkTTL(name string, ttl time.Duration) error {
-	if ttl <= 0 {
-		return &eventstore.InvalidArgumentError{Stream: name, Index: -1, Field: "lease TTL",
-			Reason: fmt.Sprintf("is %s, not positive", ttl)}
 	}
 	return nil
 }

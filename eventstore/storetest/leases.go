@@ -29,7 +29,7 @@ func RunLeases(t *testing.T, newStore LeaseFactory) {
 		{"ExpiredLeaseChangesHands", testLeaseExpiry},
 		{"ReleaseHandsOverAtOnce", testLeaseRelease},
 		{"RacingAcquiresOneWins", testLeaseRace},
-		{"BadNames", testLeaseBadNames},
+		{"BadRequests", testLeaseBadRequests},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
@@ -139,9 +139,26 @@ func testLeaseRace(t *testing.T, s eventstore.LeaseStore) {
 	assert.Equal(t, 1, winners)
 }
 
-func testLeaseBadNames(t *testing.T, s eventstore.LeaseStore) {
-	_, _, err := s.AcquireLease(context.Background(), "", "A", time.Minute)
-	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+func testLeaseBadRequests(t *testing.T, s eventstore.LeaseStore) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, holder string
+		ttl          time.Duration
+	}{
+		{"", "A", time.Minute},
+		{"bad\x00name", "A", time.Minute},
+		{"lease", "", time.Minute},
+		{"lease", "A", 0},
+		{"lease", "A", eventstore.MinLeaseTTL - 1},
+	} {
+		_, _, err := s.AcquireLease(ctx, c.name, c.holder, c.ttl)
+		assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "acquire %q for %q, TTL %s", c.name, c.holder, c.ttl)
+	}
+	l, ok, err := s.AcquireLease(ctx, "lease", "A", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = s.RenewLease(ctx, l, -time.Second)
+	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "renewing for a negative TTL")
 }
 
 func requireLost(t *testing.T, err error, name string) {

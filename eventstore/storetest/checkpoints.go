@@ -20,10 +20,7 @@ type CheckpointFactory func(t *testing.T) eventstore.CheckpointStore
 // against the stores that newStore makes, each test on a store of its own.
 // Consumer names are unique per test, so a shared database works too.
 func RunCheckpoints(t *testing.T, newStore CheckpointFactory) {
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s eventstore.CheckpointStore)
-	}{
+	runCases(t, newStore, []testCase[eventstore.CheckpointStore]{
 		{"MissingIsStart", testCheckpointMissing},
 		{"SaveMovesAndRoundTrips", testCheckpointRoundTrip},
 		{"CompareAndSet", testCheckpointCompareAndSet},
@@ -33,10 +30,7 @@ func RunCheckpoints(t *testing.T, newStore CheckpointFactory) {
 		{"RacingSavesOneWins", testCheckpointRace},
 		{"BadNames", testCheckpointBadNames},
 		{"CanceledContext", testCheckpointCanceled},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
-	}
+	})
 }
 
 func consumerName(t *testing.T, what string) string {

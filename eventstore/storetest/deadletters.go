@@ -20,19 +20,13 @@ type DeadLetterFactory func(t *testing.T) eventstore.DeadLetterStore
 // RunDeadLetters runs the conformance suite of [eventstore.DeadLetterStore]
 // against the stores that newStore makes, each test on a store of its own.
 func RunDeadLetters(t *testing.T, newStore DeadLetterFactory) {
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s eventstore.DeadLetterStore)
-	}{
+	runCases(t, newStore, []testCase[eventstore.DeadLetterStore]{
 		{"RoundTripsEveryField", testDeadLetterRoundTrip},
 		{"ParkingAgainUpdates", testDeadLetterRepark},
 		{"ListsOldestFirstPerConsumer", testDeadLetterList},
 		{"DeleteAndNotFound", testDeadLetterDelete},
 		{"BadInput", testDeadLetterBadInput},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
-	}
+	})
 }
 
 func deadLetter(consumer string, version uint64, part int) eventstore.DeadLetter {

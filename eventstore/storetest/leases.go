@@ -20,20 +20,14 @@ type LeaseFactory func(t *testing.T) eventstore.LeaseStore
 // the stores that newStore makes, each test on a store of its own. Its
 // expiry tests wait for short leases (a few hundred milliseconds) to lapse.
 func RunLeases(t *testing.T, newStore LeaseFactory) {
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s eventstore.LeaseStore)
-	}{
+	runCases(t, newStore, []testCase[eventstore.LeaseStore]{
 		{"OneHolderAtATime", testLeaseExclusive},
 		{"RenewKeepsFence", testLeaseRenew},
 		{"ExpiredLeaseChangesHands", testLeaseExpiry},
 		{"ReleaseHandsOverAtOnce", testLeaseRelease},
 		{"RacingAcquiresOneWins", testLeaseRace},
 		{"BadRequests", testLeaseBadRequests},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
-	}
+	})
 }
 
 func mustAcquire(t *testing.T, s eventstore.LeaseStore, name, holder string, ttl time.Duration) (eventstore.Lease, bool) {

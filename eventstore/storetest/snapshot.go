@@ -22,10 +22,7 @@ type SnapshotFactory func(t *testing.T) eventstore.SnapshotStore
 // It is separate from [Run] because a backend's snapshot store may be a
 // value of its own.
 func RunSnapshots(t *testing.T, newStore SnapshotFactory) {
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s eventstore.SnapshotStore)
-	}{
+	runCases(t, newStore, []testCase[eventstore.SnapshotStore]{
 		{"MissingIsNotAnError", testSnapshotMissing},
 		{"RoundTrip", testSnapshotRoundTrip},
 		{"LastSaveWins", testSnapshotLastSaveWins},
@@ -34,10 +31,7 @@ func RunSnapshots(t *testing.T, newStore SnapshotFactory) {
 		{"BadInputStoresNothing", testSnapshotBadInput},
 		{"ConcurrentSaves", testSnapshotConcurrent},
 		{"CanceledContext", testSnapshotCanceled},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
-	}
+	})
 }
 
 func snapshotOf(stream string, version uint64, data string) eventstore.Snapshot {

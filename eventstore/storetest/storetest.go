@@ -49,19 +49,24 @@ func Run(t *testing.T, newStore Factory) {
 		{"Concurrency", concurrencyTests},
 	}
 	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, tc := range g.tests {
-				t.Run(tc.name, func(t *testing.T) {
-					tc.run(t, newStore(t))
-				})
-			}
-		})
+		t.Run(g.name, func(t *testing.T) { runCases(t, newStore, g.tests) })
 	}
 }
 
-type test struct {
+// testCase is one conformance test of a store of type S.
+type testCase[S any] struct {
 	name string
-	run  func(t *testing.T, s eventstore.Store)
+	run  func(t *testing.T, s S)
+}
+
+// test is a case of the event store suite.
+type test = testCase[eventstore.Store]
+
+// runCases runs each case as a subtest, on a store of its own.
+func runCases[S any](t *testing.T, newStore func(t *testing.T) S, cases []testCase[S]) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
+	}
 }
 
 // waitLimit bounds how long the suite waits for something that must happen

@@ -2,7 +2,6 @@ package command_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -21,7 +20,7 @@ import (
 // race detector on 2 cores, at this size 12 s, still with two buses racing
 // for one counter.
 func TestBusOnPostgres(t *testing.T) {
-	server := startPostgres(t)
+	server := pgtest.ForTest(t, pgtest.Options{})
 	commandtest.RunWith(t, func(t *testing.T) eventstore.Store {
 		ctx := context.Background()
 		schema := server.NewSchema("bus")
@@ -37,21 +36,4 @@ func TestBusOnPostgres(t *testing.T) {
 		})
 		return s
 	}, commandtest.Options{HotWorkers: 16, HotIncrements: 50})
-}
-
-// startPostgres starts a throwaway PostgreSQL server for one test, or
-// connects to CAIRN_POSTGRES_URL, as package pgtest does for a whole test
-// binary: this package's other tests need no server. Without one the test
-// skips with the reason, except under CI=true, where it fails.
-func startPostgres(t *testing.T) *pgtest.Server {
-	t.Helper()
-	s, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no PostgreSQL server for the tests (CI=true): %v", err)
-		}
-		t.Skipf("no PostgreSQL server: %v (install PostgreSQL or set %s)", err, pgtest.URLEnv)
-	}
-	t.Cleanup(func() { require.NoError(t, s.Stop()) })
-	return s
 }

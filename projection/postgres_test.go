@@ -27,7 +27,7 @@ import (
 // CAIRN_POSTGRES_URL, and find the stores of a directory in a schema named
 // after it.
 func TestPostgresProjections(t *testing.T) {
-	server := startPostgres(t)
+	server := pgtest.ForTest(t, pgtest.Options{})
 	// Children inherit the environment: they use this server, not one of
 	// their own.
 	t.Setenv(pgtest.URLEnv, server.URL)
@@ -91,23 +91,6 @@ func withSearchPath(connString, schema string) string {
 		sep = "&"
 	}
 	return connString + sep + "search_path=" + url.QueryEscape(schema)
-}
-
-// startPostgres starts a throwaway PostgreSQL server for one test, or
-// connects to CAIRN_POSTGRES_URL, as package pgtest does for a whole test
-// binary: this package's other tests need no server. Without one the test
-// skips with the reason, except under CI=true, where it fails.
-func startPostgres(t *testing.T) *pgtest.Server {
-	t.Helper()
-	s, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no PostgreSQL server for the tests (CI=true): %v", err)
-		}
-		t.Skipf("no PostgreSQL server: %v (install PostgreSQL or set %s)", err, pgtest.URLEnv)
-	}
-	t.Cleanup(func() { require.NoError(t, s.Stop()) })
-	return s
 }
 
 func dropSchema(t testing.TB, connString, schema string) {

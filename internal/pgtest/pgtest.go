@@ -104,6 +104,28 @@ func Main(m *testing.M, opts Options, server **Server) int {
 	return code
 }
 
+// ForTest starts a server for one test, as [Main] does for a whole test
+// binary, for packages whose other tests need none. It stops the server at
+// the test's cleanup. Without a server the test is skipped with the
+// reason, except when the environment variable CI is "true": then it
+// fails.
+func ForTest(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := Start(opts)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no PostgreSQL server for the tests (CI=true): %v", err)
+		}
+		t.Skipf("no PostgreSQL server: %v (install PostgreSQL or set %s)", err, URLEnv)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping the PostgreSQL server: %v", err)
+		}
+	})
+	return s
+}
+
 // BenchmarksRequested reports whether the test binary was asked to run
 // benchmarks (-test.bench). A TestMain uses it to start a
 // [Options.Durable] server only when benchmarks will measure it. It calls

@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -156,9 +155,5 @@ func countEvents(ctx context.Context, store eventstore.Store) (int, error) {
 	}
 	return n, nil
 }
-
-// sqlTx is the SQLite store's transaction type, in which the projection
-// writes its read model and its checkpoint together.
-type sqlTx = *sql.Tx
 
 var _ aggregate.Aggregate = (*Order)(nil)

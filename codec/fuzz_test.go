@@ -30,18 +30,10 @@ type Customer struct {
 // fuzzRegistry knows every type and every kind of step.
 func fuzzRegistry(t testing.TB) *codec.Registry {
 	reg := codec.NewRegistry(codec.Options{})
-	require.NoError(t, codec.Register[OrderPlacedV2](reg, "order.placed", 2))
-	require.NoError(t, codec.Register[SeatsRequested](reg, "order.seats_requested", 1))
-	require.NoError(t, codec.Register[PaymentReceived](reg, "finance.payment_received", 2))
-	require.NoError(t, codec.Register[OrderShipped](reg, "order.shipped", 1))
+	registerV2(t, reg)
 	require.NoError(t, codec.Register[Customer](reg, "crm.customer_registered", 1))
 	require.NoError(t, codec.Register[Kitchen](reg, "test.kitchen", 1))
 	require.NoError(t, reg.Upcast(
-		upcast.Split("order.placed", 1, splitOrderPlaced).Into(
-			upcast.Key{Type: "order.placed", Version: 2},
-			upcast.Key{Type: "order.seats_requested", Version: 1}),
-		upcast.Rename("order.payment_accepted", 1, "finance.payment_received", 1),
-		upcast.TransformJSON("finance.payment_received", 1, splitAmount),
 		upcast.Rename("customer.registered", 1, "crm.customer_registered", 1),
 		upcast.Drop("order.noted", 1),
 	))

@@ -72,6 +72,14 @@ func v1Registry(t testing.TB) *codec.Registry {
 // upcasters that read version 1's events.
 func v2Registry(t testing.TB) *codec.Registry {
 	reg := codec.NewRegistry(codec.Options{})
+	registerV2(t, reg)
+	require.NoError(t, reg.Validate())
+	return reg
+}
+
+// registerV2 registers version 2's types and the upcasters that read
+// version 1's events, leaving reg open for more.
+func registerV2(t testing.TB, reg *codec.Registry) {
 	require.NoError(t, codec.Register[OrderPlacedV2](reg, "order.placed", 2))
 	require.NoError(t, codec.Register[SeatsRequested](reg, "order.seats_requested", 1))
 	require.NoError(t, codec.Register[PaymentReceived](reg, "finance.payment_received", 2))
@@ -83,8 +91,6 @@ func v2Registry(t testing.TB) *codec.Registry {
 		upcast.Rename("order.payment_accepted", 1, "finance.payment_received", 1),
 		upcast.TransformJSON("finance.payment_received", 1, splitAmount),
 	))
-	require.NoError(t, reg.Validate())
-	return reg
 }
 
 // splitOrderPlaced moves the seats of a v1 order.placed into an

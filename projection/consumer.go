@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
 )
 
 // Consumer is a named, checkpointed consumer of a store's global log. Build
@@ -149,7 +150,7 @@ func (c *Consumer) CatchUp(ctx context.Context) error {
 // pause waits a little before a new session, so that two consumers that
 // keep taking a checkpoint from each other do not spin.
 func (c *Consumer) pause(ctx context.Context) error {
-	return waitFor(ctx, c.opts.maxDelay())
+	return backoff.Wait(ctx, c.opts.maxDelay())
 }
 
 // session takes the lease (if any), claims the checkpoint under its fence,

@@ -9,6 +9,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
 )
 
 // acquire waits until this consumer holds its lease, polling a few times
@@ -36,7 +37,7 @@ func (c *Consumer) acquire(ctx context.Context) (eventstore.Lease, error) {
 			c.log.InfoContext(ctx, "projection: lease held by another process; waiting",
 				slog.String("holder", l.Holder), slog.Time("expires", l.Expires))
 		}
-		if err := waitFor(ctx, ttl/5); err != nil {
+		if err := backoff.Wait(ctx, ttl/5); err != nil {
 			return eventstore.Lease{}, err
 		}
 	}
@@ -49,7 +50,7 @@ func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l e
 	ttl := c.opts.leaseTTL()
 	ok := time.Now()
 	for {
-		if waitFor(ctx, ttl/3) != nil {
+		if backoff.Wait(ctx, ttl/3) != nil {
 			return
 		}
 		renewed, err := c.opts.Leases.RenewLease(ctx, l, ttl)
@@ -77,16 +78,5 @@ func (c *Consumer) release(ctx context.Context, l eventstore.Lease) {
 	defer cancel()
 	if err := c.opts.Leases.ReleaseLease(ctx, l); err != nil {
 		c.log.DebugContext(ctx, "projection: releasing the lease", slog.Any("error", err))
-	}
-}
-
-func waitFor(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
 )
 
 // HeadReader is implemented by stores that can tell the position of their
@@ -175,7 +176,7 @@ func (c *Consumer) logStats(ctx context.Context) {
 	if every == 0 {
 		every = 30 * time.Second
 	}
-	for waitFor(ctx, every) == nil {
+	for backoff.Wait(ctx, every) == nil {
 		s, err := c.Stats(ctx)
 		if err != nil {
 			c.log.WarnContext(ctx, "projection: reading stats", slog.Any("error", err))

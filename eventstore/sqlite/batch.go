@@ -1,10 +1,7 @@
 package sqlite
 
 import (
-	"context"
-	"database/sql"
-	"strconv"
-	"strings"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -12,24 +9,18 @@ import (
 )
 
 // A group made only of appends takes a faster road than a savepoint per
-// append: the writer reads the state of every stream in the group and every
-// caller-chosen event ID in one query, checks each append in memory, in
-// queue order, and writes the events of those that pass with a few
-// multi-row INSERTs. An append that fails its checks writes nothing, so it
-// needs no savepoint to undo; the others commit. The driver parses every
-// statement anew, so statements, not rows, are what a group pays for: a
-// group of 16 single-event appends costs 4 statements instead of 48.
+// append, on the writer's appendConn: the writer reads the state of every
+// stream in the group and looks up every caller-chosen event ID, checks each
+// append in memory, in queue order, and writes the events of those that
+// pass. An append that fails its checks writes nothing, so it needs no
+// savepoint to undo; the others commit.
 //
 // If SQLite fails any statement, the transaction is rolled back and the
 // group is run again one savepoint per append (commitEach), so that an
 // error that belongs to one append fails only that append.
 
-// storedEvent is where an event ID sits: at a stored position, or in row
-// row of this group's inserts (row >= 0), whose position SQLite assigns.
-type storedEvent struct {
-	version, position uint64
-	row               int
-}
+// storedEvent is where an event ID sits: its version and position.
+type storedEvent struct{ version, position uint64 }
 
 // groupStream is what the group knows of one stream: its last version, and
 // where it holds the event IDs that the group's appends name, including
@@ -41,55 +32,19 @@ type groupStream struct {
 	ids     map[uuid.UUID]storedEvent
 }
 
-// idChunk bounds the event IDs looked up per statement; the driver binds
-// parameters in quadratic time.
+// idChunk bounds the event IDs looked up per statement.
 const idChunk = 64
 
-// commitAppends runs jobs in one transaction. It returns an error, with the
-// transaction rolled back and no job finished, when SQLite failed; then the
-// caller runs the group again one savepoint per job.
-func (w *writer) commitAppends(jobs []*appendJob) error {
-	ctx := context.Background()
-	tx := &w.tx
-	streams, err := w.groupState(ctx, jobs)
+// commitAppends runs jobs in the transaction open on c. It returns an
+// error, with no job finished, when SQLite failed; then the caller rolls
+// back and runs the group again one savepoint per job.
+func (w *writer) commitAppends(c *appendConn, jobs []*appendJob) error {
+	streams, err := groupState(c, jobs)
 	if err != nil {
 		return err
 	}
-	// Rows get the rowids SQLite gives them: one past the end of the log,
-	// in order, as this writer holds the write lock and nothing is deleted.
-	// rowPos[r] is the position of the group's row r, known once flushed.
-	args := tx.args[:0]
-	rowPos := w.rowPos[:0]
-	pending := 0
-	flush := func() error {
-		if pending == 0 {
-			return nil
-		}
-		res, err := w.conn.ExecContext(ctx, insertQueries[pending], args...)
-		clear(args)
-		args = args[:0]
-		if err != nil {
-			return err
-		}
-		last, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		for i := range pending {
-			rowPos = append(rowPos, uint64(last-int64(pending)+1+int64(i)))
-		}
-		pending = 0
-		return nil
-	}
-	defer func() {
-		tx.args = args[:0]
-		w.rowPos = rowPos[:0]
-	}()
-	recordedAt := tx.now.UnixNano()
-	row := 0
-	lastRows := make([]int, len(jobs)) // the row of each job's last event, or -1
-	for k, j := range jobs {
-		lastRows[k] = -1
+	recordedAt := w.tx.now.UnixNano()
+	for _, j := range jobs {
 		st := streams[j.stream]
 		if st.corrupt != nil {
 			j.err = st.corrupt
@@ -112,7 +67,6 @@ func (w *writer) commitAppends(jobs []*appendJob) error {
 				last := st.ids[j.events[len(j.events)-1].ID]
 				j.result = eventstore.AppendResult{FirstVersion: first, LastVersion: last.version,
 					Position: eventstore.Position{Major: last.position}, Duplicate: true}
-				lastRows[k] = last.row
 				continue
 			}
 		}
@@ -124,120 +78,61 @@ func (w *writer) commitAppends(jobs []*appendJob) error {
 		if st.exists {
 			first = st.last + 1
 		}
+		var position int64
 		for i := range j.events {
 			e := &j.events[i]
 			version := first + uint64(i)
-			args = append(args, j.stream, int64(version), e.ID[:], e.Type, int64(e.SchemaVersion), e.Data,
-				nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
-				j.extras[i], recordedAt)
-			if st.ids == nil {
-				st.ids = make(map[uuid.UUID]storedEvent)
+			if position, err = c.insertEvent(j.stream, version, e, j.extras[i], recordedAt); err != nil {
+				return err
 			}
-			st.ids[e.ID] = storedEvent{version: version, row: row}
-			row++
-			if pending++; pending == insertChunk {
-				if err := flush(); err != nil {
-					return err
+			if j.callerIDs {
+				if st.ids == nil {
+					st.ids = make(map[uuid.UUID]storedEvent)
 				}
+				st.ids[e.ID] = storedEvent{version: version, position: uint64(position)}
 			}
 		}
 		st.last, st.exists = first+uint64(len(j.events))-1, true
-		j.result = eventstore.AppendResult{FirstVersion: first, LastVersion: st.last}
-		lastRows[k] = row - 1
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	for k, j := range jobs {
-		if j.err == nil && lastRows[k] >= 0 {
-			j.result.Position = eventstore.Position{Major: rowPos[lastRows[k]]}
-		}
+		j.result = eventstore.AppendResult{FirstVersion: first, LastVersion: st.last,
+			Position: eventstore.Position{Major: uint64(position)}}
 	}
 	return nil
 }
 
-// groupState reads the last version of every stream of the group, and where
-// those streams hold the caller-chosen event IDs, in one statement when the
-// group names at most idChunk IDs. The statement is a UNION ALL of simple
-// selects: a correlated subquery over a VALUES list reads the same but
-// costs the parser three times as much.
-func (w *writer) groupState(ctx context.Context, jobs []*appendJob) (map[string]*groupStream, error) {
+// groupState reads the last version of every stream of the group, and
+// where those streams hold the caller-chosen event IDs.
+func groupState(c *appendConn, jobs []*appendJob) (map[string]*groupStream, error) {
 	streams := make(map[string]*groupStream, len(jobs))
-	var args []any
-	var ids []any
-	var b strings.Builder
+	var ids []uuid.UUID
 	for _, j := range jobs {
 		if streams[j.stream] == nil {
-			streams[j.stream] = &groupStream{}
-			if len(args) > 0 {
-				b.WriteString(" UNION ALL ")
+			st := &groupStream{}
+			last, exists, err := c.streamState(j.stream)
+			var corrupt *CorruptError
+			switch {
+			case errors.As(err, &corrupt):
+				st.corrupt = err
+			case err != nil:
+				return nil, err
 			}
-			args = append(args, j.stream)
-			n := strconv.Itoa(len(args))
-			b.WriteString("SELECT ?" + n + ", NULL, (SELECT version FROM cairn_events WHERE stream = ?" + n +
-				" ORDER BY version DESC LIMIT 1), NULL")
+			st.last, st.exists = last, exists
+			streams[j.stream] = st
 		}
 		if j.callerIDs {
 			for i := range j.events {
-				ids = append(ids, j.events[i].ID[:])
+				ids = append(ids, j.events[i].ID)
 			}
 		}
 	}
-	first := ids[:min(len(ids), idChunk)]
-	if len(first) > 0 {
-		b.WriteString(" UNION ALL SELECT stream, id, version, position FROM cairn_events WHERE id IN (")
-		for i := range first {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("?" + strconv.Itoa(len(args)+i+1))
+	err := c.findIDs(ids, func(stream string, id uuid.UUID, version, position int64) {
+		st := streams[stream]
+		if st == nil || version < 0 || position <= 0 {
+			return // an ID held by a stream outside the group, or a corrupt row
 		}
-		b.WriteString(")")
-	}
-	scan := func(query string, args []any) error {
-		rows, err := w.conn.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
+		if st.ids == nil {
+			st.ids = make(map[uuid.UUID]storedEvent)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var stream string
-			var id []byte
-			var version, position sql.NullInt64
-			if err := rows.Scan(&stream, &id, &version, &position); err != nil {
-				return err
-			}
-			st := streams[stream]
-			switch {
-			case st == nil:
-				// An ID held by a stream outside the group.
-			case id == nil: // the stream's last version
-				st.last, st.exists = uint64(version.Int64), version.Valid
-				if version.Int64 < 0 {
-					st.corrupt = &CorruptError{Stream: stream, Version: uint64(version.Int64), Field: "version", Reason: "is negative"}
-				}
-			case len(id) == len(uuid.UUID{}) && version.Int64 >= 0 && position.Int64 > 0:
-				if st.ids == nil {
-					st.ids = make(map[uuid.UUID]storedEvent)
-				}
-				st.ids[uuid.UUID(id)] = storedEvent{uint64(version.Int64), uint64(position.Int64), -1}
-			}
-		}
-		return rows.Err()
-	}
-	if err := scan(b.String(), append(args, first...)); err != nil {
-		return nil, err
-	}
-	for start := len(first); start < len(ids); start += idChunk {
-		chunk := ids[start:min(start+idChunk, len(ids))]
-		if err := scan(idLookup(len(chunk)), chunk); err != nil {
-			return nil, err
-		}
-	}
-	return streams, nil
-}
-
-// idLookup finds n event IDs in any stream.
-func idLookup(n int) string {
-	return "SELECT stream, id, version, position FROM cairn_events WHERE id IN (?" + strings.Repeat(", ?", n-1) + ")"
+		st.ids[id] = storedEvent{version: uint64(version), position: uint64(position)}
+	})
+	return streams, err
 }

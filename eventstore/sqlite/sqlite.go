@@ -168,8 +168,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, classify(abs, err)
 	}
 
+	appends, err := openAppendConn(abs, opts)
+	if err != nil {
+		conn.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	s := &Store{path: abs, opts: opts, done: make(chan struct{})}
-	s.w = newWriter(wdb, conn, s.changes.Notify)
+	s.w = newWriter(wdb, conn, appends, s.changes.Notify)
 	s.readers, err = sql.Open("sqlite", fileURI(abs, busy, "mode=ro", "_pragma=query_only(1)"))
 	if err == nil {
 		s.readers.SetMaxOpenConns(opts.MaxReaders)

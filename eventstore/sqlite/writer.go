@@ -35,18 +35,18 @@ type job interface {
 // BEGIN IMMEDIATE transaction and commits once, so concurrent appenders
 // share one fsync. A lone job is taken at once: batching adds no wait.
 type writer struct {
-	db   *sql.DB
-	conn *sql.Conn
-	tx   writeTx
+	db      *sql.DB
+	conn    *sql.Conn
+	appends *appendConn // for groups made only of appends
+	tx      writeTx
 
-	mu      sync.Mutex
-	queue   []job
-	spare   []job
-	appends []*appendJob
-	rowPos  []uint64
-	closed  bool
-	wake    chan struct{} // capacity 1: a pending wake-up
-	exited  chan struct{}
+	mu     sync.Mutex
+	queue  []job
+	spare  []job
+	group  []*appendJob
+	closed bool
+	wake   chan struct{} // capacity 1: a pending wake-up
+	exited chan struct{}
 
 	committed func() // wakes subscribers after a commit
 
@@ -90,10 +90,11 @@ const (
 	sqlPositionAt = `SELECT position FROM cairn_events WHERE stream = ? AND version = ?`
 )
 
-func newWriter(db *sql.DB, conn *sql.Conn, committed func()) *writer {
+func newWriter(db *sql.DB, conn *sql.Conn, appends *appendConn, committed func()) *writer {
 	w := &writer{
 		db:        db,
 		conn:      conn,
+		appends:   appends,
 		wake:      make(chan struct{}, 1),
 		exited:    make(chan struct{}),
 		committed: committed,
@@ -199,34 +200,33 @@ func (w *writer) commit(batch []job) {
 
 // commitShared runs batch in one transaction and reports to every job.
 func (w *writer) commitShared(batch []job) {
-	ctx := context.Background() // a claimed job completes and reports the truth
 	w.tx.now = time.Now()
-	if appends, ok := allAppends(batch, w.appends[:0]); ok {
-		w.appends = appends
-		defer clear(appends)
-		if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-			for _, j := range batch {
-				j.finish(fmt.Errorf("sqlite: begin the write transaction: %w", err))
-			}
-			return
-		}
-		err := w.commitAppends(appends)
+	if group, ok := allAppends(batch, w.group[:0]); ok {
+		w.group = group
+		defer clear(group)
+		c := w.appends
+		err := step(c.begin)
 		if err == nil {
-			_, err = w.conn.ExecContext(ctx, "COMMIT")
+			if err = w.commitAppends(c, group); err == nil {
+				err = step(c.commit)
+			}
+			if err != nil {
+				_ = step(c.rollback)
+			}
 		}
 		if err == nil {
 			w.done(len(batch))
-			for _, j := range appends {
+			for _, j := range group {
 				j.finish(j.err)
 			}
 			return
 		}
-		_, _ = w.conn.ExecContext(ctx, "ROLLBACK")
-		for _, j := range appends {
+		for _, j := range group {
 			j.result, j.err = eventstore.AppendResult{}, nil
 		}
-		// Run the group again, one savepoint per append, so that what
-		// failed fails only the append it belongs to.
+		// Run the group again on the database/sql connection, one
+		// savepoint per append, so that what failed fails only the append
+		// it belongs to, and errors read as they do everywhere else.
 	}
 	w.commitEach(batch)
 }
@@ -336,6 +336,6 @@ func (w *writer) close() error {
 	}
 	<-w.exited
 	var errs []error
-	errs = append(errs, w.conn.Close(), w.db.Close())
+	errs = append(errs, w.appends.close(), w.conn.Close(), w.db.Close())
 	return errors.Join(errs...)
 }

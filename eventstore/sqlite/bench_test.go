@@ -71,7 +71,8 @@ func BenchmarkAppend1VsFdatasync(b *testing.B) {
 	for range b.N {
 		start := time.Now()
 		if _, err := s.Append(ctx, "bench", eventstore.Any, eventstore.EventData{
-			ID: uuid.New(), Type: "order.placed", SchemaVersion: 1, Data: data}); err != nil {
+			ID: uuid.New(), Type: "order.placed", SchemaVersion: 1, Data: data,
+			Metadata: eventstore.Metadata{CorrelationID: "c-1", CommandID: "cmd-1"}}); err != nil {
 			b.Fatal(err)
 		}
 		mid := time.Now()

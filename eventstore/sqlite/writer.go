@@ -40,14 +40,18 @@ type writer struct {
 	appends *appendConn // for groups made only of appends
 	tx      writeTx
 
-	mu     sync.Mutex
-	queue  []job
-	spare  []job
-	group  []*appendJob
-	busy   bool // a commit runs, on the writer goroutine or a caller's
-	closed bool
-	wake   chan struct{} // capacity 1: a pending wake-up
-	exited chan struct{}
+	mu    sync.Mutex
+	queue []job
+	spare []job
+	group []*appendJob
+	busy  bool // a commit runs, on the writer goroutine or a caller's
+	// lastGroup is the number of jobs the last commit carried. After a
+	// group, its appenders are about to append again: a job that came
+	// first and committed alone would leave the others a smaller group.
+	lastGroup int
+	closed    bool
+	wake      chan struct{} // capacity 1: a pending wake-up
+	exited    chan struct{}
 
 	committed func() // wakes subscribers after a commit
 
@@ -132,7 +136,7 @@ func (w *writer) submit(j job) error {
 		w.mu.Unlock()
 		return eventstore.ErrClosed
 	}
-	if w.busy || len(w.queue) > 0 {
+	if w.busy || len(w.queue) > 0 || w.lastGroup > 1 {
 		w.queue = append(w.queue, j)
 		w.mu.Unlock()
 		w.signal()
@@ -161,6 +165,7 @@ func (w *writer) release(batch []job) {
 	clear(batch)
 	w.mu.Lock()
 	w.spare = batch[:0]
+	w.lastGroup = len(batch)
 	w.busy = false
 	pending := len(w.queue) > 0 || w.closed
 	w.mu.Unlock()

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+	zs "zombiezen.com/go/sqlite"
 
 	"github.com/cairn-es/cairn/eventstore"
 )
@@ -25,35 +24,12 @@ const sqlTip = `SELECT coalesce(max(position), 0) FROM cairn_events`
 const eventColumns = `position, stream, version, id, type, schema_version, data,
 	correlation_id, causation_id, command_id, extra, recorded_at`
 
-// readStatements are prepared once on the reader pool.
-type readStatements struct {
-	forward, backward *sql.Stmt
-}
-
-func (r *readStatements) prepare(ctx context.Context, db *sql.DB) error {
-	var err error
-	prep := func(q string) *sql.Stmt {
-		if err != nil {
-			return nil
-		}
-		var st *sql.Stmt
-		st, err = db.PrepareContext(ctx, q)
-		return st
-	}
-	r.forward = prep(`SELECT ` + eventColumns + ` FROM cairn_events
-		WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`)
-	r.backward = prep(`SELECT ` + eventColumns + ` FROM cairn_events
-		WHERE stream = ? AND version <= ? ORDER BY version DESC LIMIT ?`)
-	return err
-}
-
-func (r *readStatements) close() {
-	for _, st := range []*sql.Stmt{r.forward, r.backward} {
-		if st != nil {
-			st.Close()
-		}
-	}
-}
+const (
+	sqlStreamForward = `SELECT ` + eventColumns + ` FROM cairn_events
+		WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`
+	sqlStreamBackward = `SELECT ` + eventColumns + ` FROM cairn_events
+		WHERE stream = ? AND version <= ? ORDER BY version DESC LIMIT ?`
+)
 
 // ReadStream implements [eventstore.Store.ReadStream], a page at a time.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
@@ -64,15 +40,15 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 	if err := s.readable(ctx); err != nil {
 		return nil, err
 	}
-	st := s.reads.forward
+	query := sqlStreamForward
 	if backward {
-		st = s.reads.backward
+		query = sqlStreamBackward
 	}
-	rows, err := st.QueryContext(noInterrupt, stream, int64(from), limit)
-	if err != nil {
-		return nil, s.readErr(ctx, err, "read stream "+quote(stream))
-	}
-	events, err := scanEvents(rows, limit)
+	var events []eventstore.Event
+	err := s.events.with(ctx, func(conn *zs.Conn) (err error) {
+		events, err = queryEvents(conn, query, []any{stream, int64(from), limit}, limit)
+		return err
+	})
 	if err != nil {
 		return nil, s.readErr(ctx, err, "read stream "+quote(stream))
 	}
@@ -98,32 +74,29 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		return page, nil // past any rowid SQLite can hold
 	}
 	query, args := pageQuery(after, filter, limit)
-	conn, err := s.readers.Conn(ctx)
-	if err != nil {
-		return page, s.readErr(ctx, err, "read all")
-	}
-	defer conn.Close()
-	fail := func(err error) (eventstore.Page, error) {
-		// The connection's state is unknown: do not let the pool reuse it.
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		return eventstore.Page{Through: after}, s.readErr(ctx, err, "read all")
-	}
-	if _, err := conn.ExecContext(noInterrupt, "BEGIN"); err != nil {
-		return fail(err)
-	}
 	var tip int64
-	err = conn.QueryRowContext(noInterrupt, sqlTip).Scan(&tip)
-	if err == nil {
-		var rows *sql.Rows
-		if rows, err = conn.QueryContext(noInterrupt, query, args...); err == nil {
-			page.Events, err = scanEvents(rows, limit)
+	err := s.events.with(ctx, func(conn *zs.Conn) (err error) {
+		if err := execute(conn, "BEGIN"); err != nil {
+			return err
 		}
-	}
-	if _, cerr := conn.ExecContext(noInterrupt, "COMMIT"); err == nil && cerr != nil {
-		err = cerr
-	}
+		stmt, err := conn.Prepare(sqlTip)
+		if err != nil {
+			return err
+		}
+		if _, err := stmt.Step(); err != nil {
+			return err
+		}
+		tip = stmt.ColumnInt64(0)
+		if err := stmt.Reset(); err != nil {
+			return err
+		}
+		if page.Events, err = queryEvents(conn, query, args, limit); err != nil {
+			return err
+		}
+		return execute(conn, "COMMIT")
+	})
 	if err != nil {
-		return fail(err)
+		return eventstore.Page{Through: after}, s.readErr(ctx, err, "read all")
 	}
 	if len(page.Events) == limit {
 		page.Through = page.Events[limit-1].Position
@@ -224,31 +197,6 @@ func prefixRanges(prefixes []string) (ranges []streamRange, all bool) {
 		ranges = append(ranges, r)
 	}
 	return ranges, false
-}
-
-// scanEvents reads and closes rows.
-func scanEvents(rows *sql.Rows, capacity int) ([]eventstore.Event, error) {
-	defer rows.Close()
-	events := make([]eventstore.Event, 0, min(capacity, 64))
-	var cols [12]any
-	var dest [12]any
-	for i := range cols {
-		dest[i] = &cols[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(dest[:]...); err != nil {
-			return nil, err
-		}
-		e, err := decodeEvent(&cols)
-		if err != nil {
-			return nil, err
-		}
-		events = append(events, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return events, nil
 }
 
 // decodeEvent checks every column rather than trusting the schema: a row
@@ -354,11 +302,15 @@ func (s *Store) readErr(ctx context.Context, err error, what string) error {
 // later read will get past.
 func isBusy(err error) bool {
 	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
+	if errors.As(err, &se) {
+		code := se.Code() & 0xff
+		return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 	}
-	code := se.Code() & 0xff
-	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+	switch zs.ErrCode(err).ToPrimary() { // from the event readers
+	case zs.ResultBusy, zs.ResultLocked:
+		return true
+	}
+	return false
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }

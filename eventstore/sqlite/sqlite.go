@@ -103,7 +103,7 @@ type Store struct {
 	opts    Options
 	readers *sql.DB
 	w       *writer
-	reads   readStatements
+	events  *eventReaders
 
 	changes   eventstore.Notifier
 	done      chan struct{}
@@ -180,7 +180,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err == nil {
 		s.readers.SetMaxOpenConns(opts.MaxReaders)
 		s.readers.SetMaxIdleConns(opts.MaxReaders)
-		err = s.reads.prepare(ctx, s.readers)
+		s.events, err = openEventReaders(abs, opts)
 	}
 	if err != nil {
 		s.w.close()
@@ -263,8 +263,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		werr := s.w.close()
-		s.reads.close()
-		s.closeErr = errors.Join(werr, s.readers.Close())
+		s.closeErr = errors.Join(werr, s.events.close(), s.readers.Close())
 	})
 	return s.closeErr
 }

@@ -21,7 +21,8 @@ import (
 // database/sql connection; the writer never has both in a transaction at
 // once.
 //
-// Only the writer's goroutine uses it, one group at a time.
+// Whichever goroutine commits (the writer's, or a caller's when the writer
+// is idle) uses it, one group at a time.
 type appendConn struct {
 	conn *zs.Conn
 
@@ -166,7 +167,12 @@ func (c *appendConn) insertEvent(stream string, version uint64, e *eventstore.Ev
 		stmt.BindNull(10)
 	}
 	stmt.BindInt64(11, recordedAt)
-	if err := step(stmt); err != nil {
+	err := step(stmt)
+	// Bound values stay in C memory until cleared: up to a whole event.
+	if cerr := stmt.ClearBindings(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return 0, fmt.Errorf("sqlite: append to stream %q: write version %s: %w", stream, strconv.FormatUint(version, 10), err)
 	}
 	return c.conn.LastInsertRowID(), nil

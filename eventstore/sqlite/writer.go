@@ -146,8 +146,17 @@ func (w *writer) submit(j job) error {
 	j.claim()
 	batch := append(w.spare[:0], j)
 	w.mu.Unlock()
-	defer w.release(batch)
+	committed := false
+	defer func() {
+		if !committed {
+			// A panic on the caller's goroutine, which may recover it:
+			// leave the store usable.
+			w.leaveTx()
+		}
+		w.release(batch)
+	}()
 	w.commit(batch)
+	committed = true
 	return nil
 }
 
@@ -255,34 +264,58 @@ func (w *writer) commit(batch []job) {
 // commitShared runs batch in one transaction and reports to every job.
 func (w *writer) commitShared(batch []job) {
 	w.tx.now = time.Now()
-	if group, ok := allAppends(batch, w.group[:0]); ok {
-		w.group = group
-		defer clear(group)
-		c := w.appends
-		err := step(c.begin)
-		if err == nil {
-			if err = w.commitAppends(c, group); err == nil {
-				err = step(c.commit)
-			}
-			if err != nil {
-				_ = step(c.rollback)
-			}
-		}
-		if err == nil {
-			w.done(len(batch))
-			for _, j := range group {
-				j.finish(j.err)
-			}
-			return
-		}
-		for _, j := range group {
-			j.result, j.err = eventstore.AppendResult{}, nil
-		}
-		// Run the group again on the database/sql connection, one
-		// savepoint per append, so that what failed fails only the append
-		// it belongs to, and errors read as they do everywhere else.
+	group, ok := allAppends(batch, w.group[:0])
+	if !ok || w.appends == nil {
+		w.commitEach(batch)
+		return
 	}
+	w.group = group
+	defer clear(group)
+	c := w.appends
+	if err := step(c.begin); err != nil {
+		// Most likely another process holds the write lock, and has for
+		// the whole busy timeout: the fallback would wait as long again.
+		w.leaveTx()
+		for _, j := range group {
+			j.finish(fmt.Errorf("sqlite: begin the write transaction: %w", err))
+		}
+		return
+	}
+	err := w.commitAppends(c, group)
+	if err == nil {
+		err = step(c.commit)
+	}
+	if err == nil {
+		w.done(len(batch))
+		for _, j := range group {
+			j.finish(j.err)
+		}
+		return
+	}
+	w.leaveTx()
+	for _, j := range group {
+		j.result, j.err = eventstore.AppendResult{}, nil
+	}
+	// Run the group again on the database/sql connection, one savepoint per
+	// append, so that what failed fails only the append it belongs to, and
+	// errors read as they do everywhere else.
 	w.commitEach(batch)
+}
+
+// leaveTx rolls back whatever transaction a failed or interrupted commit
+// left open on either connection: one left open would keep the file's
+// write lock and fail every later commit. If the append connection cannot
+// leave its transaction, the writer stops using it and commits everything
+// on the database/sql connection.
+func (w *writer) leaveTx() {
+	if c := w.appends; c != nil && !c.conn.AutocommitEnabled() {
+		if err := step(c.rollback); err != nil || !c.conn.AutocommitEnabled() {
+			_ = c.close()
+			w.appends = nil
+		}
+	}
+	// Outside a transaction ROLLBACK fails harmlessly.
+	_, _ = w.conn.ExecContext(noInterrupt, "ROLLBACK")
 }
 
 // allAppends returns the batch as appends, if that is all it holds.
@@ -390,6 +423,9 @@ func (w *writer) close() error {
 	}
 	<-w.exited
 	var errs []error
-	errs = append(errs, w.appends.close(), w.conn.Close(), w.db.Close())
+	if w.appends != nil {
+		errs = append(errs, w.appends.close())
+	}
+	errs = append(errs, w.conn.Close(), w.db.Close())
 	return errors.Join(errs...)
 }

@@ -245,3 +245,59 @@ func TestWriteFailureStaysWithItsAppend(t *testing.T) {
 	}
 	assert.Equal(t, 2, n)
 }
+
+// While another connection holds the file's write lock, an append waits
+// the busy timeout once, fails with nothing written, and the next append
+// after the lock is released succeeds.
+func TestAppendWhileAnotherHoldsTheLock(t *testing.T) {
+	const busy = time.Second
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "events.db"), Options{BusyTimeout: busy})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	db, err := sql.Open("sqlite", s.Path())
+	require.NoError(t, err)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+
+	start := time.Now()
+	_, err = s.Append(ctx, "order-1", eventstore.NoStream, ev("a"))
+	waited := time.Since(start)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "begin the write transaction")
+	assert.Less(t, waited, 2*busy-busy/10, "the busy timeout is waited once, not again by the fallback")
+
+	_, err = conn.ExecContext(ctx, "ROLLBACK")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	res, err := s.Append(ctx, "order-1", eventstore.NoStream, ev("b"))
+	require.NoError(t, err)
+	assert.Equal(t, eventstore.Position{Major: 1}, res.Position, "the failed append wrote nothing")
+}
+
+// A panic inside a commit that runs on the caller's goroutine, which the
+// caller recovers (as net/http does), rolls the transaction back and
+// leaves the store usable.
+func TestPanicInInlineCommitLeavesStoreUsable(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	func() {
+		defer func() { assert.Equal(t, "boom", recover()) }()
+		_ = s.write(ctx, func(tx *writeTx) error {
+			_, err := tx.conn.ExecContext(ctx, `INSERT INTO cairn_leases (name, holder, fence) VALUES ('x', 'y', 1)`)
+			require.NoError(t, err)
+			panic("boom")
+		})
+	}()
+	res, err := s.Append(ctx, "order-1", eventstore.NoStream, ev("a"))
+	require.NoError(t, err)
+	assert.Equal(t, eventstore.Position{Major: 1}, res.Position)
+	var leases int
+	require.NoError(t, s.readers.QueryRowContext(ctx, `SELECT count(*) FROM cairn_leases`).Scan(&leases))
+	assert.Zero(t, leases, "the panicking job's write was rolled back")
+	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return nil }))
+}

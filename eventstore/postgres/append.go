@@ -129,11 +129,11 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 	}
 	if len(events) == 1 {
 		e := events[0]
-		return appendStatement{s.sql.appendOne, []any{stream, kind, version, e.ID, e.Type, int64(e.SchemaVersion), e.Data,
+		return appendStatement{s.sql.appendOne, []any{stream, kind, version, [16]byte(e.ID), e.Type, int64(e.SchemaVersion), e.Data,
 			e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID, extraJSON(e.Metadata.Extra)}}
 	}
 	n := len(events)
-	ids := make([]uuid.UUID, n)
+	ids := make([][16]byte, n)
 	types := make([]string, n)
 	schemas := make([]int64, n)
 	data := make([][]byte, n)
@@ -219,7 +219,7 @@ func (s *Store) trySavepointAppend(ctx context.Context, tx pgx.Tx, st appendStat
 // append (success, Duplicate set), a version mismatch or an ID conflict (an
 // error), or it lost a race that its expected version lets it retry.
 func (s *Store) explain(ctx context.Context, q querier, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (r eventstore.AppendResult, retry bool, err error) {
-	ids := make([]uuid.UUID, len(events))
+	ids := make([][16]byte, len(events))
 	for i, e := range events {
 		ids[i] = e.ID
 	}
@@ -232,7 +232,7 @@ func (s *Store) explain(ctx context.Context, q querier, stream string, expected 
 	}
 	stored := make(map[uuid.UUID]place)
 	b.Queue(s.sql.stored, stream, ids).Query(func(rows pgx.Rows) error {
-		var id uuid.UUID
+		var id [16]byte
 		var p place
 		var seq int64
 		_, err := pgx.ForEachRow(rows, []any{&id, &p.version, &p.pos.Major, &seq}, func() error {

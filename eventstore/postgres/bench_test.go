@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
@@ -170,7 +169,7 @@ func benchAppendMatrix(b *testing.B, size, writers int, via appendVia) {
 
 func rawArgs(stream string, version uint64, evs []eventstore.EventData) []any {
 	n := len(evs)
-	ids := make([]uuid.UUID, n)
+	ids := make([][16]byte, n)
 	types := make([]string, n)
 	schemas := make([]int64, n)
 	data := make([][]byte, n)

@@ -61,7 +61,7 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 		ON CONFLICT ON CONSTRAINT dead_letters_event DO UPDATE SET
 			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
 		RETURNING id, first_failure`),
-		d.Consumer, e.ID, d.Part, d.ID,
+		d.Consumer, [16]byte(e.ID), d.Part, d.ID,
 		e.StreamID, int64(e.Version), int64(e.Position.Major), int64(e.Position.Minor), e.Type, int64(e.SchemaVersion), data,
 		e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
 		extra, e.RecordedAt, d.Error, d.Attempts, d.FirstFailure, d.LastFailure,

@@ -182,7 +182,7 @@ func decodeLetter(c *[20]any) (eventstore.DeadLetter, error) {
 	}
 	d.Part, d.Attempts = int(part), int(attempts)
 	d.FirstFailure, d.LastFailure = fromUnixNanos(first), fromUnixNanos(last)
-	e, err := decodeEvent((*[12]any)(c[8:]))
+	e, err := decodeEvent(valuesRow(c[8:]))
 	if err != nil {
 		return d, bad(err.Error())
 	}

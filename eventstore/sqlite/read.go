@@ -2,16 +2,13 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"math"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/google/uuid"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 	zs "zombiezen.com/go/sqlite"
@@ -197,79 +194,6 @@ func prefixRanges(prefixes []string) (ranges []streamRange, all bool) {
 		ranges = append(ranges, r)
 	}
 	return ranges, false
-}
-
-// decodeEvent checks every column rather than trusting the schema: a row
-// written by another program must give an error that says where, not a
-// panic or a wrong event.
-func decodeEvent(c *[12]any) (eventstore.Event, error) {
-	var e eventstore.Event
-	pos, ok := c[0].(int64)
-	if !ok || pos <= 0 {
-		return e, &CorruptError{Field: "position", Reason: fmt.Sprintf("is %v", c[0])}
-	}
-	e.Position = eventstore.Position{Major: uint64(pos)}
-	bad := func(field, reason string) error {
-		return &CorruptError{Stream: e.StreamID, Version: e.Version, Position: uint64(pos), Field: field, Reason: reason}
-	}
-	if e.StreamID, ok = c[1].(string); !ok {
-		return e, bad("stream", fmt.Sprintf("is a %T, not text", c[1]))
-	}
-	version, ok := c[2].(int64)
-	if !ok || version < 0 {
-		return e, bad("version", fmt.Sprintf("is %v, not a version", c[2]))
-	}
-	e.Version = uint64(version)
-	id, ok := c[3].([]byte)
-	if !ok || len(id) != len(uuid.UUID{}) {
-		return e, bad("id", fmt.Sprintf("is a %T of length %d, not a 16-byte UUID", c[3], len(id)))
-	}
-	e.ID = uuid.UUID(id)
-	if e.Type, ok = c[4].(string); !ok {
-		return e, bad("type", fmt.Sprintf("is a %T, not text", c[4]))
-	}
-	sv, ok := c[5].(int64)
-	if !ok || sv < 0 || sv > math.MaxUint32 {
-		return e, bad("schema_version", fmt.Sprintf("is %v, not a schema version", c[5]))
-	}
-	e.SchemaVersion = uint32(sv)
-	switch d := c[6].(type) {
-	case []byte:
-		e.Data = d
-	case nil:
-	default:
-		return e, bad("data", fmt.Sprintf("is a %T, not a blob", c[6]))
-	}
-	if e.Data == nil {
-		e.Data = []byte{}
-	}
-	for i, dst := range []*string{&e.Metadata.CorrelationID, &e.Metadata.CausationID, &e.Metadata.CommandID} {
-		switch v := c[7+i].(type) {
-		case string:
-			*dst = v
-		case nil:
-		default:
-			return e, bad([]string{"correlation_id", "causation_id", "command_id"}[i], fmt.Sprintf("is a %T, not text", v))
-		}
-	}
-	switch v := c[10].(type) {
-	case string:
-		if err := json.Unmarshal([]byte(v), &e.Metadata.Extra); err != nil {
-			return e, bad("extra", "is not a JSON object of strings: "+err.Error())
-		}
-		if len(e.Metadata.Extra) == 0 {
-			e.Metadata.Extra = nil
-		}
-	case nil:
-	default:
-		return e, bad("extra", fmt.Sprintf("is a %T, not JSON text", v))
-	}
-	at, ok := c[11].(int64)
-	if !ok {
-		return e, bad("recorded_at", fmt.Sprintf("is a %T, not Unix nanoseconds", c[11]))
-	}
-	e.RecordedAt = time.Unix(0, at).UTC()
-	return e, nil
 }
 
 // readable fails fast on a canceled context or a closed store.

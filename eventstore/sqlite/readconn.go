@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	zs "zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -83,19 +84,16 @@ func queryEvents(conn *zs.Conn, query string, args []any, capacity int) (events 
 		return nil, err
 	}
 	events = make([]eventstore.Event, 0, min(capacity, 64))
-	var cols [12]any
+	row := &stmtRow{stmt: stmt}
 	for {
-		row, err := stmt.Step()
+		found, err := stmt.Step()
 		if err != nil {
 			return nil, err
 		}
-		if !row {
+		if !found {
 			return events, nil
 		}
-		for i := range cols {
-			cols[i] = columnValue(stmt, i)
-		}
-		e, err := decodeEvent(&cols)
+		e, err := decodeEvent(row)
 		if err != nil {
 			return nil, err
 		}
@@ -103,22 +101,66 @@ func queryEvents(conn *zs.Conn, query string, args []any, capacity int) (events 
 	}
 }
 
-// columnValue is column i of the current row as database/sql would give
-// it: int64, float64, string, []byte or nil. decodeEvent checks it.
-func columnValue(stmt *zs.Stmt, i int) any {
-	switch stmt.ColumnType(i) {
-	case zs.TypeInteger:
-		return stmt.ColumnInt64(i)
-	case zs.TypeFloat:
-		return stmt.ColumnFloat(i)
-	case zs.TypeText:
-		return stmt.ColumnText(i)
+// stmtRow is the current row of an event reader's statement. The events of
+// a page mostly repeat their stream, type and metadata, so it keeps the last
+// string of each text column and returns it again when the bytes match,
+// rather than allocating a copy per event.
+type stmtRow struct {
+	stmt    *zs.Stmt
+	last    [12]string
+	scratch []byte
+}
+
+func (r *stmtRow) integer(i int) (int64, bool) {
+	if r.stmt.ColumnType(i) != zs.TypeInteger {
+		return 0, false
+	}
+	return r.stmt.ColumnInt64(i), true
+}
+
+func (r *stmtRow) text(i int) (string, bool) {
+	if r.stmt.ColumnType(i) != zs.TypeText {
+		return "", false
+	}
+	if n := r.stmt.ColumnLen(i); n == len(r.last[i]) {
+		r.scratch = slices.Grow(r.scratch[:0], n)[:n]
+		r.stmt.ColumnBytes(i, r.scratch)
+		if string(r.scratch) != r.last[i] {
+			r.last[i] = string(r.scratch)
+		}
+		return r.last[i], true
+	}
+	r.last[i] = r.stmt.ColumnText(i)
+	return r.last[i], true
+}
+
+func (r *stmtRow) blob(i int, dst []byte) ([]byte, bool) {
+	if r.stmt.ColumnType(i) != zs.TypeBlob {
+		return nil, false
+	}
+	n := r.stmt.ColumnLen(i)
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	r.stmt.ColumnBytes(i, dst)
+	return dst, true
+}
+
+func (r *stmtRow) null(i int) bool { return r.stmt.ColumnType(i) == zs.TypeNull }
+
+func (r *stmtRow) describe(i int) string {
+	switch r.stmt.ColumnType(i) {
+	case zs.TypeNull:
+		return "NULL"
 	case zs.TypeBlob:
-		b := make([]byte, stmt.ColumnLen(i))
-		stmt.ColumnBytes(i, b)
-		return b
+		return fmt.Sprintf("a blob of %d bytes", r.stmt.ColumnLen(i))
+	case zs.TypeText:
+		return fmt.Sprintf("text of %d bytes", r.stmt.ColumnLen(i))
+	case zs.TypeInteger:
+		return fmt.Sprint(r.stmt.ColumnInt64(i))
 	default:
-		return nil
+		return fmt.Sprint(r.stmt.ColumnFloat(i))
 	}
 }
 

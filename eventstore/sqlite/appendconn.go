@@ -47,9 +47,9 @@ func openAppendConn(abs string, opts Options) (*appendConn, error) {
 	conn.SetBusyTimeout(opts.BusyTimeout)
 	for _, pragma := range []string{
 		"PRAGMA synchronous = " + opts.Synchronous.pragma(),
-		"PRAGMA journal_size_limit = 67108864",
+		fmt.Sprintf("PRAGMA journal_size_limit = %d", journalSizeLimit),
 	} {
-		if err := c.exec(pragma); err != nil {
+		if err := execute(conn, pragma); err != nil {
 			conn.Close()
 			return nil, err
 		}
@@ -70,15 +70,6 @@ func openAppendConn(abs string, opts Options) (*appendConn, error) {
 		}
 	}
 	return c, nil
-}
-
-// exec runs a statement that returns no rows, preparing it once.
-func (c *appendConn) exec(query string) error {
-	stmt, err := c.conn.Prepare(query)
-	if err != nil {
-		return err
-	}
-	return step(stmt)
 }
 
 // step runs a statement that returns at most one row it does not need.

@@ -140,7 +140,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// the write lock at once, as the writer's own do: a deferred one would
 	// fail, not wait, if another process wrote after its first read.
 	wdb, err := sql.Open("sqlite", fileURI(abs, busy,
-		"_pragma=synchronous("+opts.Synchronous.pragma()+")", "_pragma=journal_size_limit(67108864)", "_txlock=immediate"))
+		"_pragma=synchronous("+opts.Synchronous.pragma()+")", fmt.Sprintf("_pragma=journal_size_limit(%d)", journalSizeLimit),
+		"_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -191,6 +192,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// journalSizeLimit is the size, in bytes, to which a checkpoint truncates
+// the write-ahead log when a long read let it grow past it.
+const journalSizeLimit = 64 << 20
 
 // pageSize is the page size of new files, set explicitly so that it does
 // not follow the library's default. Measured here, 1 KiB pages (fewer bytes

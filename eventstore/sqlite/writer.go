@@ -30,10 +30,12 @@ type job interface {
 	claim() bool
 }
 
-// writer owns the one connection that writes. Callers queue jobs; the
-// writer goroutine takes all that are queued at that moment, runs them in one
-// BEGIN IMMEDIATE transaction and commits once, so concurrent appenders
-// share one fsync. A lone job is taken at once: batching adds no wait.
+// writer owns the connections that write, and commits one transaction at a
+// time. While a commit runs, callers queue jobs; the writer goroutine then
+// takes all that are queued at that moment, runs them in one BEGIN
+// IMMEDIATE transaction and commits once, so concurrent appenders share one
+// fsync. A job that finds the writer idle commits at once on its caller's
+// goroutine (see submit): batching adds no wait.
 type writer struct {
 	db      *sql.DB
 	conn    *sql.Conn

@@ -28,7 +28,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	if err := s.w.submit(j); err != nil {
+	if err := s.w.submit(j, true); err != nil {
 		return eventstore.AppendResult{}, err
 	}
 	select {

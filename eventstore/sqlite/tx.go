@@ -47,7 +47,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 		verdict: make(chan bool, 1),
 		done:    make(chan error, 1),
 	}
-	if err := s.w.enqueue(j); err != nil {
+	if err := s.w.submit(j, false); err != nil {
 		return err
 	}
 	var err error

@@ -66,7 +66,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 		return err
 	}
 	j := &execJob{fn: fn, done: make(chan struct{})}
-	if err := s.w.submit(j); err != nil {
+	if err := s.w.submit(j, true); err != nil {
 		return err
 	}
 	select {

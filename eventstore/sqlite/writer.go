@@ -111,34 +111,20 @@ func newWriter(db *sql.DB, conn *sql.Conn, appends *appendConn, committed func()
 	return w
 }
 
-// enqueue hands j to the writer goroutine, or fails with
-// [eventstore.ErrClosed].
-func (w *writer) enqueue(j job) error {
+// submit hands j to the writer, or fails with [eventstore.ErrClosed].
+// With inline set, a job that finds the writer idle commits at once on the
+// caller's goroutine: handing a lone append to the writer goroutine and its
+// outcome back costs two goroutine wake-ups, a tenth of an append's time
+// here. Otherwise, and always under load, j queues for the writer
+// goroutine's next group. A soloJob is never inline: InTx needs the writer
+// goroutine to hold its transaction while its caller runs.
+func (w *writer) submit(j job, inline bool) error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return eventstore.ErrClosed
 	}
-	w.queue = append(w.queue, j)
-	w.mu.Unlock()
-	w.signal()
-	return nil
-}
-
-// submit runs j at once on the caller's goroutine when the writer is idle,
-// and otherwise queues it for the next group. Handing a lone append to the
-// writer goroutine and its outcome back costs two goroutine wake-ups, a
-// tenth of an append's time here; under load, jobs still gather into
-// groups behind the one being committed. j must not be a soloJob: InTx
-// needs the writer goroutine to hold its transaction while its caller
-// runs.
-func (w *writer) submit(j job) error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return eventstore.ErrClosed
-	}
-	if w.busy || len(w.queue) > 0 || w.lastGroup > 1 {
+	if !inline || w.busy || len(w.queue) > 0 || w.lastGroup > 1 {
 		w.queue = append(w.queue, j)
 		w.mu.Unlock()
 		w.signal()

@@ -44,7 +44,7 @@ func (g *gate) claim() bool  { g.claimed = true; return true }
 func holdWriter(t *testing.T, s *Store) (release func()) {
 	t.Helper()
 	g := newGate()
-	require.NoError(t, s.w.enqueue(g))
+	require.NoError(t, s.w.submit(g, false))
 	<-g.started
 	return sync.OnceFunc(func() { close(g.open) })
 }
@@ -113,7 +113,7 @@ func testGroupOrder(t *testing.T, mixed bool) {
 	partial := appendAsync(ctx, s, "order-1", eventstore.Any, repeated)
 	queued(t, s, 5)
 	if mixed {
-		require.NoError(t, s.w.enqueue(noop{}))
+		require.NoError(t, s.w.submit(noop{}, false))
 		queued(t, s, 6)
 	}
 	commits := s.w.commits.Load()

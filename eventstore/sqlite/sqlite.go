@@ -1,11 +1,11 @@
 // Package sqlite is the embedded [eventstore.Store]: one SQLite file, no
 // server, no cgo (it runs on modernc.org/sqlite).
 //
-// The file is in WAL mode. One writer connection makes every append, inside
-// BEGIN IMMEDIATE transactions, so global positions are dense and in commit
+// The file is in WAL mode. One writer makes every append, inside BEGIN
+// IMMEDIATE transactions, so global positions are dense and in commit
 // order; concurrent appends are gathered into one transaction and one fsync
-// (group commit), each in its own savepoint, so one append's conflict fails
-// only that append. Readers use a pool of their own and never wait for the
+// (group commit), each checked on its own, so one append's conflict fails
+// only that append. Readers use pools of their own and never wait for the
 // writer. Subscribers in the same process wake on commit; commits by other
 // processes on the same file are seen by polling.
 //
@@ -73,7 +73,8 @@ type Options struct {
 	// [eventstore.DefaultPollInterval]; a negative value turns polling off
 	// when no other process writes to the file.
 	PollInterval time.Duration
-	// MaxReaders bounds the pool of read connections. Zero means 4.
+	// MaxReaders bounds each pool of read connections: the one that reads
+	// events and the one that reads the consumer tables. Zero means 4.
 	MaxReaders int
 	// Logger receives what the store reports on its own (retried reads);
 	// nil means slog.Default().

@@ -129,8 +129,9 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 	}
 	if len(events) == 1 {
 		e := events[0]
-		return appendStatement{s.sql.appendOne, []any{stream, kind, version, [16]byte(e.ID), e.Type, int64(e.SchemaVersion), e.Data,
-			e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID, extraJSON(e.Metadata.Extra)}}
+		return appendStatement{sql: s.sql.appendOne, args: []any{stream, kind, version, [16]byte(e.ID), e.Type,
+			int64(e.SchemaVersion), e.Data, e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
+			extraJSON(e.Metadata.Extra)}}
 	}
 	n := len(events)
 	ids := make([][16]byte, n)
@@ -151,7 +152,7 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 		cmd[i] = e.Metadata.CommandID
 		extra[i] = extraJSON(e.Metadata.Extra)
 	}
-	return appendStatement{s.sql.append, []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}}
+	return appendStatement{sql: s.sql.append, args: []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}}
 }
 
 // extraJSON is the metadata's free key/values as the statement takes them:
@@ -164,13 +165,29 @@ func extraJSON(extra map[string]string) string {
 	return string(b)
 }
 
-// appendOutcome is what the append statement returns.
+// appendOutcome is what the append statement returns: a row per event it
+// wrote, with the event's position and version.
 type appendOutcome struct {
 	count, first, seq int64
 	txID              uint64
 }
 
-func (o *appendOutcome) scan(row pgx.Row) error { return row.Scan(&o.count, &o.first, &o.txID, &o.seq) }
+// read reads and closes the rows of the append statement. One statement's
+// rows share a transaction ID, and their sequence numbers grow with the
+// versions.
+func (o *appendOutcome) read(rows pgx.Rows) error {
+	var txID uint64
+	var seq, version int64
+	_, err := pgx.ForEachRow(rows, []any{&txID, &seq, &version}, func() error {
+		if o.count == 0 || version < o.first {
+			o.first = version
+		}
+		o.txID, o.seq = txID, max(o.seq, seq)
+		o.count++
+		return nil
+	})
+	return err
+}
 
 // result is the append's result, and false when it wrote nothing (the
 // expected version did not match).
@@ -190,7 +207,11 @@ func (o *appendOutcome) result() (eventstore.AppendResult, bool) {
 // took the versions or the IDs first.
 func (s *Store) tryAppend(ctx context.Context, q querier, st appendStatement) (r eventstore.AppendResult, written bool, err error) {
 	var o appendOutcome
-	if err := o.scan(q.QueryRow(ctx, st.sql, st.args...)); err != nil {
+	rows, err := q.Query(ctx, st.sql, st.args...)
+	if err != nil {
+		return r, false, err
+	}
+	if err := o.read(rows); err != nil {
 		return r, false, err
 	}
 	r, written = o.result()
@@ -203,7 +224,7 @@ func (s *Store) trySavepointAppend(ctx context.Context, tx pgx.Tx, st appendStat
 	var o appendOutcome
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT cairn_append")
-	b.Queue(st.sql, st.args...).QueryRow(o.scan)
+	b.Queue(st.sql, st.args...).Query(o.read)
 	b.Queue("RELEASE SAVEPOINT cairn_append")
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		if _, rerr := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT cairn_append"); rerr != nil {

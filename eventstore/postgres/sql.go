@@ -26,26 +26,24 @@ const (
 const eventColumns = `tx_id, seq, stream, version, event_id, type, schema_version, data,
 	correlation_id, causation_id, command_id, extra, recorded_at`
 
-// appendHead and appendTail frame the append statements: the stream's next
-// version as the expected version allows it (NULL when it does not), and
-// the count, first version and last position of what was inserted.
-const (
-	appendHead = `WITH cur AS (
-				SELECT max(version) AS last FROM {{s}}.events WHERE stream = $1
-			), base AS (
-				SELECT CASE $2::int
+// nextVersion is the stream's next version as the expected version allows
+// it, NULL when it does not: $2 is the kind, $3 the exact version.
+const nextVersion = `CASE $2::int
 					WHEN 0 THEN coalesce(last + 1, 0)
 					WHEN 1 THEN CASE WHEN last IS NULL THEN 0 END
 					WHEN 2 THEN last + 1
 					ELSE CASE WHEN last = $3::bigint THEN last + 1 END
-				END AS next FROM cur
-			), ins AS (
-				INSERT INTO {{s}}.events (stream, version, event_id, type, schema_version, data,
-					correlation_id, causation_id, command_id, extra)`
+				END`
+
+// appendHead and appendTail frame the append statements: the stream's
+// next version, and the position and version of each row inserted.
+const (
+	appendHead = `INSERT INTO {{s}}.events (stream, version, event_id, type, schema_version, data,
+				correlation_id, causation_id, command_id, extra)`
+	appendBase = `(SELECT ` + nextVersion + ` AS next
+				FROM (SELECT max(version) AS last FROM {{s}}.events WHERE stream = $1) AS cur) AS base`
 	appendTail = `
-				RETURNING tx_id, seq, version
-			)
-			SELECT count(*), coalesce(min(version), 0), coalesce(max(tx_id), '0'::xid8), coalesce(max(seq), 0) FROM ins`
+			RETURNING tx_id, seq, version`
 )
 
 func newStatements(schema string) statements {
@@ -59,18 +57,18 @@ func newStatements(schema string) statements {
 		// violation; in both cases Append looks closer (append.go). Only the
 		// rows it writes are locked.
 		append: fill(appendHead + `
-				SELECT $1, base.next + e.ord - 1, e.id, e.type, e.sv, e.data,
-					e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb
-				FROM base, unnest($4::uuid[], $5::text[], $6::bigint[], $7::bytea[],
-					$8::text[], $9::text[], $10::text[], $11::text[])
-					WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)
-				WHERE base.next IS NOT NULL` + appendTail),
+			SELECT $1, base.next + e.ord - 1, e.id, e.type, e.sv, e.data,
+				e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb
+			FROM ` + appendBase + `, unnest($4::uuid[], $5::text[], $6::bigint[], $7::bytea[],
+				$8::text[], $9::text[], $10::text[], $11::text[])
+				WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)
+			WHERE base.next IS NOT NULL` + appendTail),
 		// The same for one event, with plain parameters instead of arrays.
 		appendOne: fill(appendHead + `
-				SELECT $1, base.next, $4::uuid, $5::text, $6::bigint, $7::bytea,
-					$8::text, $9::text, $10::text, nullif($11::text, '')::jsonb
-				FROM base
-				WHERE base.next IS NOT NULL` + appendTail),
+			SELECT $1, base.next, $4::uuid, $5::text, $6::bigint, $7::bytea,
+				$8::text, $9::text, $10::text, nullif($11::text, '')::jsonb
+			FROM ` + appendBase + `
+			WHERE base.next IS NOT NULL` + appendTail),
 		current: fill(`SELECT max(version) FROM {{s}}.events WHERE stream = $1`),
 		stored:  fill(`SELECT event_id, version, tx_id, seq FROM {{s}}.events WHERE stream = $1 AND event_id = ANY($2::uuid[])`),
 

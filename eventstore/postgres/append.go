@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/cairn-es/cairn/eventstore"
 )
@@ -129,12 +130,12 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 	}
 	if len(events) == 1 {
 		e := events[0]
-		return appendStatement{sql: s.sql.appendOne, args: []any{stream, kind, version, [16]byte(e.ID), e.Type,
+		return appendStatement{sql: s.sql.appendOne, args: []any{stream, kind, version, pgUUID(e.ID), e.Type,
 			int64(e.SchemaVersion), e.Data, e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
 			extraJSON(e.Metadata.Extra)}}
 	}
 	n := len(events)
-	ids := make([][16]byte, n)
+	ids := make([]pgtype.UUID, n)
 	types := make([]string, n)
 	schemas := make([]int64, n)
 	data := make([][]byte, n)
@@ -143,7 +144,7 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 	cmd := make([]string, n)
 	extra := make([]string, n)
 	for i, e := range events {
-		ids[i] = e.ID
+		ids[i] = pgUUID(e.ID)
 		types[i] = e.Type
 		schemas[i] = int64(e.SchemaVersion)
 		data[i] = e.Data
@@ -154,6 +155,11 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 	}
 	return appendStatement{sql: s.sql.append, args: []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}}
 }
+
+// pgUUID is an event ID as pgx encodes it best: binary when the statement
+// is prepared, text when the connection runs in exec or simple-protocol
+// mode. uuid.UUID itself goes through its driver.Valuer, a string per ID.
+func pgUUID(id uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: true} }
 
 // extraJSON is the metadata's free key/values as the statement takes them:
 // JSON text, or "" for none.
@@ -172,17 +178,19 @@ type appendOutcome struct {
 	txID              uint64
 }
 
-// read reads and closes the rows of the append statement. One statement's
-// rows share a transaction ID, and their sequence numbers grow with the
-// versions.
+// read reads and closes the rows of the append statement, which share a
+// transaction ID. The position is the last event's: that of the row with
+// the highest version.
 func (o *appendOutcome) read(rows pgx.Rows) error {
 	var txID uint64
-	var seq, version int64
+	var seq, version, last int64
 	_, err := pgx.ForEachRow(rows, []any{&txID, &seq, &version}, func() error {
 		if o.count == 0 || version < o.first {
 			o.first = version
 		}
-		o.txID, o.seq = txID, max(o.seq, seq)
+		if o.count == 0 || version > last {
+			last, o.txID, o.seq = version, txID, seq
+		}
 		o.count++
 		return nil
 	})
@@ -240,9 +248,9 @@ func (s *Store) trySavepointAppend(ctx context.Context, tx pgx.Tx, st appendStat
 // append (success, Duplicate set), a version mismatch or an ID conflict (an
 // error), or it lost a race that its expected version lets it retry.
 func (s *Store) explain(ctx context.Context, q querier, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (r eventstore.AppendResult, retry bool, err error) {
-	ids := make([][16]byte, len(events))
+	ids := make([]pgtype.UUID, len(events))
 	for i, e := range events {
-		ids[i] = e.ID
+		ids[i] = pgUUID(e.ID)
 	}
 	b := &pgx.Batch{}
 	var last *int64
@@ -253,12 +261,12 @@ func (s *Store) explain(ctx context.Context, q querier, stream string, expected 
 	}
 	stored := make(map[uuid.UUID]place)
 	b.Queue(s.sql.stored, stream, ids).Query(func(rows pgx.Rows) error {
-		var id [16]byte
+		var id pgtype.UUID
 		var p place
 		var seq int64
 		_, err := pgx.ForEachRow(rows, []any{&id, &p.version, &p.pos.Major, &seq}, func() error {
 			p.pos.Minor = uint64(seq)
-			stored[id] = p
+			stored[id.Bytes] = p
 			return nil
 		})
 		return err

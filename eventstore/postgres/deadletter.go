@@ -40,12 +40,16 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 		return eventstore.DeadLetter{}, &eventstore.InvalidArgumentError{Stream: e.StreamID, Index: -1, Field: "dead letter version",
 			Reason: fmt.Sprintf("is %d, more than PostgreSQL's bigint holds", e.Version)}
 	}
-	var extra []byte
+	// JSON goes as text: bytes would be sent as bytea when the pool does
+	// not prepare statements.
+	var extra *string
 	if len(e.Metadata.Extra) > 0 {
-		var err error
-		if extra, err = json.Marshal(e.Metadata.Extra); err != nil {
+		b, err := json.Marshal(e.Metadata.Extra)
+		if err != nil {
 			return eventstore.DeadLetter{}, err
 		}
+		text := string(b)
+		extra = &text
 	}
 	if d.ID == "" {
 		d.ID = ulid.Make().String()
@@ -61,7 +65,7 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 		ON CONFLICT ON CONSTRAINT dead_letters_event DO UPDATE SET
 			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
 		RETURNING id, first_failure`),
-		d.Consumer, [16]byte(e.ID), d.Part, d.ID,
+		d.Consumer, pgUUID(e.ID), d.Part, d.ID,
 		e.StreamID, int64(e.Version), int64(e.Position.Major), int64(e.Position.Minor), e.Type, int64(e.SchemaVersion), data,
 		e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
 		extra, e.RecordedAt, d.Error, d.Attempts, d.FirstFailure, d.LastFailure,

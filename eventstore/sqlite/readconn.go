@@ -38,22 +38,33 @@ func openEventReaders(abs string, opts Options) (*eventReaders, error) {
 
 // with runs fn on a connection of the pool, waiting for one while ctx
 // allows. fn's statements are not interrupted when ctx ends (see
-// noInterrupt); a page is small. A connection that fn leaves inside a
-// transaction is rolled back before it goes back to the pool.
-func (r *eventReaders) with(ctx context.Context, fn func(conn *zs.Conn) error) error {
+// noInterrupt); a page is small. A connection is never used inside a
+// transaction that it was left in (by an error, or a panic that the caller
+// recovered): it would read an old snapshot forever.
+func (r *eventReaders) with(ctx context.Context, fn func(conn *zs.Conn) error) (err error) {
 	conn, err := r.pool.Take(ctx)
 	if err != nil {
 		return err
 	}
 	conn.SetInterrupt(nil)
-	defer r.pool.Put(conn)
-	err = fn(conn)
-	if !conn.AutocommitEnabled() {
-		if rerr := execute(conn, "ROLLBACK"); err == nil {
+	defer func() {
+		if rerr := leaveReadTx(conn); err == nil {
 			err = rerr
 		}
+		r.pool.Put(conn)
+	}()
+	if err := leaveReadTx(conn); err != nil {
+		return err
 	}
-	return err
+	return fn(conn)
+}
+
+// leaveReadTx rolls back the transaction conn is in, if any.
+func leaveReadTx(conn *zs.Conn) error {
+	if conn.AutocommitEnabled() {
+		return nil
+	}
+	return execute(conn, "ROLLBACK")
 }
 
 func (r *eventReaders) close() error { return r.pool.Close() }
@@ -69,7 +80,9 @@ func execute(conn *zs.Conn, query string) error {
 }
 
 // queryEvents runs query with args on conn and decodes every row it
-// returns as an event.
+// returns as an event. The statement stays prepared on conn, one per query
+// text: the page queries take few shapes (by the number of types and
+// stream prefixes in a filter, not their values).
 func queryEvents(conn *zs.Conn, query string, args []any, capacity int) (events []eventstore.Event, err error) {
 	stmt, err := conn.Prepare(query)
 	if err != nil {

@@ -22,6 +22,17 @@ type Lease struct {
 	Expires time.Time
 }
 
+// StoredLease is the lease that a SQL store read back for name: its
+// holder, its fence as the store keeps it (see [Fence.Int64]), and when it
+// expires (the zero time once released: it has lapsed). A fence below 1,
+// which no store writes, is reported as [ErrCorrupt].
+func StoredLease(name, holder string, fence int64, expires time.Time) (Lease, error) {
+	if fence <= 0 {
+		return Lease{}, fmt.Errorf("%w: lease %q has fence %d", ErrCorrupt, name, fence)
+	}
+	return Lease{Name: name, Holder: holder, Fence: Fence(fence), Expires: expires}, nil
+}
+
 // ErrLeaseLost matches a [*LeaseLostError].
 var ErrLeaseLost = errors.New("lease lost")
 

@@ -102,19 +102,15 @@ func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
 }
 
 func (s *Store) scanLease(name string, row pgx.Row) (eventstore.Lease, error) {
-	l := eventstore.Lease{Name: name}
+	var holder string
 	var fence int64
 	var expires pgtype.Timestamptz
-	if err := row.Scan(&l.Holder, &fence, &expires); err != nil {
+	if err := row.Scan(&holder, &fence, &expires); err != nil {
 		return eventstore.Lease{}, err
 	}
-	if fence <= 0 {
-		return eventstore.Lease{}, fmt.Errorf("%w: lease %q has fence %d", eventstore.ErrCorrupt, name, fence)
-	}
-	l.Fence = eventstore.Fence(fence)
+	var at time.Time
 	if expires.Valid {
-		// A released lease (NULL) reports the zero time: it has lapsed.
-		l.Expires = expires.Time.UTC()
+		at = expires.Time.UTC()
 	}
-	return l, nil
+	return eventstore.StoredLease(name, holder, fence, at)
 }

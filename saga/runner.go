@@ -1,0 +1,176 @@
+package saga
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
+)
+
+// Clock tells a runner the time. Tests pass a clock they move; nil means
+// time.Now.
+type Clock func() time.Time
+
+// RunnerOptions configure a [Runner]. The zero value is the default.
+type RunnerOptions struct {
+	// Clock is the time of steps and deadlines; nil means time.Now.
+	Clock Clock
+	// Retry is the wait between the attempts of a failing handler; its zero
+	// value waits 10ms, doubling up to 1s.
+	Retry backoff.Policy
+	// Attempts is how many times a failing handler runs before its message
+	// is parked; zero means [DefaultAttempts].
+	Attempts int
+	// Logger receives what the runner handles on its own; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultAttempts is how many times a failing handler runs, by default,
+// before its message is parked.
+const DefaultAttempts = 5
+
+// Runner runs one saga type on an event store: it takes messages (events
+// from the store, or delivered from outside with [Runner.Deliver]) to their
+// instances, one at a time per instance, and is where operators retry,
+// skip and release. Its methods are safe for concurrent use.
+type Runner[S any] struct {
+	e   *engine[S]
+	bus *command.Bus
+}
+
+// NewRunner returns a runner of saga type t on store, whose commands go
+// through bus. It ends t's set-up: t must map at least one event type, bus
+// must route every command type t sends, and t's codec registry must be
+// valid (see [codec.Registry.Validate]); otherwise the error is a
+// [*SetupError].
+func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts RunnerOptions) (*Runner[S], error) {
+	if t == nil || store == nil {
+		return nil, fmt.Errorf("%w: a saga runner needs a saga type and an event store", eventstore.ErrInvalidArgument)
+	}
+	if err := t.freeze(bus); err != nil {
+		return nil, err
+	}
+	e := &engine[S]{t: t, store: store, now: opts.Clock, log: opts.Logger, retry: opts.Retry, attempts: opts.Attempts, stats: &counters{}}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.attempts <= 0 {
+		e.attempts = DefaultAttempts
+	}
+	return &Runner[S]{e: e, bus: bus}, nil
+}
+
+// Delivery is an event that reaches a saga from outside the event store:
+// from another service's broker or topic.
+type Delivery struct {
+	// Source names where the event comes from (a topic, a partition, the
+	// sender's stream); not empty and not starting with "$".
+	Source string
+	// Sequence numbers the source's messages for one instance 0, 1, 2, ...
+	// without gaps, so that the instance can put them in order and drop
+	// redeliveries. A message above the next expected one is held until
+	// the missing ones arrive (or [Runner.Release] gives up on them);
+	// event types mapped with AnyOrder are handled at once.
+	Sequence uint64
+	// ID is the event's ID, if the source gives one; it is recorded with
+	// the step.
+	ID uuid.UUID
+	// Event is the event: a value of a type mapped with [On].
+	Event any
+	// Metadata travels with the event into the instance's record.
+	Metadata eventstore.Metadata
+}
+
+// Outcome says what a runner did with a message.
+type Outcome int
+
+// Outcomes of [Runner.Deliver].
+const (
+	// Handled: the instance's handler ran and its step is stored.
+	Handled Outcome = Outcome(handled)
+	// Duplicate: the instance had handled (or held) this message before.
+	Duplicate Outcome = Outcome(duplicate)
+	// Ignored: the instance has not started and the event cannot start
+	// it, or the instance is complete.
+	Ignored Outcome = Outcome(ignored)
+	// Held: the message is early, or the instance has a parked message; it
+	// is kept in the instance's stream and handled in its turn.
+	Held Outcome = Outcome(heldBack)
+	// Parked: the handler kept failing; the message is parked for this
+	// instance, which holds later messages behind it.
+	Parked Outcome = Outcome(parkedOut)
+)
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	switch o {
+	case Handled:
+		return "handled"
+	case Duplicate:
+		return "duplicate"
+	case Ignored:
+		return "ignored"
+	case Held:
+		return "held"
+	case Parked:
+		return "parked"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Deliver hands one event from outside the store to its instance, through
+// the same steps as the store's events: duplicates are dropped, early
+// messages held until their turn, failing handlers retried and then parked.
+// When Deliver returns nil the outcome is durable, so the caller can
+// acknowledge the message to its broker. An event of an unmapped type, or
+// one whose mapping finds no instance, is a typed error and nothing is
+// stored.
+func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
+	t := r.e.t
+	switch {
+	case d.Source == "":
+		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "delivery source", Reason: "is empty"}
+	case strings.HasPrefix(d.Source, "$"):
+		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "delivery source", Reason: fmt.Sprintf(`%q starts with "$", which is reserved`, d.Source)}
+	}
+	m := t.events[typeOf(d.Event)]
+	if m == nil {
+		return 0, &HandlerError{Saga: t.name, Message: fmt.Sprintf("delivery #%d of %q", d.Sequence, d.Source),
+			Err: fmt.Errorf("%w: the saga maps no event of type %T", eventstore.ErrInvalidArgument, d.Event)}
+	}
+	raw, err := t.reg.EncodeValue(d.Event)
+	if err != nil {
+		return 0, err
+	}
+	msg := &message{kind: kindEvent, in: heldMessage{Source: d.Source, Sequence: d.Sequence, EventID: d.ID, Event: toRaw(raw), Metadata: d.Metadata}}
+	id, err := r.instanceOf(m, d.Event, d.Metadata)
+	if err != nil {
+		return 0, &HandlerError{Saga: t.name, Message: msg.String(), Err: err}
+	}
+	out, err := r.e.process(ctx, id, msg)
+	return Outcome(out), err
+}
+
+// instanceOf runs a mapping's Instance function, which is user code: a
+// panic or an empty ID is an error.
+func (r *Runner[S]) instanceOf(m *eventMapping[S], v any, md eventstore.Metadata) (id string, err error) {
+	err = guard(func() error {
+		id = m.instance(deref(v), md)
+		return nil
+	})
+	if err == nil && id == "" {
+		err = fmt.Errorf("%w: the mapping of %s found no instance (an empty instance ID)", eventstore.ErrInvalidArgument, m.goType)
+	}
+	return id, err
+}

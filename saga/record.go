@@ -90,8 +90,8 @@ type raw struct {
 	Data    []byte `json:"data"`
 }
 
-func toRaw(r upcast.Raw) raw          { return raw{Type: r.Type, Version: r.Version, Data: r.Data} }
-func (r raw) upcast() upcast.Raw     { return upcast.Raw{Type: r.Type, Version: r.Version, Data: r.Data} }
+func toRaw(r upcast.Raw) raw     { return raw{Type: r.Type, Version: r.Version, Data: r.Data} }
+func (r raw) upcast() upcast.Raw { return upcast.Raw{Type: r.Type, Version: r.Version, Data: r.Data} }
 func (r raw) withMeta(md eventstore.Metadata) upcast.Raw {
 	u := r.upcast()
 	u.Metadata = md

@@ -117,7 +117,9 @@ func On[S, E any](t *Type[S], m Event[S, E]) error {
 	name, _, ok := codec.NameOf[E](t.reg)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	bad := func(reason string) error { return &SetupError{Saga: t.name, Reason: fmt.Sprintf("event %s: %s", et, reason)} }
+	bad := func(reason string) error {
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("event %s: %s", et, reason)}
+	}
 	switch {
 	case t.frozen:
 		return bad("the saga type is already in use by a runner")
@@ -152,7 +154,9 @@ func OnDeadline[S, P any](t *Type[S], name string, h func(ctx context.Context, s
 	_, _, ok := codec.NameOf[P](t.reg)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	bad := func(reason string) error { return &SetupError{Saga: t.name, Reason: fmt.Sprintf("deadline %q: %s", name, reason)} }
+	bad := func(reason string) error {
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("deadline %q: %s", name, reason)}
+	}
 	switch {
 	case t.frozen:
 		return bad("the saga type is already in use by a runner")

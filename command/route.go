@@ -105,6 +105,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		}
 		if err != nil {
 			b.cache.put(stream, inst)
+			res.Rejected = true
 			return res, err
 		}
 		if len(events) == 0 {

@@ -26,7 +26,9 @@ const rejectionSource = "$rejected"
 // rejectionSeq orders the commands of an instance: by the record that sent
 // them, then by their index in it. It starts at 1, so that a watermark of
 // 0 (or none) means that no rejection was fed back.
-func rejectionSeq(recordVersion uint64, index int) uint64 { return (recordVersion<<16 | uint64(index)) + 1 }
+func rejectionSeq(recordVersion uint64, index int) uint64 {
+	return (recordVersion<<16 | uint64(index)) + 1
+}
 
 // maxCommandsPerStep bounds the commands of one step, so that rejectionSeq
 // stays unique.

@@ -23,6 +23,8 @@ type engine[S any] struct {
 	attempts int
 	locks    keylock.Locks
 	stats    *counters
+	// stored, when set, is told of every record this engine appends.
+	stored func(id string, version uint64, rec *record)
 }
 
 // message is one thing for an instance to handle.
@@ -144,6 +146,7 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		_, err = e.store.Append(ctx, in.stream, in.expected(), data)
 		if err == nil {
 			e.stats.count(out)
+			e.notify(id, next, rec)
 			return out, nil, nil
 		}
 		if !isConflict(err) || conflicts >= maxConflicts {
@@ -178,4 +181,11 @@ func (e *engine[S]) drain(ctx context.Context, id string) error {
 // isConflict reports an append that lost to another writer of the stream.
 func isConflict(err error) bool {
 	return errors.Is(err, eventstore.ErrWrongVersion) || errors.Is(err, eventstore.ErrEventIDConflict)
+}
+
+// notify tells the engine's observer of a record it appended.
+func (e *engine[S]) notify(id string, version uint64, rec *record) {
+	if e.stored != nil {
+		e.stored(id, version, rec)
+	}
 }

@@ -115,6 +115,7 @@ func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *inst
 		}
 		_, err = r.e.store.Append(ctx, in.stream, in.expected(), data)
 		if err == nil {
+			r.e.notify(id, in.version+1, &rec)
 			return r.e.drain(ctx, id)
 		}
 		if !isConflict(err) || conflicts >= maxConflicts {

@@ -85,7 +85,7 @@ func newOutboxFixture(t *testing.T) *outboxFixture {
 	require.NoError(t, command.Route[ConfirmOrder](f.bus, orders))
 	f.repo, err = aggregate.NewRepository(f.store, reg, orders, aggregate.RepositoryOptions{})
 	require.NoError(t, err)
-	f.runner, err = saga.NewRunner(sale, f.store, f.bus, saga.RunnerOptions{Attempts: 2, Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}})
+	f.runner, err = saga.NewRunner(sale, f.store, f.bus, saga.RunnerOptions{Attempts: 2, Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}, Logger: testLogger(t)})
 	require.NoError(t, err)
 	return f
 }

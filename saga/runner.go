@@ -42,8 +42,9 @@ const DefaultAttempts = 5
 // instances, one at a time per instance, and is where operators retry,
 // skip and release. Its methods are safe for concurrent use.
 type Runner[S any] struct {
-	e   *engine[S]
-	bus *command.Bus
+	e      *engine[S]
+	bus    *command.Bus
+	timers *timers
 }
 
 // NewRunner returns a runner of saga type t on store, whose commands go
@@ -68,7 +69,9 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	if e.attempts <= 0 {
 		e.attempts = DefaultAttempts
 	}
-	return &Runner[S]{e: e, bus: bus}, nil
+	r := &Runner[S]{e: e, bus: bus, timers: newTimers()}
+	e.stored = func(id string, version uint64, rec *record) { r.timers.observe(id, version, rec.Deadlines) }
+	return r, nil
 }
 
 // Delivery is an event that reaches a saga from outside the event store:

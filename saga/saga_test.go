@@ -3,6 +3,8 @@ package saga_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,9 +117,14 @@ func saleType(t *testing.T, reg *codec.Registry) *saga.Type[Sale] {
 			return nil
 		}}))
 	require.NoError(t, saga.On(sale, saga.Event[Sale, Note]{Instance: byOrder[Note], Starts: true,
-		Handle: func(_ context.Context, s *Sale, e Note, _ *saga.Output) error {
-			if e.Text == "panic" {
+		Handle: func(_ context.Context, s *Sale, e Note, out *saga.Output) error {
+			switch e.Text {
+			case "panic":
 				panic("boom")
+			case "remind":
+				out.ScheduleAfter("payment", time.Hour, PaymentDue{Reminder: 2})
+			case "forget":
+				out.Cancel("payment")
 			}
 			s.Seen = append(s.Seen, e.Text)
 			return nil
@@ -156,7 +163,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { _ = f.store.Close() })
 	reg := testRegistry(t)
 	r, err := saga.NewRunner(saleType(t, reg), f.store, nil, saga.RunnerOptions{
-		Clock: func() time.Time { return f.now }, Attempts: 3,
+		Clock: func() time.Time { return f.now }, Attempts: 3, Logger: testLogger(t),
 		Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond},
 	})
 	require.NoError(t, err)
@@ -186,4 +193,16 @@ func (f *fixture) history(t *testing.T, id string) []saga.Step {
 		out = append(out, s)
 	}
 	return out
+}
+
+// testLogger sends a runner's log to the test's log, shown when it fails.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }

@@ -16,6 +16,7 @@ import (
 var idempotencyTests = []test{
 	{"RedeliveredSequentially", testRedeliveredSequentially},
 	{"RedeliveredConcurrently", testRedeliveredConcurrently},
+	{"RacingDuplicateReportsStoredDecision", testRacingDuplicate},
 	{"RedeliveredBelowSnapshot", func(t *testing.T, e *env) { testRedeliveredBelowSnapshot(t, e, e.store) }},
 	{"RedeliveredBelowSnapshotWithoutCommandIndex", func(t *testing.T, e *env) {
 		testRedeliveredBelowSnapshot(t, e, struct{ eventstore.Store }{e.store})

@@ -21,7 +21,7 @@ func (r *Repository[T, PT]) PriorOutcome(ctx context.Context, inst *Instance[T, 
 	if commandID == "" || !inst.Exists {
 		return Outcome{}, false, nil
 	}
-	if first, ok := inst.commands[inst.hash(commandID)]; ok {
+	if first, ok := inst.remembers(commandID); ok {
 		out, found, err := r.readOutcome(ctx, inst.Stream, commandID, span{first: first, last: eventstore.End})
 		if err != nil || found {
 			return out, found, err

@@ -2,7 +2,12 @@ package aggregate
 
 import (
 	"context"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,9 +47,12 @@ func TestPriorOutcomeSurvivesHashCollisions(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// "b" is at versions 2-3; pretend "zzz" and "c" hash like "a" does.
-	inst.commands[inst.hash("zzz")] = 0
-	delete(inst.commands, inst.hash("c"))
-	inst.commands[inst.hash("c")] = 0
+	for k := range inst.commands {
+		if inst.commands[k].hash == inst.hash("c") {
+			inst.commands[k].first = 0
+		}
+	}
+	inst.commands = append(inst.commands, remembered{hash: inst.hash("zzz"), first: 0})
 
 	_, found, err := repo.PriorOutcome(ctx, inst, "zzz")
 	require.NoError(t, err)
@@ -61,4 +69,82 @@ func TestPriorOutcomeSurvivesHashCollisions(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, [2]uint64{2, 3}, [2]uint64{out.FirstVersion, out.LastVersion})
+}
+
+// TestRememberedCommandsAreBounded tracks a million commands on one
+// instance, as a hot aggregate cached for a long time would, and measures
+// the heap it keeps: at most RememberedCommands entries of 16 bytes, however
+// many commands it saw. (A map of every command, as before, kept tens of
+// megabytes here.) The forgotten commands are below base, so the store is
+// asked about them.
+func TestRememberedCommandsAreBounded(t *testing.T) {
+	const commands = 1 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	inst := &Instance[note, *note]{ID: "1", Stream: "note-1", State: &note{}, seed: maphash.MakeSeed()}
+	buf := make([]byte, 0, 32)
+	for v := range uint64(commands) {
+		buf = strconv.AppendUint(append(buf[:0], "cmd-"...), v, 10)
+		inst.track(string(buf), v)
+		inst.track(string(buf), v) // a command's second event is the same command
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	runtime.KeepAlive(inst)
+
+	// The entries themselves: exactly the bound. The heap as a whole, which
+	// the runtime's own allocations make noisy by a few KiB either way: far
+	// below the 38 MB that a map of 2^20 commands keeps.
+	assert.Len(t, inst.commands, RememberedCommands)
+	assert.LessOrEqual(t, uintptr(cap(inst.commands))*unsafe.Sizeof(remembered{}), uintptr(16<<10))
+	assert.Less(t, kept, int64(64<<10), "bytes kept by one instance after %d commands", commands)
+	t.Logf("one instance keeps %d bytes of heap after %d commands", kept, commands)
+	assert.Equal(t, uint64(commands-RememberedCommands), inst.base, "everything older than the remembered commands is below base")
+	for _, v := range []uint64{commands - 1, commands - RememberedCommands} {
+		first, ok := inst.remembers("cmd-" + strconv.FormatUint(v, 10))
+		assert.True(t, ok, "command %d is remembered", v)
+		assert.Equal(t, v, first)
+	}
+	_, ok := inst.remembers("cmd-" + strconv.FormatUint(commands-RememberedCommands-1, 10))
+	assert.False(t, ok, "the newest forgotten command")
+}
+
+// TestForgottenCommandsAreAskedOfTheStore saves more commands on one
+// instance than it remembers; the oldest, forgotten, is still found as a
+// duplicate, through the store's command index or by a scan without one,
+// and a new command is still not one.
+func TestForgottenCommandsAreAskedOfTheStore(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[noted](reg, "note.noted", 1))
+	typ, err := NewType[note]("note", Options[note]{})
+	require.NoError(t, err)
+	for name, store := range map[string]eventstore.Store{"index": mem, "scan": struct{ eventstore.Store }{mem}} {
+		t.Run(name, func(t *testing.T) {
+			repo, err := NewRepository(store, reg, typ, RepositoryOptions{})
+			require.NoError(t, err)
+			inst, err := repo.Load(ctx, name)
+			require.NoError(t, err)
+			for c := range RememberedCommands + 10 {
+				_, err := repo.Save(ctx, inst, []any{noted{N: 1}, noted{N: 2}}, SaveOptions{CommandID: fmt.Sprint("c", c)})
+				require.NoError(t, err)
+			}
+			_, ok := inst.remembers("c0")
+			require.False(t, ok, "the oldest command is forgotten")
+
+			out, found, err := repo.PriorOutcome(ctx, inst, "c0")
+			require.NoError(t, err)
+			require.True(t, found)
+			assert.Equal(t, [2]uint64{0, 1}, [2]uint64{out.FirstVersion, out.LastVersion})
+			assert.Equal(t, []any{noted{N: 1}, noted{N: 2}}, out.Events)
+
+			_, found, err = repo.PriorOutcome(ctx, inst, "new")
+			require.NoError(t, err)
+			assert.False(t, found)
+		})
+	}
 }

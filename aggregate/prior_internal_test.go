@@ -3,6 +3,7 @@ package aggregate
 import (
 	"context"
 	"fmt"
+	"iter"
 	"hash/maphash"
 	"runtime"
 	"strconv"
@@ -147,4 +148,64 @@ func TestForgottenCommandsAreAskedOfTheStore(t *testing.T) {
 			assert.False(t, found)
 		})
 	}
+}
+
+// countingStore counts the events its reads yield, and has no command index.
+type countingStore struct {
+	eventstore.Store
+	read int
+}
+
+func (s *countingStore) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
+	return func(yield func(eventstore.Event, error) bool) {
+		for e, err := range s.Store.ReadStream(ctx, stream, opts) {
+			s.read++
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestScanLimitBoundsTheLookup: without a command index, a new command on
+// an instance that remembers nothing below its base costs a read of the
+// whole stream below it; with ScanLimit, at most that many events, and the
+// answer says it is not certain.
+func TestScanLimitBoundsTheLookup(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[noted](reg, "note.noted", 1))
+	typ, err := NewType[note]("note", Options[note]{})
+	require.NoError(t, err)
+	for c := range 100 {
+		_, err := mem.Append(ctx, "note-1", eventstore.Any, eventstore.EventData{Type: "note.noted", SchemaVersion: 1, Data: []byte(`{"n":1}`),
+			Metadata: eventstore.Metadata{CommandID: fmt.Sprint("c", c)}})
+		require.NoError(t, err)
+	}
+	store := &countingStore{Store: mem}
+	repo, err := NewRepository(store, reg, typ, RepositoryOptions{ScanLimit: 10})
+	require.NoError(t, err)
+	inst, err := repo.Load(ctx, "1")
+	require.NoError(t, err)
+	inst.commands, inst.next, inst.base = nil, 0, 100 // as if restored from a snapshot at version 99
+
+	store.read = 0
+	_, found, certain, err := repo.RecentOutcome(ctx, inst, "new")
+	require.NoError(t, err)
+	assert.False(t, found)
+	assert.False(t, certain, "a scan that stopped at the limit cannot tell")
+	assert.Equal(t, 10, store.read, "events read")
+
+	out, found, certain, err := repo.RecentOutcome(ctx, inst, "c95")
+	require.NoError(t, err)
+	assert.True(t, found && certain, "a command within the limit is found")
+	assert.Equal(t, uint64(95), out.FirstVersion)
+
+	store.read = 0
+	_, found, err = repo.PriorOutcome(ctx, inst, "new")
+	require.NoError(t, err)
+	assert.False(t, found)
+	assert.Equal(t, 100, store.read, "PriorOutcome is exact: it reads the whole stream below base")
 }

@@ -54,6 +54,13 @@ type (
 		ID      string
 		Decided func()
 	}
+	// IncrementAt adds 1 when the count is At, and is refused with
+	// ErrWrongCount otherwise: a command that succeeds once and would be
+	// refused if it were decided again later.
+	IncrementAt struct {
+		ID string
+		At int
+	}
 	// Echo records the current token again: a decision that shows which
 	// state it was made from.
 	Echo struct{ ID string }
@@ -82,6 +89,9 @@ func (c Stamp) AggregateID() string { return c.ID }
 
 // AggregateID implements command.Command.
 func (c Echo) AggregateID() string { return c.ID }
+
+// AggregateID implements command.Command.
+func (c IncrementAt) AggregateID() string { return c.ID }
 
 // Events of the suite.
 type (
@@ -139,6 +149,11 @@ func (c *Counter) Handle(_ context.Context, cmd any) ([]any, error) {
 		return events, nil
 	case Echo:
 		return []any{Echoed{Token: c.Token}}, nil
+	case IncrementAt:
+		if c.Count != cmd.At {
+			return nil, fmt.Errorf("%w: %d, want %d", ErrWrongCount, c.Count, cmd.At)
+		}
+		return []any{Incremented{By: 1}}, nil
 	}
 	return nil, fmt.Errorf("counter: unknown command %T", cmd)
 }

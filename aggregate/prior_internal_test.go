@@ -3,8 +3,8 @@ package aggregate
 import (
 	"context"
 	"fmt"
-	"iter"
 	"hash/maphash"
+	"iter"
 	"runtime"
 	"strconv"
 	"testing"

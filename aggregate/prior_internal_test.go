@@ -27,17 +27,24 @@ type noted struct {
 func (a *note) Handle(context.Context, any) ([]any, error) { return []any{noted{N: 1}}, nil }
 func (a *note) Apply(e any) error                          { a.n += e.(noted).N; return nil }
 
-// TestPriorOutcomeSurvivesHashCollisions plants the hash of one command ID
-// on the version of another's events, as a collision would, and hides the
-// store's command index: the answer must still be right, found by a scan.
-func TestPriorOutcomeSurvivesHashCollisions(t *testing.T) {
-	ctx := context.Background()
+// noteSetup returns a memory store, closed when the test ends, and the
+// note type with its codec.
+func noteSetup(t *testing.T) (*memory.Store, *codec.Registry, *Type[note, *note]) {
 	mem := memory.New()
 	t.Cleanup(func() { _ = mem.Close() })
 	reg := codec.NewRegistry(codec.Options{})
 	require.NoError(t, codec.Register[noted](reg, "note.noted", 1))
 	typ, err := NewType[note]("note", Options[note]{})
 	require.NoError(t, err)
+	return mem, reg, typ
+}
+
+// TestPriorOutcomeSurvivesHashCollisions plants the hash of one command ID
+// on the version of another's events, as a collision would, and hides the
+// store's command index: the answer must still be right, found by a scan.
+func TestPriorOutcomeSurvivesHashCollisions(t *testing.T) {
+	ctx := context.Background()
+	mem, reg, typ := noteSetup(t)
 	repo, err := NewRepository(struct{ eventstore.Store }{mem}, reg, typ, RepositoryOptions{})
 	require.NoError(t, err)
 
@@ -118,12 +125,7 @@ func TestRememberedCommandsAreBounded(t *testing.T) {
 // and a new command is still not one.
 func TestForgottenCommandsAreAskedOfTheStore(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.New()
-	t.Cleanup(func() { _ = mem.Close() })
-	reg := codec.NewRegistry(codec.Options{})
-	require.NoError(t, codec.Register[noted](reg, "note.noted", 1))
-	typ, err := NewType[note]("note", Options[note]{})
-	require.NoError(t, err)
+	mem, reg, typ := noteSetup(t)
 	for name, store := range map[string]eventstore.Store{"index": mem, "scan": struct{ eventstore.Store }{mem}} {
 		t.Run(name, func(t *testing.T) {
 			repo, err := NewRepository(store, reg, typ, RepositoryOptions{})
@@ -173,12 +175,7 @@ func (s *countingStore) ReadStream(ctx context.Context, stream string, opts even
 // answer says it is not certain.
 func TestScanLimitBoundsTheLookup(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.New()
-	t.Cleanup(func() { _ = mem.Close() })
-	reg := codec.NewRegistry(codec.Options{})
-	require.NoError(t, codec.Register[noted](reg, "note.noted", 1))
-	typ, err := NewType[note]("note", Options[note]{})
-	require.NoError(t, err)
+	mem, reg, typ := noteSetup(t)
 	for c := range 100 {
 		_, err := mem.Append(ctx, "note-1", eventstore.Any, eventstore.EventData{Type: "note.noted", SchemaVersion: 1, Data: []byte(`{"n":1}`),
 			Metadata: eventstore.Metadata{CommandID: fmt.Sprint("c", c)}})

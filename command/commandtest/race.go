@@ -22,9 +22,9 @@ import (
 // for the next command, must be what the store holds.
 func testRacingDuplicate(t *testing.T, e *env) {
 	ctx := context.Background()
-	winner, loser := e.bus(command.Options{}, 0), e.bus(command.Options{}, 0)
+	winnerBus, loserBus := e.bus(command.Options{}, 0), e.bus(command.Options{}, 0)
 	id := e.id("race")
-	for i, b := range []*command.Bus{winner, loser} {
+	for i, b := range []*command.Bus{winnerBus, loserBus} {
 		_, err := b.Dispatch(ctx, command.Message{ID: fmt.Sprint("warm-", i), Command: Increment{ID: id}})
 		require.NoError(t, err, "both buses cache the counter")
 	}
@@ -33,36 +33,14 @@ func testRacingDuplicate(t *testing.T, e *env) {
 	// other has decided (or has ended without deciding); the loser then
 	// waits until the winner's dispatch is over, so that the winner appends
 	// first, whatever the scheduler does.
-	winnerDecided, loserDecided := make(chan struct{}), make(chan struct{})
-	winnerDone, loserDone := make(chan struct{}), make(chan struct{})
-	var winnerOnce, loserOnce sync.Once
-	var winnerRes, loserRes command.Result
-	var winnerErr, loserErr error
-	go func() {
-		defer close(winnerDone)
-		winnerRes, winnerErr = winner.Dispatch(ctx, command.Message{ID: "m-1", Command: Stamp{ID: id, Decided: func() {
-			winnerOnce.Do(func() { close(winnerDecided) })
-			select {
-			case <-loserDecided:
-			case <-loserDone:
-			}
-		}}})
-	}()
-	go func() {
-		defer close(loserDone)
-		loserRes, loserErr = loser.Dispatch(ctx, command.Message{ID: "m-1", Command: Stamp{ID: id, Decided: func() {
-			loserOnce.Do(func() { close(loserDecided) })
-			select {
-			case <-winnerDecided:
-			case <-winnerDone:
-			}
-			<-winnerDone
-		}}})
-	}()
-	<-winnerDone
-	<-loserDone
-	require.NoError(t, winnerErr)
-	require.NoError(t, loserErr)
+	winner, loser := newRacer(), newRacer()
+	go winner.run(ctx, winnerBus, id, loser, nil)
+	go loser.run(ctx, loserBus, id, winner, winner.done)
+	<-winner.done
+	<-loser.done
+	require.NoError(t, winner.err)
+	require.NoError(t, loser.err)
+	winnerRes, loserRes := winner.res, loser.res
 
 	evs := e.events(id)
 	require.Len(t, evs, 3, "the loser's append writes nothing")
@@ -81,10 +59,36 @@ func testRacingDuplicate(t *testing.T, e *env) {
 
 	// Each bus decides its next command from the state it cached: the one
 	// the store holds, which every replay builds.
-	for i, b := range []*command.Bus{loser, winner} {
+	for i, b := range []*command.Bus{loserBus, winnerBus} {
 		echo, err := b.Dispatch(ctx, command.Message{ID: fmt.Sprint("m-2-", i), Command: Echo{ID: id}})
 		require.NoError(t, err)
 		assert.Equal(t, []any{Echoed{Token: stored}}, echo.Events, "bus %d echoes the stored token", i)
 	}
 	assert.Equal(t, stored, e.load(id).Token)
+}
+
+// racer is one side of testRacingDuplicate: a dispatch of Stamp "m-1".
+type racer struct {
+	decided, done chan struct{}
+	once          sync.Once
+	res           command.Result
+	err           error
+}
+
+func newRacer() *racer { return &racer{decided: make(chan struct{}), done: make(chan struct{})} }
+
+// run dispatches on b. After deciding, Handle waits until rival has decided
+// or is done, and then until thenFor (when not nil) is closed.
+func (r *racer) run(ctx context.Context, b *command.Bus, id string, rival *racer, thenFor <-chan struct{}) {
+	defer close(r.done)
+	r.res, r.err = b.Dispatch(ctx, command.Message{ID: "m-1", Command: Stamp{ID: id, Decided: func() {
+		r.once.Do(func() { close(r.decided) })
+		select {
+		case <-rival.decided:
+		case <-rival.done:
+		}
+		if thenFor != nil {
+			<-thenFor
+		}
+	}}})
 }

@@ -40,6 +40,13 @@ type Options struct {
 	// them. Nil means the event store itself when it implements
 	// [eventstore.SnapshotStore], else no snapshots.
 	Snapshots eventstore.SnapshotStore
+	// ScanLimit bounds the backward scan that looks for a command's
+	// earlier events in a store without an [eventstore.CommandIndex]; zero
+	// means none, an exact answer at the cost of reading an aggregate's
+	// whole stream for each new command once it is loaded from a snapshot
+	// or has more commands than it remembers. See
+	// [aggregate.RepositoryOptions.ScanLimit] for when a bound is safe.
+	ScanLimit int
 	// Middleware wraps every dispatch, the first outermost.
 	Middleware []Middleware
 	// Logger receives what the bus and its repositories handle on their

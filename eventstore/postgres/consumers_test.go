@@ -17,6 +17,12 @@ func TestSnapshots(t *testing.T) {
 	})
 }
 
+func TestCommandIndex(t *testing.T) {
+	storetest.RunCommandIndex(t, func(t *testing.T) storetest.IndexedStore {
+		return newStore(t, postgres.Options{})
+	})
+}
+
 func TestCheckpoints(t *testing.T) {
 	storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore {
 		return newStore(t, postgres.Options{})

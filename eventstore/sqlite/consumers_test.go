@@ -14,6 +14,10 @@ func TestSnapshotConformance(t *testing.T) {
 	storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore { return openTemp(t, sqlite.Options{}) })
 }
 
+func TestCommandIndexConformance(t *testing.T) {
+	storetest.RunCommandIndex(t, func(t *testing.T) storetest.IndexedStore { return openTemp(t, sqlite.Options{}) })
+}
+
 func TestCheckpointConformance(t *testing.T) {
 	storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore { return openTemp(t, sqlite.Options{}) })
 }

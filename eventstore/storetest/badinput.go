@@ -15,6 +15,8 @@ var badInputTests = []test{
 	{"RejectedAppendsWriteNothing", testBadAppends},
 	{"BadStreamNameOnRead", testBadRead},
 	{"CanceledContext", testCanceledAppend},
+	{"BadFilters", testBadFilters},
+	{"LongFiltersWorkEverywhere", testLongFilters},
 }
 
 func testBadAppends(t *testing.T, s eventstore.Store) {

@@ -67,6 +67,8 @@ type Bus struct {
 
 // New returns a bus that loads aggregates from store and decodes and
 // encodes their events with reg.
+// Register every event type and upcaster with reg before the first
+// [Route], which validates and freezes it.
 func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts

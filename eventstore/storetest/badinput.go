@@ -17,6 +17,9 @@ var badInputTests = []test{
 	{"CanceledContext", testCanceledAppend},
 	{"BadFilters", testBadFilters},
 	{"LongFiltersWorkEverywhere", testLongFilters},
+	{"ExtremeVersionsAndPositions", testExtremeVersionsAndPositions},
+	{"UseAfterClose", testUseAfterClose},
+	{"CloseWhileBusy", testCloseWhileBusy},
 }
 
 func testBadAppends(t *testing.T, s eventstore.Store) {

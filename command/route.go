@@ -131,7 +131,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 			return res, err
 		}
 		if attempt >= b.opts.MaxAttempts {
-			return res, err
+			return res, &ContentionError{Stream: stream, CommandID: msg.ID, Attempts: attempt, Err: err}
 		}
 		b.log.DebugContext(ctx, "command: version conflict; deciding again",
 			slog.String("stream", stream), slog.String("command_id", msg.ID), slog.Int("attempt", attempt), slog.Any("error", err))

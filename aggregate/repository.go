@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 
@@ -51,10 +52,21 @@ type Repository[T any, PT Root[T]] struct {
 }
 
 // NewRepository returns the repository of typ's instances in store, decoding
-// and encoding with reg. When typ asks for snapshots and there is a snapshot
-// store, T must be registered with reg; otherwise the error matches
-// [ErrSnapshotNotRegistered].
+// and encoding with reg.
+//
+// It validates reg (see [codec.Registry.Validate], which freezes it: register
+// every type and upcaster first), so that a broken set-up, such as an
+// upcaster chain with a gap, fails here and not at the first load; the error
+// matches [codec.ErrInvalidSetup] and names the aggregate type. When typ asks
+// for snapshots and there is a snapshot store, T must be registered with
+// reg; otherwise the error matches [ErrSnapshotNotRegistered].
 func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registry, typ *Type[T, PT], opts RepositoryOptions) (*Repository[T, PT], error) {
+	if store == nil || reg == nil || typ == nil {
+		return nil, fmt.Errorf("%w: an aggregate repository needs an event store, a codec registry and an aggregate type", eventstore.ErrInvalidArgument)
+	}
+	if err := reg.Validate(); err != nil {
+		return nil, &TypeError{Name: typ.name, Err: err, Reason: "its codec registry is not set up right: " + err.Error()}
+	}
 	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: opts.Logger, seed: maphash.MakeSeed(), scanLimit: max(opts.ScanLimit, 0)}
 	if r.log == nil {
 		r.log = slog.Default()

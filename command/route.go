@@ -21,8 +21,10 @@ type route interface {
 
 // Route sends every command of Go type C to aggregate type typ. A command
 // type routed twice, or two aggregate types with one name, is a
-// [*RouteError]; so is a type whose snapshots cannot be encoded (see
-// [aggregate.NewRepository]).
+// [*RouteError]. Route also validates the bus's codec registry, and freezes
+// it (see [aggregate.NewRepository]): a broken set-up, such as an upcaster
+// chain with a gap, or a type whose snapshots cannot be encoded, fails here
+// rather than at the first Dispatch.
 func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T, PT]) error {
 	ct := reflect.TypeFor[C]()
 	if ct.Kind() == reflect.Interface {
@@ -151,7 +153,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		// command's own event IDs: the next attempt looks without the bound.
 		exact = exact || !certain
 		if attempt >= b.opts.MaxAttempts {
-			return res, err
+			return res, &ContentionError{Stream: stream, CommandID: msg.ID, Attempts: attempt, Err: err}
 		}
 		b.log.DebugContext(ctx, "command: version conflict; deciding again",
 			slog.String("stream", stream), slog.String("command_id", msg.ID), slog.Int("attempt", attempt), slog.Any("error", err))

@@ -147,7 +147,7 @@ type TxCheckpointStore[Tx any] interface {
 // the same names with the same [*InvalidArgumentError].
 func ValidateConsumerName(name string) error {
 	bad := func(reason string) error {
-		return &InvalidArgumentError{Stream: name, Index: -1, Field: "consumer name", Reason: reason}
+		return &InvalidArgumentError{Consumer: name, Index: -1, Field: "consumer name", Reason: reason}
 	}
 	switch {
 	case name == "":

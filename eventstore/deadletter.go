@@ -82,7 +82,7 @@ func CheckDeadLetter(d DeadLetter) error {
 		return err
 	}
 	bad := func(field, reason string) error {
-		return &InvalidArgumentError{Stream: d.Event.StreamID, Index: -1, Field: field, Reason: reason}
+		return &InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: field, Reason: reason}
 	}
 	switch {
 	case d.Event.ID == uuid.Nil:

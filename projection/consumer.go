@@ -57,7 +57,7 @@ func New(name string, events eventstore.Store, reg *codec.Registry, checkpoints 
 	if err != nil {
 		return nil, err
 	}
-	c.exec = plainExecutor{c: c, h: h}
+	c.exec = plainExecutor{c: c, h: whileLive(h)}
 	return c, nil
 }
 
@@ -76,7 +76,7 @@ func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, st
 		return nil, err
 	}
 	_, own := store.(eventstore.DeadLetterStore)
-	c.exec = txExecutor[Tx]{c: c, store: store, h: h, ownDeadLetters: own && opts.DeadLetters == nil}
+	c.exec = txExecutor[Tx]{c: c, store: store, h: whileLiveTx(h), ownDeadLetters: own && opts.DeadLetters == nil}
 	return c, nil
 }
 
@@ -178,7 +178,7 @@ func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, f
 	defer func() {
 		cancel(nil)
 		<-renewed
-		c.release(ctx, lease)
+		c.release(ctx, lease.Lease)
 	}()
 	from, err := c.claim(ctx, lease.Fence)
 	if err == nil {

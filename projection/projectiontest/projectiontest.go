@@ -83,6 +83,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"InterruptedBatchesCountOnceTx", testInterruptedTx[Tx]},
 		{"LeaseOneHolderAndHandOver", testLeaseHandOver[Tx]},
 		{"FencedHolderCannotCommit", testFencedHolder[Tx]},
+		{"HungRenewalStopsBeforeLeaseLapses", testHungRenewal[Tx]},
 		{"Rebuild", testRebuild[Tx]},
 		{"RebuildTx", testRebuildTx[Tx]},
 		{"Stats", testStats[Tx]},

@@ -96,7 +96,7 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 		c.dead[d.Consumer] = letters
 	}
 	for id, old := range letters {
-		if old.Event.ID == d.Event.ID && old.Part == d.Part {
+		if old.Event.ID == d.Event.ID && old.Event.StreamID == d.Event.StreamID && old.Part == d.Part {
 			d.ID, d.FirstFailure = id, old.FirstFailure
 			break
 		}

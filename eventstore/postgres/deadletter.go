@@ -22,9 +22,9 @@ const letterColumns = `id, consumer, part, event_id, stream, version, major, min
 	correlation_id, causation_id, command_id, extra, recorded_at, error, attempts, first_failure, last_failure`
 
 // ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
-// one upsert on (consumer, event_id, part): parking the same part again
-// updates the error, attempts and last failure, and returns the ID and
-// first failure that were stored first.
+// one upsert on (consumer, stream, event_id, part): parking the same part
+// again updates the error, attempts and last failure, and returns the ID
+// and first failure that were stored first.
 func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	if err := eventstore.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
@@ -62,7 +62,7 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 			stream, version, major, minor, type, schema_version, data, correlation_id, causation_id, command_id,
 			extra, recorded_at, error, attempts, first_failure, last_failure)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20)
-		ON CONFLICT ON CONSTRAINT dead_letters_event DO UPDATE SET
+		ON CONFLICT ON CONSTRAINT dead_letters_stream_event DO UPDATE SET
 			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
 		RETURNING id, first_failure`),
 		d.Consumer, pgUUID(e.ID), d.Part, d.ID,

@@ -21,9 +21,9 @@ const letterColumns = `id, consumer, part, error, attempts, first_failure, last_
 	position, stream, version, event_id, type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at`
 
 // ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
-// one upsert on (consumer, event_id, part): parking the same part again
-// updates the error, attempts and last failure, and returns the ID and
-// first failure that were stored first.
+// one upsert on (consumer, stream, event_id, part): parking the same part
+// again updates the error, attempts and last failure, and returns the ID
+// and first failure that were stored first.
 func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	if err := eventstore.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
@@ -56,7 +56,7 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 				position, minor, stream, version, type, schema_version, data, correlation_id, causation_id, command_id,
 				extra, recorded_at, error, attempts, first_failure, last_failure)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (consumer, event_id, part) DO UPDATE SET
+			ON CONFLICT (consumer, stream, event_id, part) DO UPDATE SET
 				error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
 			RETURNING id, first_failure`,
 			d.Consumer, e.ID[:], d.Part, d.ID,

@@ -2,9 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -95,4 +98,74 @@ func TestOpenMigratesVersion1File(t *testing.T) {
 		n++
 	}
 	assert.Equal(t, 1, n)
+}
+
+// A file of schema version 2 keyed its dead letters by (consumer, event_id,
+// part). Opening it re-keys them by stream too, keeping every dead letter
+// it holds; after that, the same event ID in another stream is a dead
+// letter of its own.
+func TestOpenMigratesDeadLettersToStreamKey(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = saved[:2]
+	s, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	// Rows as version 2 wrote them, through a connection of our own (this
+	// build's upserts name the new key).
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	id := uuid.New()
+	db, err := sql.Open("sqlite", fileURI(path))
+	require.NoError(t, err)
+	for i, letter := range []string{"01JNQ0000000000000000000A1", "01JNQ0000000000000000000A2"} {
+		eventID := id
+		if i == 1 {
+			eventID = uuid.New()
+		}
+		_, err = db.Exec(`INSERT INTO cairn_dead_letters (consumer, event_id, part, id, position, minor, stream, version,
+				type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at, error, attempts,
+				first_failure, last_failure)
+			VALUES ('proj', ?, 0, ?, ?, 0, 'order-1', ?, 'order.placed', 1, X'7b7d', 'corr', NULL, NULL, '{"k":"v"}', ?, 'boom', 3, ?, ?)`,
+			eventID[:], letter, 10+i, i, at.UnixNano(), at.UnixNano(), at.Add(time.Second).UnixNano())
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	migrations = saved
+	s, err = Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	var letters []eventstore.DeadLetter
+	for d, err := range s.DeadLetters(ctx, "proj") {
+		require.NoError(t, err)
+		letters = append(letters, d)
+	}
+	require.Len(t, letters, 2, "the dead letters of version 2 survive the migration")
+	first := letters[0]
+	assert.Equal(t, "01JNQ0000000000000000000A1", first.ID)
+	assert.Equal(t, id, first.Event.ID)
+	assert.Equal(t, "order-1", first.Event.StreamID)
+	assert.Equal(t, eventstore.Position{Major: 10}, first.Event.Position)
+	assert.Equal(t, "corr", first.Event.Metadata.CorrelationID)
+	assert.Equal(t, map[string]string{"k": "v"}, first.Event.Metadata.Extra)
+	assert.Equal(t, "boom", first.Error)
+	assert.Equal(t, 3, first.Attempts)
+	assert.Equal(t, at, first.FirstFailure)
+
+	// The same event ID in another stream is now a dead letter of its own.
+	other := first
+	other.ID, other.Error = "", "other stream"
+	other.Event.StreamID, other.Event.Position = "order-2", eventstore.Position{Major: 12}
+	parked, err := s.ParkDeadLetter(ctx, other)
+	require.NoError(t, err)
+	assert.NotEqual(t, first.ID, parked.ID)
+	n, err := s.CountDeadLetters(ctx, "proj")
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	again, err := s.DeadLetter(ctx, "proj", first.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "boom", again.Error, "parking in another stream changed the first dead letter")
 }

@@ -23,6 +23,7 @@ func RunDeadLetters(t *testing.T, newStore DeadLetterFactory) {
 	runCases(t, newStore, []testCase[eventstore.DeadLetterStore]{
 		{"RoundTripsEveryField", testDeadLetterRoundTrip},
 		{"ParkingAgainUpdates", testDeadLetterRepark},
+		{"SameEventIDInTwoStreams", testDeadLetterSameIDTwoStreams},
 		{"ListsOldestFirstPerConsumer", testDeadLetterList},
 		{"DeleteAndNotFound", testDeadLetterDelete},
 		{"BadInput", testDeadLetterBadInput},
@@ -121,6 +122,46 @@ func testDeadLetterRepark(t *testing.T, s eventstore.DeadLetterStore) {
 	// Another part of the same event is another dead letter.
 	other := mustPark(t, s, deadLetter(name, 3, 1))
 	assert.NotEqual(t, first.ID, other.ID)
+	n, err := s.CountDeadLetters(ctx, name)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+}
+
+// testDeadLetterSameIDTwoStreams: event IDs are unique per stream only, so
+// the same ID and part in two streams are two dead letters: parking the
+// second must not overwrite the first, and re-parking each updates only it.
+func testDeadLetterSameIDTwoStreams(t *testing.T, s eventstore.DeadLetterStore) {
+	ctx, name := context.Background(), consumerName(t, "twostreams")
+	a := deadLetter(name, 3, 0)
+	b := a
+	b.Event.StreamID = "order-2"
+	b.Event.Position = checkpointAt(9, 2)
+	b.Error = "other stream"
+	parkedA := mustPark(t, s, a)
+	parkedB := mustPark(t, s, b)
+	assert.NotEqual(t, parkedA.ID, parkedB.ID, "a dead letter of another stream took over the first one")
+	all := listDeadLetters(t, s, name)
+	require.Len(t, all, 2)
+	gotA, err := s.DeadLetter(ctx, name, parkedA.ID)
+	require.NoError(t, err)
+	a.ID = parkedA.ID
+	sameLetter(t, a, gotA)
+	gotB, err := s.DeadLetter(ctx, name, parkedB.ID)
+	require.NoError(t, err)
+	b.ID = parkedB.ID
+	sameLetter(t, b, gotB)
+
+	// Parking one of them again updates that one only.
+	b.Attempts, b.Error = 9, "still failing in order-2"
+	again := mustPark(t, s, b)
+	assert.Equal(t, parkedB.ID, again.ID)
+	gotA, err = s.DeadLetter(ctx, name, parkedA.ID)
+	require.NoError(t, err)
+	assert.Equal(t, a.Attempts, gotA.Attempts)
+	assert.Equal(t, a.Error, gotA.Error)
+	gotB, err = s.DeadLetter(ctx, name, parkedB.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 9, gotB.Attempts)
 	n, err := s.CountDeadLetters(ctx, name)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)

@@ -90,23 +90,37 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	letters := c.dead[d.Consumer]
-	if letters == nil {
-		letters = make(map[string]eventstore.DeadLetter)
-		c.dead[d.Consumer] = letters
-	}
-	for id, old := range letters {
+	return copyLetter(c.parkLocked(d)), nil
+}
+
+// keyedLocked fills in the ID and first failure of the dead letter already
+// parked under d's key (consumer, stream, event ID, part), if any, so that
+// parking it again updates that one.
+func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+	for id, old := range c.dead[d.Consumer] {
 		if old.Event.ID == d.Event.ID && old.Event.StreamID == d.Event.StreamID && old.Part == d.Part {
 			d.ID, d.FirstFailure = id, old.FirstFailure
 			break
 		}
 	}
+	return d
+}
+
+// parkLocked stores d, or updates the dead letter parked under its key,
+// and returns what it stored.
+func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+	letters := c.dead[d.Consumer]
+	if letters == nil {
+		letters = make(map[string]eventstore.DeadLetter)
+		c.dead[d.Consumer] = letters
+	}
+	d = c.keyedLocked(d)
 	if d.ID == "" {
 		d.ID = ulid.Make().String()
 	}
 	d.Event.EventData = d.Event.EventData.Clone()
 	letters[d.ID] = d
-	return copyLetter(d), nil
+	return d
 }
 
 // DeadLetters implements [eventstore.DeadLetterStore.DeadLetters].

@@ -90,6 +90,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"DecodeErrorParkedOnce", testDecodeErrorParkedOnce[Tx]},
 		{"RetryRespectsLease", testRetryRespectsLease[Tx]},
 		{"SameEventIDTwoStreams", testSameEventIDTwoStreams[Tx]},
+		{"RebuildResolvesDeadLetters", testRebuildResolvesDeadLetters[Tx]},
 		{"DeadLetterCrash", testDeadLetterCrash[Tx]},
 		{"Crash", testCrash[Tx]},
 		{"TwoProcesses", testTwoProcesses[Tx]},

@@ -93,9 +93,10 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 	return copyLetter(c.parkLocked(d)), nil
 }
 
-// keyedLocked fills in the ID and first failure of the dead letter already
-// parked under d's key (consumer, stream, event ID, part), if any, so that
-// parking it again updates that one.
+// keyedLocked prepares d to be stored: with the ID and first failure of
+// the dead letter already parked under its key (consumer, stream, event
+// ID, part), so that parking it again updates that one, or else a new ID
+// when it has none; and with its own copy of the event's data.
 func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 	for id, old := range c.dead[d.Consumer] {
 		if old.Event.ID == d.Event.ID && old.Event.StreamID == d.Event.StreamID && old.Part == d.Part {
@@ -103,23 +104,21 @@ func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 			break
 		}
 	}
+	if d.ID == "" {
+		d.ID = ulid.Make().String()
+	}
+	d.Event.EventData = d.Event.EventData.Clone()
 	return d
 }
 
 // parkLocked stores d, or updates the dead letter parked under its key,
 // and returns what it stored.
 func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
-	letters := c.dead[d.Consumer]
-	if letters == nil {
-		letters = make(map[string]eventstore.DeadLetter)
-		c.dead[d.Consumer] = letters
+	if c.dead[d.Consumer] == nil {
+		c.dead[d.Consumer] = make(map[string]eventstore.DeadLetter)
 	}
 	d = c.keyedLocked(d)
-	if d.ID == "" {
-		d.ID = ulid.Make().String()
-	}
-	d.Event.EventData = d.Event.EventData.Clone()
-	letters[d.ID] = d
+	c.dead[d.Consumer][d.ID] = d
 	return d
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/cairn-es/cairn/eventstore"
 )
 
@@ -168,10 +166,6 @@ func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 	c.mu.Lock()
 	d = c.keyedLocked(d)
 	c.mu.Unlock()
-	if d.ID == "" {
-		d.ID = ulid.Make().String()
-	}
-	d.Event.EventData = d.Event.EventData.Clone()
 	tx.parks = append(tx.parks, d)
 	return copyLetter(d), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
 // TestMigratesFromVersion1 opens a schema as the first release left it
@@ -30,13 +31,7 @@ func TestMigratesFromVersion1(t *testing.T) {
 		DELETE FROM `+q+`.schema_version WHERE version > 1`)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-
-	s2, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
-	require.NoError(t, err)
-	defer s2.Close()
-	var version int
-	require.NoError(t, s2.Pool().QueryRow(ctx, `SELECT max(version) FROM `+q+`.schema_version`).Scan(&version))
-	assert.Equal(t, postgres.SchemaVersion, version)
+	s2 := reopenMigrated(t, schema)
 	r, found, err := s2.CommandResult(ctx, "order-1", "c1")
 	require.NoError(t, err)
 	require.True(t, found, "the event of the first release is found by its command")
@@ -76,39 +71,29 @@ func TestMigratesDeadLettersToStreamKey(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.Close())
-
-	s2, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
-	require.NoError(t, err)
-	defer s2.Close()
-	var version int
-	require.NoError(t, s2.Pool().QueryRow(ctx, `SELECT max(version) FROM `+q+`.schema_version`).Scan(&version))
-	assert.Equal(t, postgres.SchemaVersion, version)
+	s2 := reopenMigrated(t, schema)
 	var letters []eventstore.DeadLetter
 	for d, err := range s2.DeadLetters(ctx, "proj") {
 		require.NoError(t, err)
 		letters = append(letters, d)
 	}
 	require.Len(t, letters, 2, "the dead letters of version 2 survive the migration")
-	first := letters[0]
-	assert.Equal(t, "01JNQ0000000000000000000A1", first.ID)
-	assert.Equal(t, id, first.Event.ID)
-	assert.Equal(t, "order-1", first.Event.StreamID)
-	assert.Equal(t, eventstore.Position{Major: 10}, first.Event.Position)
-	assert.Equal(t, map[string]string{"k": "v"}, first.Event.Metadata.Extra)
-	assert.Equal(t, "boom", first.Error)
-	assert.Equal(t, 3, first.Attempts)
-	assert.True(t, at.Equal(first.FirstFailure))
+	storetest.CheckMigratedDeadLetter(t, s2, eventstore.DeadLetter{ID: "01JNQ0000000000000000000A1", Consumer: "proj",
+		Error: "boom", Attempts: 3, FirstFailure: at, LastFailure: at.Add(time.Second),
+		Event: eventstore.Event{StreamID: "order-1", Position: eventstore.Position{Major: 10}, RecordedAt: at,
+			EventData: eventstore.EventData{ID: id, Type: "order.placed", SchemaVersion: 1, Data: []byte("{}"),
+				Metadata: eventstore.Metadata{CorrelationID: "corr", Extra: map[string]string{"k": "v"}}}}})
+}
 
-	other := first
-	other.ID, other.Error = "", "other stream"
-	other.Event.StreamID, other.Event.Position = "order-2", eventstore.Position{Major: 12}
-	parked, err := s2.ParkDeadLetter(ctx, other)
+// reopenMigrated opens schema again, which migrates it, and checks that it
+// reached this build's version.
+func reopenMigrated(t *testing.T, schema string) *postgres.Store {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
 	require.NoError(t, err)
-	assert.NotEqual(t, first.ID, parked.ID)
-	n, err := s2.CountDeadLetters(ctx, "proj")
-	require.NoError(t, err)
-	assert.Equal(t, 3, n)
-	again, err := s2.DeadLetter(ctx, "proj", first.ID)
-	require.NoError(t, err)
-	assert.Equal(t, "boom", again.Error, "parking in another stream changed the first dead letter")
+	t.Cleanup(func() { _ = s.Close() })
+	var version int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT max(version) FROM `+pgx.Identifier{schema}.Sanitize()+`.schema_version`).Scan(&version))
+	assert.Equal(t, postgres.SchemaVersion, version)
+	return s
 }

@@ -231,3 +231,31 @@ func testDeadLetterBadInput(t *testing.T, s eventstore.DeadLetterStore) {
 	_, err := s.CountDeadLetters(ctx, "")
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 }
+
+// CheckMigratedDeadLetter is for the migration tests of SQL stores whose
+// earlier schema keyed dead letters by (consumer, event_id, part): after
+// the migration, want (the dead letter as the old schema stored it) reads
+// back whole, and parking its event ID and part in another stream adds a
+// dead letter instead of changing want.
+func CheckMigratedDeadLetter(t *testing.T, s eventstore.DeadLetterStore, want eventstore.DeadLetter) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := s.DeadLetter(ctx, want.Consumer, want.ID)
+	require.NoError(t, err, "the dead letter of the old schema")
+	sameLetter(t, want, got)
+	before, err := s.CountDeadLetters(ctx, want.Consumer)
+	require.NoError(t, err)
+
+	other := want
+	other.ID, other.Error = "", "the same event ID in another stream"
+	other.Event.StreamID += "-other"
+	other.Event.Position.Major += 1000
+	parked := mustPark(t, s, other)
+	assert.NotEqual(t, want.ID, parked.ID, "the old key still holds: another stream took over the dead letter")
+	n, err := s.CountDeadLetters(ctx, want.Consumer)
+	require.NoError(t, err)
+	assert.Equal(t, before+1, n)
+	got, err = s.DeadLetter(ctx, want.Consumer, want.ID)
+	require.NoError(t, err)
+	sameLetter(t, want, got)
+}

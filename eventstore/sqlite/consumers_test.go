@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"database/sql"
 	"testing"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -28,4 +29,8 @@ func TestDeadLetterConformance(t *testing.T) {
 
 func TestLeaseConformance(t *testing.T) {
 	storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore { return openTemp(t, sqlite.Options{}) })
+}
+
+func TestTxDeadLetterConformance(t *testing.T) {
+	storetest.RunTxDeadLetters(t, func(t *testing.T) storetest.TxDeadLetterStore[*sql.Tx] { return openTemp(t, sqlite.Options{}) })
 }

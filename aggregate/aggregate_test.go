@@ -116,3 +116,35 @@ func TestPanicErrorUnwrapsErrorValues(t *testing.T) {
 	assert.ErrorIs(t, err, cause)
 	assert.ErrorIs(t, err, aggregate.ErrPanicked)
 }
+
+// TestSaveDuplicateTakesTheStoredDecision saves, on an instance loaded
+// before another one saved command c1, a different decision of c1 that
+// repeats a prefix of the stored event IDs: the store calls it a
+// duplicate, and the outcome and the instance must be what the store holds
+// (three events adding 10, 20, 30), not the one event adding 99 given here.
+func TestSaveDuplicateTakesTheStoredDecision(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	t.Cleanup(func() { _ = store.Close() })
+	repo, err := aggregate.NewRepository(store, newRegistry(t), tallyType(t, 0), aggregate.RepositoryOptions{})
+	require.NoError(t, err)
+
+	first, err := repo.Load(ctx, "a")
+	require.NoError(t, err)
+	_, err = repo.Save(ctx, first, []any{Added{N: 1}}, aggregate.SaveOptions{CommandID: "c0"})
+	require.NoError(t, err)
+	loser, err := repo.Load(ctx, "a")
+	require.NoError(t, err)
+	_, err = repo.Save(ctx, first, []any{Added{N: 10}, Added{N: 20}, Added{N: 30}}, aggregate.SaveOptions{CommandID: "c1"})
+	require.NoError(t, err)
+	_, err = repo.Save(ctx, first, []any{Added{N: 100}}, aggregate.SaveOptions{CommandID: "c2"})
+	require.NoError(t, err)
+
+	out, err := repo.Save(ctx, loser, []any{Added{N: 99}}, aggregate.SaveOptions{CommandID: "c1"})
+	require.NoError(t, err)
+	assert.True(t, out.Duplicate)
+	assert.Equal(t, []any{Added{N: 10}, Added{N: 20}, Added{N: 30}}, out.Events, "the stored events")
+	assert.Equal(t, [2]uint64{1, 3}, [2]uint64{out.FirstVersion, out.LastVersion}, "the stored command's versions")
+	assert.Equal(t, 161, loser.State.Total, "the instance holds the stream's state, c2 included")
+	assert.Equal(t, uint64(4), loser.Version)
+}

@@ -8,10 +8,16 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-// maxTrackedCommands bounds the commands an instance remembers (16 bytes
-// and a map slot each). Beyond it the instance forgets them and asks the
-// store about older ones (see [Repository.PriorOutcome]).
-const maxTrackedCommands = 1 << 20
+// RememberedCommands is how many commands an instance remembers: the most
+// recent ones, by a hash of their ID and the version of their first event,
+// 16 bytes each, so 16 KiB per instance at most and 16 MiB for a bus's
+// default 1,024 cached instances. Redeliveries are usually recent, and these
+// are answered from memory. A command the instance has forgotten (or never
+// saw, below its snapshot) is asked of the store (see
+// [Repository.PriorOutcome]): forgetting costs a lookup, never a wrong
+// answer. A larger number would only spare that lookup for older
+// redeliveries, at 16 bytes per command per cached instance.
+const RememberedCommands = 1024
 
 // Instance is one loaded aggregate: its state and the version it was built
 // to. It belongs to one goroutine at a time.
@@ -26,18 +32,24 @@ type Instance[T any, PT Root[T]] struct {
 	// Exists reports whether the stream has events.
 	Exists bool
 
-	// commands maps the hashes of the command IDs of the events at versions
-	// >= base to the version of each command's first event. Hashes keep a
-	// hot aggregate's memory small; a collision is caught when the events
-	// are read (their command ID differs) and then the store is asked. An
-	// ID absent from it may still be recorded before base.
-	commands map[uint64]uint64
+	// commands remembers the commands of the events at versions >= base:
+	// a ring of the last RememberedCommands, oldest at next once full.
+	// Hashes keep a hot aggregate's memory small; a collision is caught
+	// when the events are read (their command ID differs) and then the
+	// store is asked. An ID absent from it may still be recorded before
+	// base.
+	commands []remembered
+	next     int
 	base     uint64
 	seed     maphash.Seed
 	// sinceSnapshot counts events applied since the state was last
 	// snapshotted or restored from a snapshot.
 	sinceSnapshot uint64
 }
+
+// remembered is one command an instance remembers: the hash of its ID and
+// the version of its first event.
+type remembered struct{ hash, first uint64 }
 
 // span is the versions of the events that one command produced: one append,
 // so consecutive.
@@ -73,19 +85,40 @@ func (i *Instance[T, PT]) apply(event any) (err error) {
 }
 
 // track records that the event at version v was produced by command id.
+// Events arrive in version order, so a command's later events follow its
+// first: only the newest entry can be the same command.
 func (i *Instance[T, PT]) track(id string, v uint64) {
 	if id == "" {
 		return
 	}
 	h := i.hash(id)
-	if _, ok := i.commands[h]; ok {
+	n := len(i.commands)
+	if n > 0 && i.commands[(i.next+n-1)%n].hash == h {
 		return // a later event of the same command, or a collision
 	}
-	if i.commands == nil {
-		i.commands = make(map[uint64]uint64)
-	} else if len(i.commands) >= maxTrackedCommands {
-		clear(i.commands)
-		i.base = v
+	if n < RememberedCommands {
+		if n == cap(i.commands) { // grow as append would, but never past the bound
+			grown := make([]remembered, n, min(max(2*n, 8), RememberedCommands))
+			copy(grown, i.commands)
+			i.commands = grown
+		}
+		i.commands = append(i.commands, remembered{hash: h, first: v})
+		return
 	}
-	i.commands[h] = v
+	i.commands[i.next] = remembered{hash: h, first: v}
+	i.next = (i.next + 1) % n
+	i.base = i.commands[i.next].first // the versions before it are forgotten
+}
+
+// remembers returns the version of the first event of command id, newest
+// first, and whether the instance remembers one.
+func (i *Instance[T, PT]) remembers(id string) (uint64, bool) {
+	h := i.hash(id)
+	n := len(i.commands)
+	for k := n; k > 0; k-- {
+		if c := i.commands[(i.next+k-1)%n]; c.hash == h {
+			return c.first, true
+		}
+	}
+	return 0, false
 }

@@ -11,38 +11,57 @@ import (
 // before, and true; or false when it produced no events there.
 //
 // It answers from the instance when it can: it remembers the commands of
-// the events it replayed or saved. For the events before those (below a
-// snapshot, or forgotten on a very hot aggregate) it asks the store's
+// the last events it replayed or saved (see [RememberedCommands]). For the
+// events before those (below a snapshot, or forgotten) it asks the store's
 // [eventstore.CommandIndex] when the store has one, and otherwise scans the
-// stream backward from there, reading metadata only. The events are read
-// again and decoded, so a duplicate's outcome is the same values the first
-// dispatch returned (after upcasting).
+// stream backward from there, down to its first event when the command is
+// not there: the cost of an exact answer without an index. The events are
+// read again and decoded, so a duplicate's outcome is the same values the
+// first dispatch returned (after upcasting).
 func (r *Repository[T, PT]) PriorOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (Outcome, bool, error) {
+	out, found, _, err := r.lookup(ctx, inst, commandID, 0)
+	return out, found, err
+}
+
+// RecentOutcome is [Repository.PriorOutcome] with the scan of a store
+// without a command index bounded by [RepositoryOptions.ScanLimit]. When the
+// scan stops at the limit without finding the command, certain is false:
+// the command may still have produced events further back, and only
+// PriorOutcome can tell. With a command index, or no limit, the answer is
+// always certain.
+func (r *Repository[T, PT]) RecentOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (out Outcome, found, certain bool, err error) {
+	return r.lookup(ctx, inst, commandID, r.scanLimit)
+}
+
+// lookup finds the outcome of command commandID, scanning at most limit
+// events of a store without a command index (zero: no limit).
+func (r *Repository[T, PT]) lookup(ctx context.Context, inst *Instance[T, PT], commandID string, limit int) (out Outcome, found, certain bool, err error) {
 	if commandID == "" || !inst.Exists {
-		return Outcome{}, false, nil
+		return Outcome{}, false, true, nil
 	}
-	if first, ok := inst.commands[inst.hash(commandID)]; ok {
+	if first, ok := inst.remembers(commandID); ok {
 		out, found, err := r.readOutcome(ctx, inst.Stream, commandID, span{first: first, last: eventstore.End})
 		if err != nil || found {
-			return out, found, err
+			return out, found, true, err
 		}
 		// Another command's ID has the same hash: ask the store.
-		return r.findOutcome(ctx, inst.Stream, inst.Version+1, commandID)
+		return r.findOutcome(ctx, inst.Stream, inst.Version+1, commandID, limit)
 	}
 	if inst.base == 0 {
-		return Outcome{}, false, nil
+		return Outcome{}, false, true, nil
 	}
-	return r.findOutcome(ctx, inst.Stream, inst.base, commandID)
+	return r.findOutcome(ctx, inst.Stream, inst.base, commandID, limit)
 }
 
 // findOutcome finds and reads the outcome of command commandID among the
 // events of stream below version base.
-func (r *Repository[T, PT]) findOutcome(ctx context.Context, stream string, base uint64, commandID string) (Outcome, bool, error) {
-	s, found, err := r.findBefore(ctx, stream, base, commandID)
+func (r *Repository[T, PT]) findOutcome(ctx context.Context, stream string, base uint64, commandID string, limit int) (Outcome, bool, bool, error) {
+	s, found, certain, err := r.findBefore(ctx, stream, base, commandID, limit)
 	if err != nil || !found {
-		return Outcome{}, false, err
+		return Outcome{}, false, certain, err
 	}
-	return r.readOutcome(ctx, stream, commandID, s)
+	out, found, err := r.readOutcome(ctx, stream, commandID, s)
+	return out, found, true, err
 }
 
 // readOutcome reads and decodes the events of command commandID, from
@@ -70,24 +89,28 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 }
 
 // findBefore finds the events of command commandID in stream at versions
-// below base.
-func (r *Repository[T, PT]) findBefore(ctx context.Context, stream string, base uint64, commandID string) (span, bool, error) {
+// below base. Without a command index it scans backward, and gives up
+// (certain false) after limit events that are not the command's, when
+// limit is positive.
+func (r *Repository[T, PT]) findBefore(ctx context.Context, stream string, base uint64, commandID string, limit int) (s span, found, certain bool, err error) {
 	if idx, ok := r.store.(eventstore.CommandIndex); ok {
 		r, found, err := idx.CommandResult(ctx, stream, commandID)
 		if err != nil || !found {
-			return span{}, false, err
+			return span{}, false, true, err
 		}
-		return span{first: r.FirstVersion, last: r.LastVersion}, true, nil
+		return span{first: r.FirstVersion, last: r.LastVersion}, true, true, nil
 	}
-	var s span
-	found := false
+	scanned := 0
 	for e, err := range r.store.ReadStream(ctx, stream, eventstore.Backward(base-1)) {
 		if err != nil {
-			return span{}, false, err
+			return span{}, false, false, err
 		}
 		if e.Metadata.CommandID != commandID {
 			if found {
 				break // one command's events are consecutive: one append
+			}
+			if scanned++; limit > 0 && scanned >= limit && e.Version > 0 {
+				return span{}, false, false, nil
 			}
 			continue
 		}
@@ -96,5 +119,5 @@ func (r *Repository[T, PT]) findBefore(ctx context.Context, stream string, base 
 		}
 		s.first, found = e.Version, true
 	}
-	return s, found, nil
+	return s, found, true, nil
 }

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 
@@ -19,6 +20,21 @@ type RepositoryOptions struct {
 	// Logger receives what the repository handles on its own: snapshots it
 	// discards or fails to save. Nil means slog.Default().
 	Logger *slog.Logger
+	// ScanLimit bounds how many events [Repository.RecentOutcome] reads
+	// backward when the store has no [eventstore.CommandIndex] and the
+	// instance does not remember the command. Zero means no bound: the
+	// lookup is exact, and a new command on an aggregate that was loaded
+	// from a snapshot, or has more than [RememberedCommands] commands,
+	// reads the stream down to its first event.
+	//
+	// A bound makes that lookup inexact for older commands, so set it only
+	// on a store whose Append finds a command's event IDs anywhere in the
+	// stream, as the Store contract requires (storetest checks it): a
+	// redelivered command beyond the bound is then decided again, its
+	// append is refused (its event IDs derive from the command ID), and the
+	// command bus looks again without the bound. A store that checks only
+	// recent event IDs would store such a command twice.
+	ScanLimit int
 }
 
 // Repository loads and saves the instances of one aggregate type. It holds
@@ -31,14 +47,27 @@ type Repository[T any, PT Root[T]] struct {
 	snaps eventstore.SnapshotStore
 	log   *slog.Logger
 	seed  maphash.Seed // hashes the command IDs its instances track
+
+	scanLimit int
 }
 
 // NewRepository returns the repository of typ's instances in store, decoding
-// and encoding with reg. When typ asks for snapshots and there is a snapshot
-// store, T must be registered with reg; otherwise the error matches
-// [ErrSnapshotNotRegistered].
+// and encoding with reg.
+//
+// It validates reg (see [codec.Registry.Validate], which freezes it: register
+// every type and upcaster first), so that a broken set-up, such as an
+// upcaster chain with a gap, fails here and not at the first load; the error
+// matches [codec.ErrInvalidSetup] and names the aggregate type. When typ asks
+// for snapshots and there is a snapshot store, T must be registered with
+// reg; otherwise the error matches [ErrSnapshotNotRegistered].
 func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registry, typ *Type[T, PT], opts RepositoryOptions) (*Repository[T, PT], error) {
-	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: opts.Logger, seed: maphash.MakeSeed()}
+	if store == nil || reg == nil || typ == nil {
+		return nil, fmt.Errorf("%w: an aggregate repository needs an event store, a codec registry and an aggregate type", eventstore.ErrInvalidArgument)
+	}
+	if err := reg.Validate(); err != nil {
+		return nil, &TypeError{Name: typ.name, Err: err, Reason: "its codec registry is not set up right: " + err.Error()}
+	}
+	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: opts.Logger, seed: maphash.MakeSeed(), scanLimit: max(opts.ScanLimit, 0)}
 	if r.log == nil {
 		r.log = slog.Default()
 	}

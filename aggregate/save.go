@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 
@@ -57,6 +58,13 @@ type Outcome struct {
 // success applies them to inst, as decoded from what was appended, so that
 // the state is the one a replay builds. Nothing is appended for no events.
 //
+// When the store reports the append as a duplicate (another dispatch of the
+// same command appended its events first: their IDs derive from the command
+// ID), the stored events are what happened, and they may differ from the
+// events given here when the decision reads the clock or makes up IDs. The
+// Outcome is then read from the store, and inst is brought up to date with
+// the stream, never given the events passed in.
+//
 // A version conflict is the store's [*eventstore.WrongVersionError]: inst is
 // stale and must be loaded again. Should Apply reject an event just stored,
 // the error is an [*ApplyError] and the returned Outcome is nonetheless
@@ -84,6 +92,9 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 	if err != nil {
 		return Outcome{}, err
 	}
+	if res.Duplicate {
+		return r.storedOutcome(ctx, inst, opts.CommandID, res.FirstVersion)
+	}
 	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Events: make([]any, 0, len(data))}
 	var buf []codec.Decoded
 	for i := range data {
@@ -99,4 +110,24 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 	}
 	r.maybeSnapshot(ctx, inst)
 	return out, nil
+}
+
+// storedOutcome is Save's answer to a duplicate append: the outcome of
+// command commandID as stored from version first on, and inst refreshed
+// from the stream. The whole stored command is read, not just as many
+// events as this decision had: a decision with fewer events repeats only a
+// prefix of the stored ones.
+func (r *Repository[T, PT]) storedOutcome(ctx context.Context, inst *Instance[T, PT], commandID string, first uint64) (Outcome, error) {
+	if _, err := r.replay(ctx, inst); err != nil {
+		if err == errSnapshotPastEnd {
+			err = fmt.Errorf("%w: stream %q no longer has version %d, which the instance was built to", eventstore.ErrCorrupt, inst.Stream, inst.Version)
+		}
+		return Outcome{}, err
+	}
+	out, found, err := r.readOutcome(ctx, inst.Stream, commandID, span{first: first, last: eventstore.End})
+	if err == nil && !found {
+		err = fmt.Errorf("%w: stream %q: the store reports the events of command %q as stored from version %d, but they are not there",
+			eventstore.ErrCorrupt, inst.Stream, commandID, first)
+	}
+	return out, err
 }

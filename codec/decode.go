@@ -1,9 +1,9 @@
 package codec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"iter"
-	"strconv"
 
 	"github.com/google/uuid"
 
@@ -37,16 +37,30 @@ type Decoded struct {
 // after handling it, the stored event is handled.
 func (d Decoded) Last() bool { return d.Index == d.Count-1 }
 
-// PartID identifies this value for deduplication. It is the stored event's
-// ID for the first part (so an event that later starts being split keeps
-// the ID it was handled under), and for later parts a UUIDv5 derived from
-// that ID and Index, the same on every read.
+// PartID identifies this value for deduplication: a UUIDv5 of the stored
+// event's stream, ID and Index, the same on every read.
+//
+// Event IDs are unique per stream only (two streams may hold the same ID),
+// so the stream is part of every PartID, part 0's too: the stored ID alone
+// would make two events one. Index, not Count, goes in, so an event that
+// later starts being split keeps for its first value the PartID it was
+// handled under.
 func (d Decoded) PartID() uuid.UUID {
-	if d.Index == 0 {
-		return d.Event.ID
-	}
-	return uuid.NewSHA1(d.Event.ID, []byte("cairn.codec.part/"+strconv.Itoa(d.Index)))
+	var idx [binary.MaxVarintLen64]byte
+	name := make([]byte, 0, len(d.Event.ID)+len(idx)+len(d.Event.StreamID))
+	// The ID has a fixed length and the varint ends itself, so no two
+	// (ID, index, stream) triples give the same name.
+	name = append(name, d.Event.ID[:]...)
+	name = binary.AppendUvarint(name, uint64(d.Index))
+	name = append(name, d.Event.StreamID...)
+	return uuid.NewSHA1(partNamespace, name)
 }
+
+// partNamespace is the UUIDv5 namespace of [Decoded.PartID], itself the
+// UUIDv5 of "https://github.com/cairn-es/cairn/codec/part" in the URL
+// namespace. It never changes: consumers keep the part IDs they
+// deduplicate by.
+var partNamespace = uuid.MustParse("e7ed63c0-58ef-5cef-8356-ad51a0a3b685")
 
 // Decode runs the upcasters on a stored event and decodes the result: no
 // value when the chain drops the event, one, or several when it splits it

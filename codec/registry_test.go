@@ -173,7 +173,11 @@ func TestDecodeCurrentVersion(t *testing.T) {
 	assert.Equal(t, 0, got[0].Index)
 	assert.Equal(t, 1, got[0].Count)
 	assert.True(t, got[0].Last())
-	assert.Equal(t, ev.ID, got[0].PartID())
+	other := ev
+	other.StreamID = "order-o-2"
+	again, err := reg.Decode(other)
+	require.NoError(t, err)
+	assert.NotEqual(t, got[0].PartID(), again[0].PartID(), "one event ID in two streams is two events")
 
 	switch e := got[0].Value.(type) {
 	case OrderPlaced:

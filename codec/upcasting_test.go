@@ -143,13 +143,39 @@ func TestPartIDsAreStableAndDistinct(t *testing.T) {
 	again, err := reg.Decode(ev)
 	require.NoError(t, err)
 	require.Len(t, first, 2)
-	assert.Equal(t, ev.ID, first[0].PartID(), "part 0 keeps the stored ID")
-	assert.NotEqual(t, ev.ID, first[1].PartID())
+	assert.NotEqual(t, first[0].PartID(), first[1].PartID())
+	assert.Equal(t, first[0].PartID(), again[0].PartID(), "the same on every read")
 	assert.Equal(t, first[1].PartID(), again[1].PartID(), "the same on every read")
+	unsplit, err := old.Decode(ev)
+	require.NoError(t, err)
+	require.Len(t, unsplit, 1)
+	assert.Equal(t, unsplit[0].PartID(), first[0].PartID(),
+		"an event that starts being split keeps the PartID of its first value")
 
 	other := ev
 	other.ID = eventstore.NewEventID()
 	fromOther, err := reg.Decode(other)
 	require.NoError(t, err)
+	assert.NotEqual(t, first[0].PartID(), fromOther[0].PartID())
 	assert.NotEqual(t, first[1].PartID(), fromOther[1].PartID())
+}
+
+// Event IDs are unique per stream only: the same ID in two streams is two
+// events, and every one of their parts needs its own PartID, part 0 too.
+func TestPartIDsDifferAcrossStreams(t *testing.T) {
+	reg, old := v2Registry(t), v1Registry(t)
+	data, err := old.Encode(v1OrderPlaced{OrderID: "o-1", Seats: []string{"A1"}})
+	require.NoError(t, err)
+	a := stored(data, "order-o-1", 0)
+	b := a
+	b.StreamID = "order-o-2"
+	fromA, err := reg.Decode(a)
+	require.NoError(t, err)
+	fromB, err := reg.Decode(b)
+	require.NoError(t, err)
+	require.Len(t, fromA, 2)
+	require.Len(t, fromB, 2)
+	for i := range fromA {
+		assert.NotEqual(t, fromA[i].PartID(), fromB[i].PartID(), "part %d of one event ID in two streams", i)
+	}
 }

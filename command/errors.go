@@ -10,7 +10,39 @@ var (
 	ErrNoRoute = errors.New("command: no route")
 	// ErrDuplicateRoute matches every [*RouteError]: a set-up mistake.
 	ErrDuplicateRoute = errors.New("command: conflicting route")
+	// ErrContention matches every [*ContentionError]: a command that kept
+	// losing races for its aggregate until the bus gave up.
+	ErrContention = errors.New("command: contention")
 )
+
+// ContentionError reports a command that the bus decided MaxAttempts
+// times, each time losing the race to append to its aggregate's stream to
+// another writer (another process). Nothing of it was appended. It wraps
+// the last conflict, so errors.Is(err, eventstore.ErrWrongVersion) holds
+// and errors.As finds the store's [*eventstore.WrongVersionError]; the
+// command can be dispatched again with the same ID.
+type ContentionError struct {
+	// Stream is the aggregate's stream.
+	Stream string
+	// CommandID is the command's ID.
+	CommandID string
+	// Attempts is how many times the command was decided.
+	Attempts int
+	// Err is the last conflict.
+	Err error
+}
+
+// Error implements error.
+func (e *ContentionError) Error() string {
+	return fmt.Sprintf("command %q on stream %q: gave up after %d attempts, each losing a concurrent append: %v",
+		e.CommandID, e.Stream, e.Attempts, e.Err)
+}
+
+// Is makes errors.Is(err, ErrContention) true.
+func (e *ContentionError) Is(target error) bool { return target == ErrContention }
+
+// Unwrap returns the last conflict.
+func (e *ContentionError) Unwrap() error { return e.Err }
 
 // NoRouteError reports a dispatched command whose Go type has no route.
 type NoRouteError struct {

@@ -21,8 +21,10 @@ type route interface {
 
 // Route sends every command of Go type C to aggregate type typ. A command
 // type routed twice, or two aggregate types with one name, is a
-// [*RouteError]; so is a type whose snapshots cannot be encoded (see
-// [aggregate.NewRepository]).
+// [*RouteError]. Route also validates the bus's codec registry, and freezes
+// it (see [aggregate.NewRepository]): a broken set-up, such as an upcaster
+// chain with a gap, or a type whose snapshots cannot be encoded, fails here
+// rather than at the first Dispatch.
 func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T, PT]) error {
 	ct := reflect.TypeFor[C]()
 	if ct.Kind() == reflect.Interface {
@@ -41,7 +43,7 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 	}
 	r := b.repos[typ]
 	if r == nil {
-		repo, err := aggregate.NewRepository(b.store, b.reg, typ, aggregate.RepositoryOptions{Snapshots: b.opts.Snapshots, Logger: b.log})
+		repo, err := aggregate.NewRepository(b.store, b.reg, typ, aggregate.RepositoryOptions{Snapshots: b.opts.Snapshots, Logger: b.log, ScanLimit: b.opts.ScanLimit})
 		if err != nil {
 			return err
 		}
@@ -83,13 +85,22 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 	if md.CausationID == "" {
 		md.CausationID = msg.ID
 	}
+	// exact is set once a lookup bounded by Options.ScanLimit could not
+	// tell and an append was then refused: the command may be an old one.
+	exact := false
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
 		inst, err := r.load(ctx, b, id, stream)
 		if err != nil {
 			return res, err
 		}
-		prior, found, err := r.repo.PriorOutcome(ctx, inst, msg.ID)
+		var prior aggregate.Outcome
+		found, certain := false, true
+		if exact {
+			prior, found, err = r.repo.PriorOutcome(ctx, inst, msg.ID)
+		} else {
+			prior, found, certain, err = r.repo.RecentOutcome(ctx, inst, msg.ID)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -99,6 +110,16 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 			return res, nil
 		}
 		events, err := inst.Handle(ctx, msg.Command)
+		if !certain && (err != nil || len(events) == 0) {
+			// A rejection or a no-op appends nothing, so no store would
+			// refuse it: look without the bound before returning it, for
+			// the command may have produced events long ago.
+			if prior, found, perr := r.repo.PriorOutcome(ctx, inst, msg.ID); perr != nil || found {
+				b.cache.evict(stream) // Handle may have panicked half-way
+				res.Version, res.Events, res.Duplicate = prior.LastVersion, prior.Events, found
+				return res, perr
+			}
+		}
 		if errors.Is(err, aggregate.ErrPanicked) {
 			b.cache.evict(stream) // a Handle that panicked may have left the state half-changed
 			return res, err
@@ -129,8 +150,11 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		if !errors.Is(err, eventstore.ErrWrongVersion) && !errors.Is(err, eventstore.ErrEventIDConflict) {
 			return res, err
 		}
+		// Beyond the scan limit, a refusal may be the store finding the
+		// command's own event IDs: the next attempt looks without the bound.
+		exact = exact || !certain
 		if attempt >= b.opts.MaxAttempts {
-			return res, err
+			return res, &ContentionError{Stream: stream, CommandID: msg.ID, Attempts: attempt, Err: err}
 		}
 		b.log.DebugContext(ctx, "command: version conflict; deciding again",
 			slog.String("stream", stream), slog.String("command_id", msg.ID), slog.Int("attempt", attempt), slog.Any("error", err))

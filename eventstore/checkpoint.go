@@ -124,7 +124,16 @@ type CheckpointStore interface {
 //
 // Tx is the store's transaction type (*sql.Tx for SQLite, pgx.Tx for
 // PostgreSQL). The consumer calls InTx once per batch and, inside fn,
-// SaveCheckpointTx and possibly DeleteDeadLetterTx with the same tx.
+// SaveCheckpointTx and possibly ParkDeadLetterTx and DeleteDeadLetterTx
+// with the same tx.
+//
+// The dead-letter methods are here, not in [DeadLetterStore], because they
+// are what makes a transactional consumer exactly once around failures: an
+// event parked in the transaction that moves the checkpoint past it is
+// either parked and passed, or neither (a crash in between replays it, and
+// a successful replay leaves no dead letter behind to be applied again by a
+// retry); a retried dead letter is deleted in the transaction of its
+// effect.
 type TxCheckpointStore[Tx any] interface {
 	CheckpointStore
 	// InTx runs fn in one transaction and commits it when fn returns nil;
@@ -135,6 +144,11 @@ type TxCheckpointStore[Tx any] interface {
 	// SaveCheckpointTx is [CheckpointStore.SaveCheckpoint] inside tx: the
 	// move becomes visible when, and only when, tx commits.
 	SaveCheckpointTx(ctx context.Context, tx Tx, name string, expected, next Position, fence Fence) error
+	// ParkDeadLetterTx is [DeadLetterStore.ParkDeadLetter] inside tx: the
+	// dead letter is stored (or the one with the same key updated) when,
+	// and only when, tx commits. The record it returns is what the commit
+	// stores, unless another transaction parks the same key first.
+	ParkDeadLetterTx(ctx context.Context, tx Tx, d DeadLetter) (DeadLetter, error)
 	// DeleteDeadLetterTx is [DeadLetterStore.DeleteDeadLetter] inside tx,
 	// so that a dead letter retried into a read model is resolved exactly
 	// when its effect commits.
@@ -147,7 +161,7 @@ type TxCheckpointStore[Tx any] interface {
 // the same names with the same [*InvalidArgumentError].
 func ValidateConsumerName(name string) error {
 	bad := func(reason string) error {
-		return &InvalidArgumentError{Stream: name, Index: -1, Field: "consumer name", Reason: reason}
+		return &InvalidArgumentError{Consumer: name, Index: -1, Field: "consumer name", Reason: reason}
 	}
 	switch {
 	case name == "":

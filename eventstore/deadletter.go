@@ -53,14 +53,18 @@ func (e *DeadLetterNotFoundError) Is(target error) bool { return target == ErrDe
 
 // DeadLetterStore keeps parked events per consumer.
 //
-// A dead letter is unique per (Consumer, Event.ID, Part): parking the same
-// part again, as a consumer that crashed between parking and checkpointing
-// does when it replays, updates the existing dead letter (its error, attempts
-// and last failure; ID and first failure stay) instead of adding one. In SQL:
-// a unique key on (consumer, event_id, part) and an upsert.
+// A dead letter is unique per (Consumer, Event.StreamID, Event.ID, Part):
+// parking the same part of the same event again (a failed retry, or a
+// replay after the consumer's checkpoint did not pass the event) updates
+// the existing dead letter (its error, attempts and last failure; ID and
+// first failure stay) instead of adding one. The stream is part of the key
+// because event IDs are unique per stream only: the same ID in two streams
+// is two events, and two dead letters. In SQL: a unique key on (consumer,
+// stream, event_id, part) and an upsert.
 type DeadLetterStore interface {
 	// ParkDeadLetter stores d, or updates the dead letter already parked for
-	// the same consumer, event ID and part, and returns the stored record.
+	// the same consumer, stream, event ID and part, and returns the stored
+	// record.
 	// d.ID may be empty; the store then assigns a new ULID.
 	ParkDeadLetter(ctx context.Context, d DeadLetter) (DeadLetter, error)
 	// DeadLetters yields the dead letters of consumer, oldest first (by ID).
@@ -82,7 +86,7 @@ func CheckDeadLetter(d DeadLetter) error {
 		return err
 	}
 	bad := func(field, reason string) error {
-		return &InvalidArgumentError{Stream: d.Event.StreamID, Index: -1, Field: field, Reason: reason}
+		return &InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: field, Reason: reason}
 	}
 	switch {
 	case d.Event.ID == uuid.Nil:

@@ -3,6 +3,7 @@ package eventstore
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 )
@@ -44,25 +45,50 @@ func (e *WrongVersionError) Error() string {
 func (e *WrongVersionError) Is(target error) bool { return target == ErrWrongVersion }
 
 // InvalidArgumentError reports malformed input to a store. Nothing was
-// written.
+// written. Its message names the argument that was wrong (Field), and where
+// the call was aimed: the stream, the consumer, the event of an append.
 type InvalidArgumentError struct {
 	// Stream is the stream the call named, if any.
 	Stream string
+	// Consumer is the consumer (checkpoint, lease or dead letter owner) the
+	// call named, if any.
+	Consumer string
 	// Index is the position of the offending event in the append, or -1
 	// when the problem is not with one event.
 	Index int
-	// Field names what is wrong: "stream", "type", "data", ...
+	// Field names the argument that is wrong: "stream name", "type",
+	// "data", "consumer name", "filter type", "schema name", ...
 	Field string
 	// Reason says why it is wrong.
 	Reason string
 }
 
 func (e *InvalidArgumentError) Error() string {
-	where := fmt.Sprintf("stream %q", e.Stream)
-	if e.Index >= 0 {
-		where += fmt.Sprintf(", event %d", e.Index)
+	var b strings.Builder
+	b.WriteString("invalid argument: ")
+	sep := func() {
+		if b.Len() > len("invalid argument: ") {
+			b.WriteString(", ")
+		}
 	}
-	return fmt.Sprintf("invalid argument: %s: %s %s", where, e.Field, e.Reason)
+	if e.Stream != "" {
+		fmt.Fprintf(&b, "stream %q", e.Stream)
+	}
+	if e.Consumer != "" {
+		sep()
+		fmt.Fprintf(&b, "consumer %q", e.Consumer)
+	}
+	if e.Index >= 0 {
+		sep()
+		fmt.Fprintf(&b, "event %d", e.Index)
+	}
+	if b.Len() > len("invalid argument: ") {
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Field)
+	b.WriteString(" ")
+	b.WriteString(e.Reason)
+	return b.String()
 }
 
 // Is makes errors.Is(err, ErrInvalidArgument) true.
@@ -79,9 +105,20 @@ type EventIDConflictError struct {
 	Index int
 	// StoredVersion is the version at which the stream already holds EventID.
 	StoredVersion uint64
+	// Displaced reports that the append repeats the stored events exactly,
+	// but its expected version (Expected) puts them at another place than
+	// the one where they are stored: it is not the append that stored them.
+	Displaced bool
+	// Expected is the append's expected version.
+	Expected ExpectedVersion
 }
 
 func (e *EventIDConflictError) Error() string {
+	if e.Displaced {
+		return fmt.Sprintf("append to stream %q expecting %s: its events are already stored from version %d, "+
+			"where an append expecting %s would not have written them (event %d, ID %s)",
+			e.Stream, e.Expected, e.StoredVersion, e.Expected, e.Index, e.EventID)
+	}
 	return fmt.Sprintf("append to stream %q: event %d (ID %s) is already stored at version %d, "+
 		"and the append is not an exact repeat of the one that stored it",
 		e.Stream, e.Index, e.EventID, e.StoredVersion)

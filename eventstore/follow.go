@@ -28,14 +28,18 @@ type PageReader func(ctx context.Context, after Position, filter Filter, limit i
 // caller does not say.
 const DefaultPageSize = 512
 
-// ReadPages implements [Store.ReadAll] on a [PageReader]: it reads page after
-// page until a page comes back short, so memory stays flat however long the
-// log is.
+// ReadPages implements [Store.ReadAll] on a [PageReader]: it checks the
+// filter (see [Filter.Validate]), then reads page after page until a page
+// comes back short, so memory stays flat however long the log is.
 func ReadPages(ctx context.Context, after Position, filter Filter, read PageReader, pageSize int) iter.Seq2[Event, error] {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
 	return func(yield func(Event, error) bool) {
+		if err := filter.Validate(); err != nil {
+			yield(Event{}, err)
+			return
+		}
 		for {
 			page, err := read(ctx, after, filter, pageSize)
 			if err != nil {
@@ -84,10 +88,10 @@ type FollowOptions struct {
 // it.
 const DefaultPollInterval = 100 * time.Millisecond
 
-// Follow implements [Store.Subscribe] on a [PageReader]: it reads pages
-// until it is caught up, then waits for a wake-up, a poll tick, the end of
-// ctx or the store's closing, and reads again from the last position it
-// looked through. It never skips an event that the reader's pages report.
+// Follow implements [Store.Subscribe] on a [PageReader]: it checks the
+// filter (see [Filter.Validate]), then reads pages until it is caught up,
+// then waits for a wake-up, a poll tick, the end of ctx or the store's
+// closing, and reads again from the last position it looked through. It never skips an event that the reader's pages report.
 func Follow(ctx context.Context, after Position, filter Filter, read PageReader, opts FollowOptions) iter.Seq2[Event, error] {
 	pageSize := opts.PageSize
 	if pageSize <= 0 {
@@ -102,6 +106,10 @@ func Follow(ctx context.Context, after Position, filter Filter, read PageReader,
 		logger = slog.Default()
 	}
 	return func(yield func(Event, error) bool) {
+		if err := filter.Validate(); err != nil {
+			yield(Event{}, err)
+			return
+		}
 		var timer *time.Timer
 		if poll > 0 {
 			timer = time.NewTimer(poll)

@@ -86,7 +86,7 @@ func ValidateLease(name, holder string, ttl time.Duration) error {
 		return err
 	}
 	bad := func(field, reason string) error {
-		return &InvalidArgumentError{Stream: name, Index: -1, Field: field, Reason: reason}
+		return &InvalidArgumentError{Consumer: name, Index: -1, Field: field, Reason: reason}
 	}
 	switch {
 	case holder == "":

@@ -17,10 +17,9 @@ type Repeat struct {
 // them (the append proceeds as usual); found true with the version of the
 // first event when it holds all of them, in order, at consecutive versions,
 // at the place the expected version names (the append is a repeat: write
-// nothing and report a duplicate); or an error otherwise: an
-// [*EventIDConflictError] for a partial or displaced repeat, a
-// [*WrongVersionError] for an exact repeat that the expected version
-// contradicts.
+// nothing and report a duplicate); or an [*EventIDConflictError] otherwise:
+// for a partial repeat, and for an exact repeat that the expected version
+// puts at another place (Displaced set).
 func CheckRepeat(stream string, expected ExpectedVersion, events []EventData, r Repeat) (first uint64, found bool, err error) {
 	if len(r.Stored) == 0 {
 		return 0, false, nil
@@ -38,7 +37,8 @@ func CheckRepeat(stream string, expected ExpectedVersion, events []EventData, r 
 		}
 	}
 	if !repeatFits(expected, first) {
-		return 0, false, &WrongVersionError{Stream: stream, Expected: expected, Actual: r.Current}
+		return 0, false, &EventIDConflictError{Stream: stream, EventID: events[0].ID, Index: 0, StoredVersion: first,
+			Displaced: true, Expected: expected}
 	}
 	return first, true, nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"iter"
 	"math"
-	"slices"
-	"strings"
 )
 
 // Store is an event store. Every method is safe for concurrent use.
@@ -75,35 +73,3 @@ func Forward(from uint64) ReadOptions { return ReadOptions{From: from} }
 // Backward returns options to read backward from version from; [End]
 // starts at the last event.
 func Backward(from uint64) ReadOptions { return ReadOptions{From: from, Backward: true} }
-
-// Filter selects events for [Store.ReadAll] and [Store.Subscribe]. The zero
-// value selects every event. An event matches when its type is one of Types
-// (or Types is empty) and its stream starts with one of StreamPrefixes (or
-// StreamPrefixes is empty).
-type Filter struct {
-	Types          []string
-	StreamPrefixes []string
-}
-
-// Category returns the stream prefix of an aggregate category: streams are
-// named "<category>-<id>", so Category("order") is "order-".
-func Category(name string) string { return name + "-" }
-
-// Match reports whether e passes the filter.
-func (f Filter) Match(e *Event) bool {
-	if len(f.Types) > 0 && !slices.Contains(f.Types, e.Type) {
-		return false
-	}
-	if len(f.StreamPrefixes) == 0 {
-		return true
-	}
-	for _, p := range f.StreamPrefixes {
-		if strings.HasPrefix(e.StreamID, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// IsZero reports whether f selects every event.
-func (f Filter) IsZero() bool { return len(f.Types) == 0 && len(f.StreamPrefixes) == 0 }

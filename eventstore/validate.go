@@ -43,14 +43,10 @@ func PrepareAppend(stream string, events []EventData) ([]EventData, error) {
 		bad := func(field, reason string) error {
 			return &InvalidArgumentError{Stream: stream, Index: i, Field: field, Reason: reason}
 		}
-		switch {
-		case e.Type == "":
-			return nil, bad("type", "is empty")
-		case len(e.Type) > MaxTypeLen:
-			return nil, bad("type", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(e.Type), MaxTypeLen))
-		case !utf8.ValidString(e.Type) || strings.ContainsFunc(e.Type, isControl):
-			return nil, bad("type", fmt.Sprintf("%q is not printable UTF-8", e.Type))
-		case e.Data == nil:
+		if reason := typeNameProblem(e.Type); reason != "" {
+			return nil, bad("type", reason)
+		}
+		if e.Data == nil {
 			return nil, bad("data", "is nil: an event without payload has empty, non-nil data")
 		}
 		size := len(e.Data)
@@ -109,6 +105,20 @@ func ValidateStream(stream string) error {
 		return bad(`starts with "$", which is reserved for system streams`)
 	}
 	return nil
+}
+
+// typeNameProblem says what is wrong with an event type name, or "" when
+// nothing is: appends and filters apply the one rule.
+func typeNameProblem(typ string) string {
+	switch {
+	case typ == "":
+		return "is empty"
+	case len(typ) > MaxTypeLen:
+		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(typ), MaxTypeLen)
+	case !utf8.ValidString(typ) || strings.ContainsFunc(typ, isControl):
+		return fmt.Sprintf("%q is not printable UTF-8", typ)
+	}
+	return ""
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cairn-es/cairn/codec"
@@ -17,12 +19,16 @@ type plainExecutor struct {
 }
 
 func (x plainExecutor) transactional() bool { return false }
+func (x plainExecutor) ownsLetters() bool   { return false }
 
 func (x plainExecutor) run(ctx context.Context, body func(step) error) error {
 	return body(step{
 		apply: func(d codec.Decoded) error { return x.h(ctx, d) },
 		save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
 			return x.c.checkpoints.SaveCheckpoint(ctx, x.c.name, expected, next, fence)
+		},
+		park: func(d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+			return x.c.opts.DeadLetters.ParkDeadLetter(ctx, d)
 		},
 		resolve: func(id string) error {
 			return x.c.opts.DeadLetters.DeleteDeadLetter(ctx, x.c.name, id)
@@ -34,12 +40,14 @@ type txExecutor[Tx any] struct {
 	c     *Consumer
 	store eventstore.TxCheckpointStore[Tx]
 	h     TxHandler[Tx]
-	// ownDeadLetters says the dead letters live in store, so that a retried
-	// one is resolved in the transaction of its effect.
+	// ownDeadLetters says the dead letters live in store, so that they are
+	// parked and resolved in the transaction that moves the checkpoint or
+	// applies a retry.
 	ownDeadLetters bool
 }
 
 func (x txExecutor[Tx]) transactional() bool { return true }
+func (x txExecutor[Tx]) ownsLetters() bool   { return x.ownDeadLetters }
 
 func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 	return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
@@ -47,6 +55,12 @@ func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 			apply: func(d codec.Decoded) error { return x.h(ctx, tx, d) },
 			save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
 				return x.store.SaveCheckpointTx(ctx, tx, x.c.name, expected, next, fence)
+			},
+			park: func(d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+				if x.ownDeadLetters {
+					return x.store.ParkDeadLetterTx(ctx, tx, d)
+				}
+				return x.c.opts.DeadLetters.ParkDeadLetter(ctx, d)
 			},
 			resolve: func(id string) error {
 				if x.ownDeadLetters {
@@ -59,12 +73,14 @@ func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 }
 
 // flush handles a batch of stored events and moves the checkpoint from
-// from to the last one's position, and returns that position.
-func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence eventstore.Fence) (eventstore.Position, error) {
+// from to the last one's position, and returns that position. pend holds
+// the dead letters of events after from, which a successful handling
+// resolves.
+func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence eventstore.Fence, pend pending) (eventstore.Position, error) {
 	to := batch[len(batch)-1].ev.Position
 	if !c.exec.transactional() {
 		for i, u := range batch {
-			if err := c.handlePlain(ctx, u); err != nil {
+			if err := c.handlePlain(ctx, u, pend); err != nil {
 				return c.savePrefix(ctx, batch[:i], from, fence, err)
 			}
 		}
@@ -87,11 +103,22 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 				}
 			}
 		}
-		return s.save(from, to, fence)
+		if err := s.save(from, to, fence); err != nil {
+			return err
+		}
+		for _, u := range batch {
+			if err := pend.resolve(s, u, nil); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	var pe *partError
 	switch {
 	case err == nil:
+		for _, u := range batch {
+			pend.handled(u)
+		}
 		c.stats.checkpointed(from, to, len(batch), batch[len(batch)-1].ev.RecordedAt)
 		return to, nil
 	case !errors.As(err, &pe):
@@ -108,7 +135,7 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 			first = &failure{part: pe.part, attempts: 1, first: time.Now().UTC(), err: pe.err}
 			first.last = first.first
 		}
-		next, err := c.handleTx(ctx, u, from, fence, first)
+		next, err := c.handleTx(ctx, u, from, fence, first, pend)
 		if err != nil {
 			return from, err
 		}
@@ -154,13 +181,26 @@ func (f *failure) record(err error) {
 	f.err = err
 }
 
+// decodeFailure is the failure of an event that does not decode: one
+// attempt, since decoding again cannot help, on part 0.
+func decodeFailure(err error) *failure {
+	f := &failure{}
+	f.record(err)
+	return f
+}
+
 // handlePlain applies every part of a stored event, retrying each failing
-// part and then parking it.
-func (c *Consumer) handlePlain(ctx context.Context, u unit) error {
+// part and then parking it, and resolves the dead letters that an earlier
+// run parked for the parts that now succeeded. The checkpoint moves later,
+// with the batch: a crash before that handles the event again, and parks
+// again (the same dead letter) what fails again.
+func (c *Consumer) handlePlain(ctx context.Context, u unit, pend pending) error {
+	given := make(map[int]*failure)
 	if u.decodeErr != nil {
-		f := &failure{}
-		f.record(u.decodeErr)
-		return c.giveUp(ctx, u, f)
+		given[0] = decodeFailure(u.decodeErr)
+		if err := c.parkPlain(ctx, u, given[0]); err != nil {
+			return err
+		}
 	}
 	for j, d := range u.parts {
 		f := &failure{part: j}
@@ -174,9 +214,10 @@ func (c *Consumer) handlePlain(ctx context.Context, u unit) error {
 			}
 			f.record(err)
 			if f.attempts >= c.opts.Retry.attempts() {
-				if err := c.giveUp(ctx, u, f); err != nil {
+				if err := c.parkPlain(ctx, u, f); err != nil {
 					return err
 				}
+				given[j] = f
 				break
 			}
 			if err := c.backOff(ctx, u, f); err != nil {
@@ -184,52 +225,95 @@ func (c *Consumer) handlePlain(ctx context.Context, u unit) error {
 			}
 		}
 	}
+	if err := c.exec.run(ctx, func(s step) error { return pend.resolve(s, u, given) }); err != nil {
+		return err
+	}
+	pend.handled(u)
+	return nil
+}
+
+// parkPlain parks a part of a plain consumer's event at once, or returns
+// the error that stops the consumer.
+func (c *Consumer) parkPlain(ctx context.Context, u unit, f *failure) error {
+	herr := c.handlerError(u, f)
+	if !c.parks() {
+		return herr
+	}
+	var d eventstore.DeadLetter
+	err := c.exec.run(ctx, func(s step) (err error) {
+		d, err = s.park(c.letter(u, f))
+		return err
+	})
+	if err != nil {
+		return errors.Join(herr, err)
+	}
+	c.logParked(ctx, d)
 	return nil
 }
 
 // handleTx applies one stored event and moves the checkpoint past it in
-// one transaction, retrying while a part fails, and leaving out the parts it
-// parked. first is a failure already seen on this event, if any.
-func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Position, fence eventstore.Fence, first *failure) (eventstore.Position, error) {
-	parked := make(map[int]bool)
+// one transaction, retrying while a part fails. A part whose retries are
+// spent is given up: it is parked in that same transaction when the dead
+// letters live in the consumer's store (so that a crash before the commit
+// leaves neither the dead letter nor the checkpoint move, and the event is
+// handled again), and otherwise parked from inside it, after the
+// checkpoint's compare-and-set has passed. first is a failure already seen
+// on this event, if any.
+func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Position, fence eventstore.Fence, first *failure, pend pending) (eventstore.Position, error) {
+	given := make(map[int]*failure)
 	fails := make(map[int]*failure)
 	if u.decodeErr != nil {
-		f := &failure{}
-		f.record(u.decodeErr)
-		if err := c.giveUp(ctx, u, f); err != nil {
-			return from, err
+		// Nothing to retry: parked once, at once.
+		given[0] = decodeFailure(u.decodeErr)
+		if !c.parks() {
+			return from, c.handlerError(u, given[0])
 		}
-	}
-	if first != nil {
+	} else if first != nil {
 		fails[first.part] = first
 	}
 	for {
-		if f := failing(fails, parked); f != nil {
+		if f := failing(fails, given); f != nil {
 			if f.attempts >= c.opts.Retry.attempts() {
-				if err := c.giveUp(ctx, u, f); err != nil {
-					return from, err
+				if !c.parks() {
+					return from, c.handlerError(u, f)
 				}
-				parked[f.part] = true
+				given[f.part] = f
 				continue
 			}
 			if err := c.backOff(ctx, u, f); err != nil {
 				return from, err
 			}
 		}
+		var parked []eventstore.DeadLetter
 		err := c.exec.run(ctx, func(s step) error {
+			parked = parked[:0]
 			for j, d := range u.parts {
-				if parked[j] {
+				if given[j] != nil {
 					continue
 				}
 				if err := s.apply(d); err != nil {
 					return &partError{part: j, err: err}
 				}
 			}
-			return s.save(from, u.ev.Position, fence)
+			if err := s.save(from, u.ev.Position, fence); err != nil {
+				return err
+			}
+			for _, part := range slices.Sorted(maps.Keys(given)) {
+				d, err := s.park(c.letter(u, given[part]))
+				if err != nil {
+					return errors.Join(c.handlerError(u, given[part]), err)
+				}
+				parked = append(parked, d)
+			}
+			return pend.resolve(s, u, given)
 		})
 		var pe *partError
 		switch {
 		case err == nil:
+			pend.handled(u)
+			for _, d := range parked {
+				c.logParked(ctx, d)
+			}
 			c.stats.checkpointed(from, u.ev.Position, 1, u.ev.RecordedAt)
 			return u.ev.Position, nil
 		case !errors.As(err, &pe):
@@ -246,10 +330,10 @@ func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Positio
 	}
 }
 
-// failing returns the failure of a part that is not parked, if any.
-func failing(fails map[int]*failure, parked map[int]bool) *failure {
+// failing returns the failure of a part that is not given up, if any.
+func failing(fails, given map[int]*failure) *failure {
 	for part, f := range fails {
-		if !parked[part] && f.attempts > 0 && f.err != nil {
+		if given[part] == nil && f.attempts > 0 && f.err != nil {
 			return f
 		}
 	}
@@ -263,24 +347,29 @@ func (c *Consumer) backOff(ctx context.Context, u unit, f *failure) error {
 	return backoff.Wait(ctx, c.opts.Retry.policy().Delay(f.attempts))
 }
 
-// giveUp parks a part whose retries are spent, or returns the error that
-// stops the consumer.
-func (c *Consumer) giveUp(ctx context.Context, u unit, f *failure) error {
-	herr := &HandlerError{Consumer: c.name, Stream: u.ev.StreamID, Version: u.ev.Version, Position: u.ev.Position,
+// parks reports whether a part whose retries are spent is parked; if not,
+// the consumer stops with a [*HandlerError].
+func (c *Consumer) parks() bool {
+	return c.opts.OnFailure != Stop && c.opts.DeadLetters != nil
+}
+
+func (c *Consumer) handlerError(u unit, f *failure) *HandlerError {
+	return &HandlerError{Consumer: c.name, Stream: u.ev.StreamID, Version: u.ev.Version, Position: u.ev.Position,
 		Type: u.ev.Type, Part: f.part, Attempts: f.attempts, Err: f.err}
-	if c.opts.OnFailure == Stop || c.opts.DeadLetters == nil {
-		return herr
-	}
-	d, err := c.opts.DeadLetters.ParkDeadLetter(ctx, eventstore.DeadLetter{
+}
+
+// letter is the dead letter of a part given up.
+func (c *Consumer) letter(u unit, f *failure) eventstore.DeadLetter {
+	return eventstore.DeadLetter{
 		Consumer: c.name, Event: u.ev, Part: f.part, Error: f.err.Error(),
 		Attempts: f.attempts, FirstFailure: f.first, LastFailure: f.last,
-	})
-	if err != nil {
-		return errors.Join(herr, err)
 	}
+}
+
+func (c *Consumer) logParked(ctx context.Context, d eventstore.DeadLetter) {
+	e := d.Event
 	c.log.WarnContext(ctx, "projection: event parked as a dead letter",
-		slog.String("dead_letter", d.ID), slog.String("stream", u.ev.StreamID), slog.Uint64("version", u.ev.Version),
-		slog.String("type", u.ev.Type), slog.String("position", u.ev.Position.String()), slog.Int("part", f.part),
-		slog.Int("attempts", f.attempts), slog.String("error", d.Error))
-	return nil
+		slog.String("dead_letter", d.ID), slog.String("stream", e.StreamID), slog.Uint64("version", e.Version),
+		slog.String("type", e.Type), slog.String("position", e.Position.String()), slog.Int("part", d.Part),
+		slog.Int("attempts", d.Attempts), slog.String("error", d.Error))
 }

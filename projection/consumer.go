@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-es/cairn/codec"
@@ -27,6 +29,11 @@ type Consumer struct {
 	opts        Options
 	log         *slog.Logger
 	stats       recorder
+
+	// held is the lease of the running session, once it has claimed the
+	// checkpoint under the lease's fence: a dead letter retried in this
+	// process goes through that fence.
+	held atomic.Pointer[eventstore.Lease]
 }
 
 // executor runs the consumer's handler. run calls body once with the
@@ -36,12 +43,20 @@ type Consumer struct {
 type executor interface {
 	run(ctx context.Context, body func(s step) error) error
 	transactional() bool
+	// ownsLetters reports that park and resolve commit with the
+	// transaction of run.
+	ownsLetters() bool
 }
 
-// step is what a batch can do inside [executor.run].
+// step is what a batch can do inside [executor.run]: apply a decoded value,
+// move the checkpoint, park a dead letter and resolve (delete) one. A
+// transactional executor whose store holds the dead letters parks and
+// resolves them in its transaction; otherwise park and resolve act at once
+// on the dead letter store.
 type step struct {
 	apply   func(d codec.Decoded) error
 	save    func(expected, next eventstore.Position, fence eventstore.Fence) error
+	park    func(d eventstore.DeadLetter) (eventstore.DeadLetter, error)
 	resolve func(id string) error
 }
 
@@ -57,16 +72,23 @@ func New(name string, events eventstore.Store, reg *codec.Registry, checkpoints 
 	if err != nil {
 		return nil, err
 	}
-	c.exec = plainExecutor{c: c, h: h}
+	c.exec = plainExecutor{c: c, h: whileLive(h)}
 	return c, nil
 }
 
 // NewTx returns a transactional consumer: it runs h on each batch of events
 // and moves its checkpoint in one transaction of store, so that a read model
-// in the same database counts every event exactly once across crashes. Dead
-// letters retried with [Consumer.RetryDeadLetter] are resolved in the
-// transaction of their effect too, when they live in store (opts.DeadLetters
-// left nil and store a [eventstore.DeadLetterStore]).
+// in the same database counts every event exactly once across crashes.
+//
+// When the dead letters live in store (store is a
+// [eventstore.DeadLetterStore], and opts.DeadLetters is nil or store
+// itself), an event is parked in the transaction that moves the checkpoint
+// past it, and a dead letter retried with [Consumer.RetryDeadLetter] is
+// resolved in the transaction of its effect: exactly once around failures
+// and crashes too. Dead letters kept in another store are parked from
+// inside the transaction, after its checkpoint compare-and-set passed, and
+// commit apart from it: when that transaction then fails, the event is
+// handled again, and the dead letter goes when that handling succeeds.
 func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, store eventstore.TxCheckpointStore[Tx], h TxHandler[Tx], opts Options) (*Consumer, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: consumer %q: nil handler", eventstore.ErrInvalidArgument, name)
@@ -75,9 +97,21 @@ func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, st
 	if err != nil {
 		return nil, err
 	}
-	_, own := store.(eventstore.DeadLetterStore)
-	c.exec = txExecutor[Tx]{c: c, store: store, h: h, ownDeadLetters: own && opts.DeadLetters == nil}
+	dl, own := store.(eventstore.DeadLetterStore)
+	own = own && (opts.DeadLetters == nil || sameStore(opts.DeadLetters, dl))
+	c.exec = txExecutor[Tx]{c: c, store: store, h: whileLiveTx(h), ownDeadLetters: own}
 	return c, nil
+}
+
+// sameStore reports whether a and b are one store, without the panic of
+// comparing interfaces that hold values of a type that is not comparable.
+// A dead letter store passed in Options that is the checkpoint store itself
+// must be written in the consumer's transaction: a separate write of it
+// would wait for that transaction (SQLite has one writer) or commit apart
+// from it.
+func sameStore(a, b any) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 func newConsumer(name string, events eventstore.Store, reg *codec.Registry, checkpoints eventstore.CheckpointStore, opts Options) (*Consumer, error) {
@@ -178,10 +212,12 @@ func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, f
 	defer func() {
 		cancel(nil)
 		<-renewed
-		c.release(ctx, lease)
+		c.release(ctx, lease.Lease)
 	}()
 	from, err := c.claim(ctx, lease.Fence)
 	if err == nil {
+		c.held.Store(&lease.Lease)
+		defer c.held.Store(nil)
 		err = work(ctx, from, lease.Fence)
 	}
 	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, eventstore.ErrLeaseLost) {
@@ -227,6 +263,10 @@ type item struct {
 // nil) or fails, or ctx ends. from is the checkpoint src starts after;
 // progress, if set, is told how many stored events each batch handled.
 func (c *Consumer) consume(ctx context.Context, src iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int)) (eventstore.Position, error) {
+	pend, err := c.pendingLetters(ctx, from)
+	if err != nil {
+		return from, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	size := c.opts.batchSize()
 	// Decoding runs in its own goroutine, ahead of the handler, so that
@@ -256,7 +296,7 @@ func (c *Consumer) consume(ctx context.Context, src iter.Seq2[eventstore.Event, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		next, err := c.flush(ctx, batch, from, fence)
+		next, err := c.flush(ctx, batch, from, fence, pend)
 		if err != nil {
 			return err
 		}

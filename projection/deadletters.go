@@ -7,12 +7,47 @@ import (
 	"iter"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/cairn-es/cairn/eventstore"
 )
 
 // ErrNoDeadLetterStore is returned by the dead-letter methods of a consumer
 // that has no dead letter store.
 var ErrNoDeadLetterStore = errors.New("projection: consumer has no dead letter store")
+
+// ErrRetryRefused matches a [*RetryRefusedError].
+var ErrRetryRefused = errors.New("projection: dead letter retry refused")
+
+// RetryRefusedError reports a [Consumer.RetryDeadLetter] that applied
+// nothing and left the dead letter as it was, because applying it now could
+// apply an event twice: another process holds the consumer's lease, the
+// lease changed hands during the retry (Err matches
+// [eventstore.ErrFenced]), or the consumer's checkpoint has not passed the
+// event yet (the consumer will handle it in order).
+type RetryRefusedError struct {
+	Consumer string
+	// ID is the dead letter's.
+	ID string
+	// Reason says why, for people.
+	Reason string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *RetryRefusedError) Error() string {
+	msg := fmt.Sprintf("consumer %q: retry of dead letter %q refused: %s", e.Consumer, e.ID, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrRetryRefused) true.
+func (e *RetryRefusedError) Is(target error) bool { return target == ErrRetryRefused }
+
+// Unwrap returns the underlying error.
+func (e *RetryRefusedError) Unwrap() error { return e.Err }
 
 // DeadLetters yields the consumer's dead letters, oldest first.
 func (c *Consumer) DeadLetters(ctx context.Context) iter.Seq2[eventstore.DeadLetter, error] {
@@ -24,12 +59,33 @@ func (c *Consumer) DeadLetters(ctx context.Context) iter.Seq2[eventstore.DeadLet
 	return c.opts.DeadLetters.DeadLetters(ctx, c.name)
 }
 
+// maxRetryClaims bounds how often a retry reads the checkpoint again after
+// the running consumer moved it between the read and the retry's claim.
+const maxRetryClaims = 100
+
 // RetryDeadLetter runs the handler once more on a parked event (the part
 // that failed), outside the normal order: the events after it have already
-// been handled. On success the dead letter is deleted (for a transactional
-// consumer whose dead letters live in its store, in the same transaction as
-// the effect). On failure it stays parked with one more attempt, its error
-// and last failure updated, and RetryDeadLetter returns a [*HandlerError].
+// been handled.
+//
+// The retry is fenced like a batch of the consumer: its effect is applied
+// together with a claim of the checkpoint (saved unchanged under the
+// fence), so that it never runs beside another holder of the consumer. The
+// fence is that of this process's running consumer ([Consumer.Run] holding
+// the lease); when it is not running here and [Options.Leases] is set, the
+// retry takes the lease for its duration, and when another process holds
+// it, it returns a [*RetryRefusedError] and applies nothing. Without a
+// lease store, the claim only checks that the checkpoint did not move. A
+// dead letter whose event the checkpoint has not passed yet (the consumer
+// parked it and then stopped before its checkpoint moved) is refused too:
+// the consumer handles that event again in order, and resolves the dead
+// letter when it succeeds.
+//
+// On success the dead letter is deleted: for a transactional consumer whose
+// dead letters live in its store, in the same transaction as the effect
+// (exactly once); otherwise right after the effect, so that a crash in
+// between leaves it parked (at least once, never lost). On failure it stays
+// parked with one more attempt, its error and last failure updated, and
+// RetryDeadLetter returns a [*HandlerError].
 //
 // The event is decoded again with the current registry, so a dead letter
 // that failed to decode can be retried after an upcaster is deployed.
@@ -41,21 +97,56 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	parts, err := c.reg.Decode(d.Event)
-	if err == nil && d.Part >= len(parts) {
-		err = fmt.Errorf("%w: the event now decodes to %d values, and the parked part is %d",
+	fence, release, err := c.retryFence(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer release()
+	parts, herr := c.reg.Decode(d.Event)
+	if herr == nil && d.Part >= len(parts) {
+		herr = fmt.Errorf("%w: the event now decodes to %d values, and the parked part is %d",
 			eventstore.ErrInvalidArgument, len(parts), d.Part)
 	}
-	if err == nil {
+	for claims := 0; herr == nil; claims++ {
+		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
+		if err != nil {
+			return fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
+		}
+		if cp.Position.Before(d.Event.Position) {
+			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: fmt.Sprintf(
+				"the checkpoint (%s) has not passed its event (position %s) yet: the consumer handles that event in order, and drops the dead letter when it succeeds",
+				cp.Position, d.Event.Position)}
+		}
+		f := fence
+		if c.opts.Leases == nil {
+			f = cp.Fence
+		}
 		err = c.exec.run(ctx, func(s step) error {
+			if err := s.save(cp.Position, cp.Position, f); err != nil {
+				return err
+			}
 			if err := s.apply(parts[d.Part]); err != nil {
 				return &partError{part: d.Part, err: err}
 			}
-			return s.resolve(id)
+			if c.exec.ownsLetters() {
+				return s.resolve(id)
+			}
+			return nil
 		})
 		var pe *partError
-		if !errors.As(err, &pe) {
-			return err // nil, or a store error: the dead letter is unchanged
+		switch {
+		case errors.Is(err, eventstore.ErrCheckpointMoved) && claims < maxRetryClaims:
+			continue
+		case errors.Is(err, eventstore.ErrFenced):
+			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "another process took the consumer's lease over", Err: err}
+		case errors.As(err, &pe):
+			herr = pe.err
+		case err != nil:
+			return err // a store error: the dead letter is unchanged
+		case c.exec.ownsLetters():
+			return nil
+		default:
+			return c.opts.DeadLetters.DeleteDeadLetter(ctx, c.name, id)
 		}
 	}
 	if ctx.Err() != nil {
@@ -63,15 +154,49 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	}
 	d.Attempts++
 	d.LastFailure = time.Now().UTC()
-	d.Error = err.Error()
+	d.Error = herr.Error()
 	if _, perr := c.opts.DeadLetters.ParkDeadLetter(ctx, d); perr != nil {
-		err = errors.Join(err, perr)
+		herr = errors.Join(herr, perr)
 	}
 	return &HandlerError{Consumer: c.name, Stream: d.Event.StreamID, Version: d.Event.Version, Position: d.Event.Position,
-		Type: d.Event.Type, Part: d.Part, Attempts: d.Attempts, Err: err}
+		Type: d.Event.Type, Part: d.Part, Attempts: d.Attempts, Err: herr}
 }
 
-// SkipDeadLetter discards a dead letter without handling it.
+// retryFence returns the fence a retry claims the checkpoint under, and
+// what to call when the retry is done: the running session's lease, or one
+// taken for the retry, or, without a lease store, zero (the retry then uses
+// the stored fence).
+func (c *Consumer) retryFence(ctx context.Context, id string) (eventstore.Fence, func(), error) {
+	if c.opts.Leases == nil {
+		return 0, func() {}, nil
+	}
+	if l := c.held.Load(); l != nil {
+		return l.Fence, func() {}, nil
+	}
+	// A holder name of its own, so that releasing it can never release the
+	// lease of a Run in this process that uses Options.Holder.
+	l, ok, err := c.opts.Leases.AcquireLease(ctx, c.name, "retry-"+ulid.Make().String(), c.opts.leaseTTL())
+	if err != nil {
+		return 0, nil, fmt.Errorf("consumer %q: taking the lease to retry dead letter %q: %w", c.name, id, err)
+	}
+	if !ok {
+		return 0, nil, &RetryRefusedError{Consumer: c.name, ID: id, Reason: fmt.Sprintf(
+			"another process (%q) holds the consumer's lease until %s: retry from the process that runs the consumer, or when none does",
+			l.Holder, l.Expires.Format(time.RFC3339))}
+	}
+	return l.Fence, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := c.opts.Leases.ReleaseLease(ctx, l); err != nil {
+			c.log.DebugContext(ctx, "projection: releasing the lease taken for a retry", "error", err)
+		}
+	}, nil
+}
+
+// SkipDeadLetter discards a dead letter without handling it. It applies
+// nothing, so it needs neither the lease nor the checkpoint; skipping a
+// dead letter whose event the checkpoint has not passed does not stop the
+// consumer from handling that event when it gets there.
 func (c *Consumer) SkipDeadLetter(ctx context.Context, id string) error {
 	if c.opts.DeadLetters == nil {
 		return ErrNoDeadLetterStore

@@ -39,6 +39,29 @@ func TypedTx[Tx, T any](fn func(ctx context.Context, tx Tx, v T, d codec.Decoded
 	}
 }
 
+// whileLive wraps h so that it is not called once ctx has ended. The
+// consumer ends ctx when its lease is about to lapse, and from then on no
+// event may start being handled, not even the rest of a batch: another
+// process may soon hold the lease.
+func whileLive(h Handler) Handler {
+	return func(ctx context.Context, d codec.Decoded) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return h(ctx, d)
+	}
+}
+
+// whileLiveTx is [whileLive] for a [TxHandler].
+func whileLiveTx[Tx any](h TxHandler[Tx]) TxHandler[Tx] {
+	return func(ctx context.Context, tx Tx, d codec.Decoded) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return h(ctx, tx, d)
+	}
+}
+
 // ErrHandlerFailed matches every [*HandlerError].
 var ErrHandlerFailed = errors.New("projection: handler failed")
 

@@ -12,9 +12,27 @@ import (
 	"github.com/cairn-es/cairn/internal/backoff"
 )
 
+// heldLease is a lease as this process counts it: from the start of the
+// request that granted or last renewed it, not from the reply. The store
+// counted it from a moment in between, so this count ends first, whatever
+// the latency (with clocks that run at about the same rate).
+type heldLease struct {
+	eventstore.Lease
+	since time.Time
+}
+
+// stopBy is when a consumer that holds a lease of ttl granted by a request
+// sent at since, and could not renew it, stops applying effects: a fifth
+// of the TTL before the lease could lapse. The margin leaves time to
+// notice the cancellation between two events, and room for clocks that
+// run at slightly different rates.
+func stopBy(since time.Time, ttl time.Duration) time.Time { return since.Add(ttl - ttl/5) }
+
 // acquire waits until this consumer holds its lease, polling a few times
-// per TTL so that it takes over soon after the holder's lease lapses.
-func (c *Consumer) acquire(ctx context.Context) (eventstore.Lease, error) {
+// per TTL so that it takes over soon after the holder's lease lapses. A
+// request that has not answered when the lease it asks for would have to
+// be given up is abandoned and tried again.
+func (c *Consumer) acquire(ctx context.Context) (heldLease, error) {
 	holder := c.opts.Holder
 	if holder == "" {
 		holder = ulid.Make().String()
@@ -22,52 +40,74 @@ func (c *Consumer) acquire(ctx context.Context) (eventstore.Lease, error) {
 	ttl := c.opts.leaseTTL()
 	waiting := false
 	for {
-		l, ok, err := c.opts.Leases.AcquireLease(ctx, c.name, holder, ttl)
+		since := time.Now()
+		actx, done := context.WithDeadline(ctx, stopBy(since, ttl))
+		l, ok, err := c.opts.Leases.AcquireLease(actx, c.name, holder, ttl)
+		done()
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return eventstore.Lease{}, ctx.Err()
+			return heldLease{}, ctx.Err()
 		case err != nil:
 			c.log.WarnContext(ctx, "projection: acquiring the lease failed; retrying", slog.Any("error", err))
 		case ok:
 			c.stats.setLease(true)
 			c.log.InfoContext(ctx, "projection: lease acquired", slog.String("holder", holder), slog.Uint64("fence", uint64(l.Fence)))
-			return l, nil
+			return heldLease{Lease: l, since: since}, nil
 		case !waiting:
 			waiting = true
 			c.log.InfoContext(ctx, "projection: lease held by another process; waiting",
 				slog.String("holder", l.Holder), slog.Time("expires", l.Expires))
 		}
 		if err := backoff.Wait(ctx, ttl/5); err != nil {
-			return eventstore.Lease{}, err
+			return heldLease{}, err
 		}
 	}
 }
 
 // keep renews the lease every third of its TTL until ctx ends, and cancels
-// ctx with a [*eventstore.LeaseLostError] when it is lost, or when renewals
-// keep failing until it would have lapsed.
-func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l eventstore.Lease) {
+// ctx with a [*eventstore.LeaseLostError] when it is lost, or when no
+// renewal succeeded by the lease's stop time. Each renewal has that time
+// as its deadline, so that one that hangs is abandoned while the lease
+// still holds, and the consumer stops before anyone else can take it over.
+func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l heldLease) {
 	ttl := c.opts.leaseTTL()
-	ok := time.Now()
+	wait := ttl / 3
 	for {
-		if backoff.Wait(ctx, ttl/3) != nil {
+		stop := stopBy(l.since, ttl)
+		if backoff.Wait(ctx, min(wait, time.Until(stop))) != nil {
 			return
 		}
-		renewed, err := c.opts.Leases.RenewLease(ctx, l, ttl)
+		if !time.Now().Before(stop) {
+			c.lost(ctx, cancel, l.Lease, "no renewal succeeded before the lease's stop time")
+			return
+		}
+		since := time.Now()
+		rctx, done := context.WithDeadline(ctx, stop)
+		renewed, err := c.opts.Leases.RenewLease(rctx, l.Lease, ttl)
+		done()
 		if err == nil {
-			l, ok = renewed, time.Now()
+			l, wait = heldLease{Lease: renewed, since: since}, ttl/3
 			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		c.log.WarnContext(ctx, "projection: renewing the lease failed", slog.Any("error", err))
-		if errors.Is(err, eventstore.ErrLeaseLost) || time.Since(ok) >= ttl {
-			c.stats.setLease(false)
-			cancel(&eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence})
+		if errors.Is(err, eventstore.ErrLeaseLost) {
+			c.lost(ctx, cancel, l.Lease, "the store no longer holds it for this consumer")
 			return
 		}
+		// Try again soon: the top of the loop gives up at the stop time.
+		wait = ttl / 10
 	}
+}
+
+// lost stops the consumer's work: its effects must end before another
+// holder's begin.
+func (c *Consumer) lost(ctx context.Context, cancel context.CancelCauseFunc, l eventstore.Lease, why string) {
+	c.stats.setLease(false)
+	c.log.WarnContext(ctx, "projection: lease lost; stopping", slog.String("reason", why), slog.Uint64("fence", uint64(l.Fence)))
+	cancel(&eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence})
 }
 
 // release gives the lease up, so that a waiting process takes over at

@@ -83,7 +83,9 @@ type Options struct {
 	Leases eventstore.LeaseStore
 	// LeaseTTL is how long a lease lasts without renewal, and so how soon
 	// a waiting process takes over from one that died; zero means
-	// [DefaultLeaseTTL]. The holder renews it every third of the TTL.
+	// [DefaultLeaseTTL]. The holder renews it every third of the TTL; when
+	// no renewal succeeds (or one hangs) until a fifth of the TTL before
+	// the lease could lapse, it stops handling events.
 	LeaseTTL time.Duration
 	// Holder names this process in the lease; empty means a new ULID per
 	// Run.

@@ -147,6 +147,9 @@ func (e *env) busOn(store eventstore.Store, opts command.Options, snapshotEvery 
 	require.NoError(e.t, command.Route[Explode](b, typ))
 	require.NoError(e.t, command.Route[Nothing](b, typ))
 	require.NoError(e.t, command.Route[CheckCount](b, typ))
+	require.NoError(e.t, command.Route[Stamp](b, typ))
+	require.NoError(e.t, command.Route[Echo](b, typ))
+	require.NoError(e.t, command.Route[IncrementAt](b, typ))
 	return b
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/aggregate"
@@ -19,6 +20,8 @@ type Counter struct {
 	// Applied counts the events applied, to tell a snapshot's state from a
 	// replay's.
 	Applied int `json:"applied"`
+	// Token is the token of the last Stamped event.
+	Token string `json:"token"`
 }
 
 // Commands of the suite.
@@ -43,6 +46,24 @@ type (
 		ID   string
 		Want int
 	}
+	// Stamp records a new random token: a decision that differs each time
+	// it is made, as one that reads the clock or makes a UUID does. Handle
+	// calls Decided, when set, after deciding and before returning, so that
+	// a test can hold racing dispatches between decision and append.
+	Stamp struct {
+		ID      string
+		Decided func()
+	}
+	// IncrementAt adds 1 when the count is At, and is refused with
+	// ErrWrongCount otherwise: a command that succeeds once and would be
+	// refused if it were decided again later.
+	IncrementAt struct {
+		ID string
+		At int
+	}
+	// Echo records the current token again: a decision that shows which
+	// state it was made from.
+	Echo struct{ ID string }
 )
 
 // AggregateID implements command.Command.
@@ -63,6 +84,15 @@ func (c Nothing) AggregateID() string { return c.ID }
 // AggregateID implements command.Command.
 func (c CheckCount) AggregateID() string { return c.ID }
 
+// AggregateID implements command.Command.
+func (c Stamp) AggregateID() string { return c.ID }
+
+// AggregateID implements command.Command.
+func (c Echo) AggregateID() string { return c.ID }
+
+// AggregateID implements command.Command.
+func (c IncrementAt) AggregateID() string { return c.ID }
+
 // Events of the suite.
 type (
 	// Incremented records an increase.
@@ -73,6 +103,14 @@ type (
 	Poisoned struct{}
 	// Bomb makes Counter's Apply panic.
 	Bomb struct{}
+	// Stamped records a token that Stamp made up.
+	Stamped struct {
+		Token string `json:"token"`
+	}
+	// Echoed records the token the counter held when Echo was decided.
+	Echoed struct {
+		Token string `json:"token"`
+	}
 )
 
 // ErrRejected is Counter's rejection of Reject.
@@ -103,6 +141,19 @@ func (c *Counter) Handle(_ context.Context, cmd any) ([]any, error) {
 			return nil, fmt.Errorf("%w: %d, want %d", ErrWrongCount, c.Count, cmd.Want)
 		}
 		return nil, nil
+	case Stamp:
+		events := []any{Stamped{Token: uuid.NewString()}}
+		if cmd.Decided != nil {
+			cmd.Decided()
+		}
+		return events, nil
+	case Echo:
+		return []any{Echoed{Token: c.Token}}, nil
+	case IncrementAt:
+		if c.Count != cmd.At {
+			return nil, fmt.Errorf("%w: %d, want %d", ErrWrongCount, c.Count, cmd.At)
+		}
+		return []any{Incremented{By: 1}}, nil
 	}
 	return nil, fmt.Errorf("counter: unknown command %T", cmd)
 }
@@ -112,6 +163,13 @@ func (c *Counter) Apply(event any) error {
 	switch e := event.(type) {
 	case Incremented:
 		c.Count += e.By
+		c.Applied++
+		return nil
+	case Stamped:
+		c.Token = e.Token
+		c.Applied++
+		return nil
+	case Echoed:
 		c.Applied++
 		return nil
 	case Bomb:
@@ -125,6 +183,8 @@ func newRegistry(t *testing.T) *codec.Registry {
 	require.NoError(t, codec.Register[Incremented](reg, "counter.incremented", 1))
 	require.NoError(t, codec.Register[Poisoned](reg, "counter.poisoned", 1))
 	require.NoError(t, codec.Register[Bomb](reg, "counter.bomb", 1))
+	require.NoError(t, codec.Register[Stamped](reg, "counter.stamped", 1))
+	require.NoError(t, codec.Register[Echoed](reg, "counter.echoed", 1))
 	require.NoError(t, codec.Register[Counter](reg, "counter.state", 2))
 	require.NoError(t, reg.Validate())
 	return reg

@@ -16,10 +16,12 @@ import (
 var idempotencyTests = []test{
 	{"RedeliveredSequentially", testRedeliveredSequentially},
 	{"RedeliveredConcurrently", testRedeliveredConcurrently},
+	{"RacingDuplicateReportsStoredDecision", testRacingDuplicate},
 	{"RedeliveredBelowSnapshot", func(t *testing.T, e *env) { testRedeliveredBelowSnapshot(t, e, e.store) }},
 	{"RedeliveredBelowSnapshotWithoutCommandIndex", func(t *testing.T, e *env) {
 		testRedeliveredBelowSnapshot(t, e, struct{ eventstore.Store }{e.store})
 	}},
+	{"RedeliveredBeyondScanLimit", testRedeliveredBeyondScanLimit},
 	{"SameCommandIDOnAnotherAggregate", testSameIDOtherAggregate},
 	{"GeneratedCommandID", testGeneratedCommandID},
 	{"NoEventsIsNotRecorded", testNoEvents},
@@ -125,6 +127,53 @@ func testRedeliveredBelowSnapshot(t *testing.T, e *env, store eventstore.Store) 
 	require.NoError(t, err)
 	assert.False(t, fresh.Duplicate)
 	assert.Equal(t, 23, e.load(id).Count)
+}
+
+// testRedeliveredBeyondScanLimit redelivers, to a cold bus that may scan
+// only 2 events of a store without a command index, commands whose events
+// lie far below the snapshot it loads from. The bounded scan cannot find
+// them; the bus must still return their earlier outcome and append nothing:
+// after the store refuses the re-decided events (their IDs are the
+// command's), and before returning a rejection that the command's first
+// dispatch did not get.
+func testRedeliveredBeyondScanLimit(t *testing.T, e *env) {
+	ctx := context.Background()
+	store := struct{ eventstore.Store }{e.store} // no command index
+	id := e.id("limit")
+	warm := e.busOn(store, command.Options{}, 5)
+	at := command.Message{ID: "at", Command: IncrementAt{ID: id, At: 0}}
+	old := command.Message{ID: "old", Command: IncrementTwice{ID: id}}
+	firstAt, err := warm.Dispatch(ctx, at)
+	require.NoError(t, err)
+	firstOld, err := warm.Dispatch(ctx, old)
+	require.NoError(t, err)
+	e.increments(warm, id, 20)
+	snap, ok := e.snapshot(id)
+	require.True(t, ok, "23 events with SnapshotEvery 5 must leave a snapshot")
+	require.Greater(t, snap.Version, firstOld.Version+2, "the commands must be further below the snapshot than the scan limit")
+
+	cold := e.busOn(store, command.Options{CacheSize: -1, ScanLimit: 2}, 5)
+	for _, c := range []struct {
+		msg   command.Message
+		first command.Result
+		why   string
+	}{
+		{at, firstAt, "decided again it is refused (the count is no longer 0)"},
+		{old, firstOld, "decided again its append is refused"},
+	} {
+		again, err := cold.Dispatch(ctx, c.msg)
+		require.NoError(t, err, "command %s: %s, but it succeeded before", c.msg.ID, c.why)
+		assert.True(t, again.Duplicate, "command %s", c.msg.ID)
+		assert.Equal(t, c.first.Version, again.Version, "command %s", c.msg.ID)
+		assert.Equal(t, c.first.Events, again.Events, "command %s", c.msg.ID)
+	}
+	fresh, err := cold.Dispatch(ctx, command.Message{ID: "fresh", Command: Increment{ID: id}})
+	require.NoError(t, err)
+	assert.False(t, fresh.Duplicate)
+	_, err = cold.Dispatch(ctx, command.Message{ID: "refused", Command: IncrementAt{ID: id, At: 0}})
+	require.ErrorIs(t, err, ErrWrongCount, "a new command refused now is refused")
+	assert.Equal(t, 24, e.load(id).Count)
+	assert.Len(t, e.events(id), 24)
 }
 
 func testSameIDOtherAggregate(t *testing.T, e *env) {

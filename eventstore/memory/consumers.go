@@ -90,13 +90,16 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	letters := c.dead[d.Consumer]
-	if letters == nil {
-		letters = make(map[string]eventstore.DeadLetter)
-		c.dead[d.Consumer] = letters
-	}
-	for id, old := range letters {
-		if old.Event.ID == d.Event.ID && old.Part == d.Part {
+	return copyLetter(c.parkLocked(d)), nil
+}
+
+// keyedLocked prepares d to be stored: with the ID and first failure of
+// the dead letter already parked under its key (consumer, stream, event
+// ID, part), so that parking it again updates that one, or else a new ID
+// when it has none; and with its own copy of the event's data.
+func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+	for id, old := range c.dead[d.Consumer] {
+		if old.Event.ID == d.Event.ID && old.Event.StreamID == d.Event.StreamID && old.Part == d.Part {
 			d.ID, d.FirstFailure = id, old.FirstFailure
 			break
 		}
@@ -105,8 +108,18 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 		d.ID = ulid.Make().String()
 	}
 	d.Event.EventData = d.Event.EventData.Clone()
-	letters[d.ID] = d
-	return copyLetter(d), nil
+	return d
+}
+
+// parkLocked stores d, or updates the dead letter parked under its key,
+// and returns what it stored.
+func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+	if c.dead[d.Consumer] == nil {
+		c.dead[d.Consumer] = make(map[string]eventstore.DeadLetter)
+	}
+	d = c.keyedLocked(d)
+	c.dead[d.Consumer][d.ID] = d
+	return d
 }
 
 // DeadLetters implements [eventstore.DeadLetterStore.DeadLetters].

@@ -19,3 +19,7 @@ func TestDeadLetterConformance(t *testing.T) {
 func TestLeaseConformance(t *testing.T) {
 	storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore { return memory.NewConsumers() })
 }
+
+func TestTxDeadLetterConformance(t *testing.T) {
+	storetest.RunTxDeadLetters(t, func(t *testing.T) storetest.TxDeadLetterStore[*memory.Tx] { return memory.NewConsumers() })
+}

@@ -9,9 +9,9 @@ import (
 )
 
 // Tx is a transaction of [Consumers]: reads see committed values and the
-// transaction's own writes; writes, checkpoint moves and dead-letter
-// deletions become visible together when [Consumers.InTx] commits, or not
-// at all. Isolation is read committed: of two transactions that write the
+// transaction's own writes; writes, checkpoint moves, parked dead letters
+// and dead-letter deletions become visible together when [Consumers.InTx]
+// commits, or not at all. Isolation is read committed: of two transactions that write the
 // same key at once, the last commit wins. A consumer's own batches never
 // race (its checkpoint's compare-and-set fails one of them), but two
 // consumers that share keys should not rely on it.
@@ -20,6 +20,7 @@ type Tx struct {
 	mu      sync.Mutex
 	writes  map[string][]byte // a nil value is a deletion
 	saves   []checkpointMove
+	parks   []eventstore.DeadLetter
 	deletes [][2]string // consumer, ID
 	done    bool
 }
@@ -107,6 +108,9 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 	for _, d := range tx.deletes {
 		delete(c.dead[d[0]], d[1])
 	}
+	for _, d := range tx.parks {
+		c.parkLocked(d)
+	}
 	for k, v := range tx.writes {
 		if v == nil {
 			delete(c.values, k)
@@ -142,6 +146,28 @@ func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, e
 	}
 	tx.saves = append(tx.saves, checkpointMove{name: name, expected: expected, next: next, fence: fence})
 	return nil
+}
+
+// ParkDeadLetterTx implements [eventstore.TxCheckpointStore.ParkDeadLetterTx]:
+// the dead letter is stored when tx commits, under the ID it returns (the
+// one already parked under its key, or a new one).
+func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if err := eventstore.CheckDeadLetter(d); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.done {
+		return eventstore.DeadLetter{}, errTxDone
+	}
+	c.mu.Lock()
+	d = c.keyedLocked(d)
+	c.mu.Unlock()
+	tx.parks = append(tx.parks, d)
+	return copyLetter(d), nil
 }
 
 // DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].

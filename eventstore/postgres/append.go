@@ -39,7 +39,17 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	st := s.appendStatement(stream, expected, events)
+	// Append's statement has no younger-writer check (AppendTx's has): it
+	// is its transaction's only statement, and PostgreSQL takes that
+	// statement's snapshot before it gives the transaction an ID, at its
+	// first insert. Every event the statement sees was committed before
+	// the snapshot by a transaction that had its ID by then, hence an older
+	// one; an event it does not see takes the same version and the insert
+	// collides with it on (stream, version), and the retry below is a new
+	// transaction with a new, younger ID. So the events always sort after
+	// the stream's earlier ones. TestStreamsStayInVersionOrderUnderMixedAppends
+	// checks it.
+	st := s.appendStatement(stream, expected, events, false)
 	for range maxRaces {
 		r, written, err := s.tryAppend(ctx, s.pool, st)
 		if err == nil && written {
@@ -70,6 +80,15 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 // version conflict leaves tx usable. Under READ COMMITTED an append with
 // [eventstore.Any] that races another retries; under REPEATABLE READ or
 // SERIALIZABLE it cannot see the other's events and fails.
+//
+// tx takes its ID, hence its events' positions, when it first writes. When
+// a younger transaction has appended to stream since, and committed, the
+// new events would sort before that one's, out of version order: AppendTx
+// then fails with a [*TxTooOldError] (errors.Is [ErrTxTooOld]) and writes
+// nothing. No retry within tx can succeed; roll tx back and run the whole
+// transaction again. An AppendTx that is tx's first write fails so only
+// when it races another append to the stream: its first attempt took the
+// ID, and a younger transaction won the version it was after.
 func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return eventstore.AppendResult{}, err
@@ -78,7 +97,7 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, expected
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	st := s.appendStatement(stream, expected, events)
+	st := s.appendStatement(stream, expected, events, true)
 	for range maxRaces {
 		r, written, err := s.trySavepointAppend(ctx, tx, st)
 		if err == nil && written {
@@ -111,7 +130,13 @@ type appendStatement struct {
 	args []any
 }
 
-func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) appendStatement {
+// inTx chooses AppendTx's statements, which check the stream's last
+// writer (see [ErrTxTooOld]).
+func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData, inTx bool) appendStatement {
+	many, one := s.sql.append, s.sql.appendOne
+	if inTx {
+		many, one = s.sql.appendTx, s.sql.appendOneTx
+	}
 	kind, version := kindAny, int64(0)
 	switch {
 	case expected.IsNoStream():
@@ -130,7 +155,7 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 	}
 	if len(events) == 1 {
 		e := events[0]
-		return appendStatement{sql: s.sql.appendOne, args: []any{stream, kind, version, pgUUID(e.ID), e.Type,
+		return appendStatement{sql: one, args: []any{stream, kind, version, pgUUID(e.ID), e.Type,
 			int64(e.SchemaVersion), e.Data, e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
 			extraJSON(e.Metadata.Extra)}}
 	}
@@ -153,7 +178,7 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 		cmd[i] = e.Metadata.CommandID
 		extra[i] = extraJSON(e.Metadata.Extra)
 	}
-	return appendStatement{sql: s.sql.append, args: []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}}
+	return appendStatement{sql: many, args: []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}}
 }
 
 // pgUUID is an event ID as pgx encodes it best: binary when the statement
@@ -246,7 +271,8 @@ func (s *Store) trySavepointAppend(ctx context.Context, tx pgx.Tx, st appendStat
 
 // explain finds out why an append wrote nothing: it is a repeat of an earlier
 // append (success, Duplicate set), a version mismatch or an ID conflict (an
-// error), or it lost a race that its expected version lets it retry.
+// error), an append behind a younger transaction (an error), or it lost a
+// race that its expected version lets it retry.
 func (s *Store) explain(ctx context.Context, q querier, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (r eventstore.AppendResult, retry bool, err error) {
 	ids := make([]pgtype.UUID, len(events))
 	for i, e := range events {
@@ -254,7 +280,8 @@ func (s *Store) explain(ctx context.Context, q querier, stream string, expected 
 	}
 	b := &pgx.Batch{}
 	var last *int64
-	b.Queue(s.sql.current, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
+	var lastTx, ownTx *uint64
+	b.Queue(s.sql.current, stream).QueryRow(func(row pgx.Row) error { return row.Scan(&last, &lastTx, &ownTx) })
 	type place struct {
 		version int64
 		pos     eventstore.Position
@@ -300,6 +327,12 @@ func (s *Store) explain(ctx context.Context, q querier, stream string, expected 
 	}
 	if !expected.Matches(lastV, last != nil) {
 		return r, false, &eventstore.WrongVersionError{Stream: stream, Expected: expected, Actual: current}
+	}
+	// Only a transaction that has written has an ID (ownTx): an AppendTx's
+	// transaction. Once a younger one wrote the stream's last event, this
+	// one can never append to it, so retrying here would only spin.
+	if ownTx != nil && lastTx != nil && *lastTx > *ownTx {
+		return r, false, &TxTooOldError{Stream: stream, Version: lastV, TxID: *ownTx, LastTxID: *lastTx}
 	}
 	// The stream is now as expected: a concurrent append moved it between
 	// our statement and this look (Any, StreamExists), or one that had

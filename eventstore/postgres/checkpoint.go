@@ -71,7 +71,7 @@ func (s *Store) saveCheckpoint(ctx context.Context, q querier, name string, expe
 		return err
 	}
 	if fence > eventstore.Fence(1<<63-1) {
-		return &eventstore.InvalidArgumentError{Stream: name, Index: -1, Field: "checkpoint fence",
+		return &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "checkpoint fence",
 			Reason: fmt.Sprintf("is %d, not below 2^63", fence)}
 	}
 	for range maxRaces {

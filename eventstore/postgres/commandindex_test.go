@@ -80,35 +80,3 @@ func explain(t *testing.T, s *postgres.Store, planCacheMode, stream, commandID s
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-func TestCommandResult(t *testing.T) {
-	ctx := context.Background()
-	s := newStore(t, postgres.Options{})
-	cmd := func(id string, n int) []eventstore.EventData {
-		out := make([]eventstore.EventData, n)
-		for i := range out {
-			out[i] = eventstore.EventData{Type: "t", SchemaVersion: 1, Data: []byte("{}"), Metadata: eventstore.Metadata{CommandID: id}}
-		}
-		return out
-	}
-	_, err := s.Append(ctx, "acct-1", eventstore.NoStream, cmd("", 2)...)
-	require.NoError(t, err)
-	want, err := s.Append(ctx, "acct-1", eventstore.Exact(1), cmd("c1", 3)...)
-	require.NoError(t, err)
-	_, err = s.Append(ctx, "acct-1", eventstore.Exact(4), cmd("c2", 1)...)
-	require.NoError(t, err)
-
-	got, found, err := s.CommandResult(ctx, "acct-1", "c1")
-	require.NoError(t, err)
-	require.True(t, found)
-	want.Duplicate = true
-	assert.Equal(t, want, got)
-
-	for _, c := range []struct{ stream, id string }{{"acct-1", "c3"}, {"acct-2", "c1"}, {"acct-1", ""}} {
-		_, found, err = s.CommandResult(ctx, c.stream, c.id)
-		require.NoError(t, err)
-		assert.False(t, found, "command %q in %q", c.id, c.stream)
-	}
-	_, _, err = s.CommandResult(ctx, "", "c1")
-	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
-}

@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/storetest"
@@ -13,6 +15,12 @@ import (
 
 func TestSnapshots(t *testing.T) {
 	storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore {
+		return newStore(t, postgres.Options{})
+	})
+}
+
+func TestCommandIndex(t *testing.T) {
+	storetest.RunCommandIndex(t, func(t *testing.T) storetest.IndexedStore {
 		return newStore(t, postgres.Options{})
 	})
 }
@@ -31,6 +39,12 @@ func TestDeadLetters(t *testing.T) {
 
 func TestLeases(t *testing.T) {
 	storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore {
+		return newStore(t, postgres.Options{})
+	})
+}
+
+func TestTxDeadLetters(t *testing.T) {
+	storetest.RunTxDeadLetters(t, func(t *testing.T) storetest.TxDeadLetterStore[pgx.Tx] {
 		return newStore(t, postgres.Options{})
 	})
 }

@@ -22,17 +22,32 @@ const letterColumns = `id, consumer, part, event_id, stream, version, major, min
 	correlation_id, causation_id, command_id, extra, recorded_at, error, attempts, first_failure, last_failure`
 
 // ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
-// one upsert on (consumer, event_id, part): parking the same part again
-// updates the error, attempts and last failure, and returns the ID and
-// first failure that were stored first.
+// one upsert on (consumer, stream, event_id, part): parking the same part
+// again updates the error, attempts and last failure, and returns the ID
+// and first failure that were stored first.
 func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if err := s.checkOpen(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	parked, err := s.parkDeadLetter(ctx, s.pool, d)
+	return parked, s.closedOr(err)
+}
+
+// ParkDeadLetterTx implements [eventstore.TxCheckpointStore.ParkDeadLetterTx]:
+// the upsert of [Store.ParkDeadLetter] in tx.
+func (s *Store) ParkDeadLetterTx(ctx context.Context, tx pgx.Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if tx == nil {
+		return eventstore.DeadLetter{}, errNilTx
+	}
+	parked, err := s.parkDeadLetter(ctx, tx, d)
+	return parked, s.closedOr(err)
+}
+
+func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	if err := eventstore.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.DeadLetter{}, err
-	}
-	if err := s.checkOpen(); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	e := d.Event
@@ -58,11 +73,11 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 	if data == nil {
 		data = []byte{}
 	}
-	err := s.pool.QueryRow(ctx, s.fill(`INSERT INTO {{s}}.dead_letters (consumer, event_id, part, id,
+	err := q.QueryRow(ctx, s.fill(`INSERT INTO {{s}}.dead_letters (consumer, event_id, part, id,
 			stream, version, major, minor, type, schema_version, data, correlation_id, causation_id, command_id,
 			extra, recorded_at, error, attempts, first_failure, last_failure)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20)
-		ON CONFLICT ON CONSTRAINT dead_letters_event DO UPDATE SET
+		ON CONFLICT ON CONSTRAINT dead_letters_stream_event DO UPDATE SET
 			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
 		RETURNING id, first_failure`),
 		d.Consumer, pgUUID(e.ID), d.Part, d.ID,
@@ -71,8 +86,8 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 		extra, e.RecordedAt, d.Error, d.Attempts, d.FirstFailure, d.LastFailure,
 	).Scan(&d.ID, &d.FirstFailure)
 	if err != nil {
-		return eventstore.DeadLetter{}, s.closedOr(fmt.Errorf("postgres: consumer %q parking event %s (stream %q, version %d, type %q): %w",
-			d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err))
+		return eventstore.DeadLetter{}, fmt.Errorf("postgres: consumer %q parking event %s (stream %q, version %d, type %q): %w",
+			d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err)
 	}
 	d.FirstFailure = d.FirstFailure.UTC()
 	d.Event.EventData = d.Event.EventData.Clone()

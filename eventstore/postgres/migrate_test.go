@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
 // TestMigratesFromVersion1 opens a schema as the first release left it
@@ -29,13 +31,7 @@ func TestMigratesFromVersion1(t *testing.T) {
 		DELETE FROM `+q+`.schema_version WHERE version > 1`)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-
-	s2, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
-	require.NoError(t, err)
-	defer s2.Close()
-	var version int
-	require.NoError(t, s2.Pool().QueryRow(ctx, `SELECT max(version) FROM `+q+`.schema_version`).Scan(&version))
-	assert.Equal(t, postgres.SchemaVersion, version)
+	s2 := reopenMigrated(t, schema)
 	r, found, err := s2.CommandResult(ctx, "order-1", "c1")
 	require.NoError(t, err)
 	require.True(t, found, "the event of the first release is found by its command")
@@ -44,4 +40,60 @@ func TestMigratesFromVersion1(t *testing.T) {
 	_, ok, err := s2.AcquireLease(ctx, "c", "me", time.Second)
 	require.NoError(t, err)
 	assert.True(t, ok)
+}
+
+// TestMigratesDeadLettersToStreamKey opens a schema of version 2, whose
+// dead letters are keyed by (consumer, event_id, part), with dead letters
+// in it: the store re-keys them by stream too, keeps every one, and from
+// then on the same event ID in another stream is a dead letter of its own.
+func TestMigratesDeadLettersToStreamKey(t *testing.T) {
+	ctx := context.Background()
+	schema := server.NewSchema("migrate")
+	s := newStore(t, postgres.Options{Schema: schema})
+	q := pgx.Identifier{schema}.Sanitize()
+	// Back to version 2, then rows as version 2 wrote them.
+	_, err := s.Pool().Exec(ctx, `ALTER TABLE `+q+`.dead_letters DROP CONSTRAINT dead_letters_stream_event,
+			ADD CONSTRAINT dead_letters_event PRIMARY KEY (consumer, event_id, part);
+		DELETE FROM `+q+`.schema_version WHERE version > 2`)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	id := uuid.New()
+	for i, letter := range []string{"01JNQ0000000000000000000A1", "01JNQ0000000000000000000A2"} {
+		eventID := id
+		if i == 1 {
+			eventID = uuid.New()
+		}
+		_, err = s.Pool().Exec(ctx, `INSERT INTO `+q+`.dead_letters (consumer, event_id, part, id, stream, version, major, minor,
+				type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at, error, attempts,
+				first_failure, last_failure)
+			VALUES ('proj', $1, 0, $2, 'order-1', $3, $4, 0, 'order.placed', 1, '\x7b7d', 'corr', '', '', '{"k":"v"}', $5, 'boom', 3, $5, $6)`,
+			eventID.String(), letter, i, 10+i, at, at.Add(time.Second))
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	s2 := reopenMigrated(t, schema)
+	var letters []eventstore.DeadLetter
+	for d, err := range s2.DeadLetters(ctx, "proj") {
+		require.NoError(t, err)
+		letters = append(letters, d)
+	}
+	require.Len(t, letters, 2, "the dead letters of version 2 survive the migration")
+	storetest.CheckMigratedDeadLetter(t, s2, eventstore.DeadLetter{ID: "01JNQ0000000000000000000A1", Consumer: "proj",
+		Error: "boom", Attempts: 3, FirstFailure: at, LastFailure: at.Add(time.Second),
+		Event: eventstore.Event{StreamID: "order-1", Position: eventstore.Position{Major: 10}, RecordedAt: at,
+			EventData: eventstore.EventData{ID: id, Type: "order.placed", SchemaVersion: 1, Data: []byte("{}"),
+				Metadata: eventstore.Metadata{CorrelationID: "corr", Extra: map[string]string{"k": "v"}}}}})
+}
+
+// reopenMigrated opens schema again, which migrates it, and checks that it
+// reached this build's version.
+func reopenMigrated(t *testing.T, schema string) *postgres.Store {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	var version int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT max(version) FROM `+pgx.Identifier{schema}.Sanitize()+`.schema_version`).Scan(&version))
+	assert.Equal(t, postgres.SchemaVersion, version)
+	return s
 }

@@ -64,6 +64,10 @@ func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]eve
 // for that transaction until ctx ends.
 func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
 	return func(yield func(eventstore.Event, error) bool) {
+		if err := filter.Validate(); err != nil {
+			yield(eventstore.Event{}, err)
+			return
+		}
 		var target uint64 // the newest writing transaction when the read began
 		wait := time.Millisecond
 		for first := true; ; first = false {

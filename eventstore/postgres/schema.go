@@ -102,6 +102,12 @@ var migrations = []string{
 		fence      bigint      NOT NULL CHECK (fence > 0),
 		expires_at timestamptz -- NULL once released
 	)`,
+
+	// 3: event IDs are unique per stream only, so two events that share an
+	// ID in two streams must be two dead letters: the key takes the stream.
+	// No existing row can collide under it, since the old key was narrower.
+	`ALTER TABLE {{s}}.dead_letters DROP CONSTRAINT dead_letters_event,
+		ADD CONSTRAINT dead_letters_stream_event PRIMARY KEY (consumer, stream, event_id, part)`,
 }
 
 // SchemaVersion is the schema version that this build of the store creates

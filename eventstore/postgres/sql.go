@@ -9,8 +9,11 @@ import (
 // statements are the store's SQL, with its schema name filled in once.
 type statements struct {
 	append, appendOne, current, stored string
-	readAll, streamFwd, streamBwd      string
-	lag                                string
+	// appendTx and appendOneTx are the append statements of AppendTx,
+	// which also refuse to write behind a younger transaction (txorder.go).
+	appendTx, appendOneTx         string
+	readAll, streamFwd, streamBwd string
+	lag                           string
 }
 
 // Expected-version kinds, as the append statement receives them.
@@ -46,6 +49,50 @@ const (
 			RETURNING tx_id, seq, version`
 )
 
+// lastEvent is the version and transaction ID of stream $1's last event,
+// as one row that is NULL for a stream without events. One descent of the
+// (stream, version) index, like max(version).
+const lastEvent = `(SELECT l.version AS last, l.tx_id AS last_tx
+				FROM (SELECT) AS one LEFT JOIN LATERAL (
+					SELECT version, tx_id FROM {{s}}.events WHERE stream = $1 ORDER BY version DESC LIMIT 1
+				) AS l ON true)`
+
+// appendBaseTx and appendCondTx make an append inside a longer
+// transaction write nothing when the stream's last event belongs to a
+// younger transaction: the new events' tx_id, the caller's, would put them
+// before it in global order (txorder.go). The caller's ID is the top-level
+// one, which the rows get, also in AppendTx's savepoint. A transaction that
+// has no ID yet gets one in this statement, after its snapshot, so younger
+// than every event the statement sees: it passes, and the check takes no
+// ID for a statement that may write nothing (an ID would hold every
+// subscriber's horizon back until the transaction ends).
+const (
+	appendBaseTx = `(SELECT ` + nextVersion + ` AS next, cur.last_tx
+				FROM ` + lastEvent + ` AS cur) AS base`
+	appendCondTx = ` AND (base.last_tx IS NULL OR base.last_tx <= coalesce(pg_current_xact_id_if_assigned(), base.last_tx))`
+)
+
+// appendMany and appendSingle are the append statements over base, the
+// subquery that yields the stream's next version, inserting only where
+// cond (which follows "base.next IS NOT NULL") holds.
+func appendMany(base, cond string) string {
+	return appendHead + `
+			SELECT $1, base.next + e.ord - 1, e.id, e.type, e.sv, e.data,
+				e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb
+			FROM ` + base + `, unnest($4::uuid[], $5::text[], $6::bigint[], $7::bytea[],
+				$8::text[], $9::text[], $10::text[], $11::text[])
+				WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)
+			WHERE base.next IS NOT NULL` + cond + appendTail
+}
+
+func appendSingle(base, cond string) string {
+	return appendHead + `
+			SELECT $1, base.next, $4::uuid, $5::text, $6::bigint, $7::bytea,
+				$8::text, $9::text, $10::text, nullif($11::text, '')::jsonb
+			FROM ` + base + `
+			WHERE base.next IS NOT NULL` + cond + appendTail
+}
+
 func newStatements(schema string) statements {
 	q := pgx.Identifier{schema}.Sanitize()
 	fill := func(sql string) string { return strings.ReplaceAll(sql, "{{s}}", q) }
@@ -56,20 +103,16 @@ func newStatements(schema string) statements {
 		// took the same versions or IDs first makes it fail with a unique
 		// violation; in both cases Append looks closer (append.go). Only the
 		// rows it writes are locked.
-		append: fill(appendHead + `
-			SELECT $1, base.next + e.ord - 1, e.id, e.type, e.sv, e.data,
-				e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb
-			FROM ` + appendBase + `, unnest($4::uuid[], $5::text[], $6::bigint[], $7::bytea[],
-				$8::text[], $9::text[], $10::text[], $11::text[])
-				WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)
-			WHERE base.next IS NOT NULL` + appendTail),
+		append: fill(appendMany(appendBase, "")),
 		// The same for one event, with plain parameters instead of arrays.
-		appendOne: fill(appendHead + `
-			SELECT $1, base.next, $4::uuid, $5::text, $6::bigint, $7::bytea,
-				$8::text, $9::text, $10::text, nullif($11::text, '')::jsonb
-			FROM ` + appendBase + `
-			WHERE base.next IS NOT NULL` + appendTail),
-		current: fill(`SELECT max(version) FROM {{s}}.events WHERE stream = $1`),
+		appendOne: fill(appendSingle(appendBase, "")),
+		// AppendTx's: the same, with the younger-writer check.
+		appendTx:    fill(appendMany(appendBaseTx, appendCondTx)),
+		appendOneTx: fill(appendSingle(appendBaseTx, appendCondTx)),
+		// Why an append wrote nothing: the stream's last event, and the
+		// caller's transaction ID if it has one (NULL outside a transaction
+		// that wrote, where no ID need be taken).
+		current: fill(`SELECT cur.last, cur.last_tx, pg_current_xact_id_if_assigned() FROM ` + lastEvent + ` AS cur`),
 		stored:  fill(`SELECT event_id, version, tx_id, seq FROM {{s}}.events WHERE stream = $1 AND event_id = ANY($2::uuid[])`),
 
 		// The horizon and the page come from one statement, hence one

@@ -44,7 +44,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, name string, expected, next 
 
 func checkFence(name string, fence eventstore.Fence) error {
 	if fence > math.MaxInt64 {
-		return &eventstore.InvalidArgumentError{Stream: name, Index: -1, Field: "checkpoint fence",
+		return &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "checkpoint fence",
 			Reason: fmt.Sprintf("is %d, not below 2^63", fence)}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -10,35 +9,6 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 )
-
-func TestCommandResult(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
-	withCommand := func(id string) eventstore.EventData {
-		e := ev("x")
-		e.Metadata.CommandID = id
-		return e
-	}
-	_, err := s.Append(ctx, "order-1", eventstore.NoStream, withCommand("cmd-1"))
-	require.NoError(t, err)
-	want, err := s.Append(ctx, "order-1", eventstore.Exact(0), withCommand("cmd-2"), withCommand("cmd-2"))
-	require.NoError(t, err)
-	_, err = s.Append(ctx, "order-2", eventstore.NoStream, withCommand("cmd-3"))
-	require.NoError(t, err)
-
-	got, found, err := s.CommandResult(ctx, "order-1", "cmd-2")
-	require.NoError(t, err)
-	require.True(t, found)
-	want.Duplicate = true
-	assert.Equal(t, want, got)
-
-	_, found, err = s.CommandResult(ctx, "order-1", "cmd-3")
-	require.NoError(t, err)
-	assert.False(t, found, "a command is looked up in its own stream only")
-
-	_, _, err = s.CommandResult(ctx, "order-1", "")
-	require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
-}
 
 // The reads that matter are index lookups or ordered index scans, never a
 // scan of the whole log or of a whole stream.

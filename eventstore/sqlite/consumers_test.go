@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"database/sql"
 	"testing"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -14,6 +15,10 @@ func TestSnapshotConformance(t *testing.T) {
 	storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore { return openTemp(t, sqlite.Options{}) })
 }
 
+func TestCommandIndexConformance(t *testing.T) {
+	storetest.RunCommandIndex(t, func(t *testing.T) storetest.IndexedStore { return openTemp(t, sqlite.Options{}) })
+}
+
 func TestCheckpointConformance(t *testing.T) {
 	storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore { return openTemp(t, sqlite.Options{}) })
 }
@@ -24,4 +29,8 @@ func TestDeadLetterConformance(t *testing.T) {
 
 func TestLeaseConformance(t *testing.T) {
 	storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore { return openTemp(t, sqlite.Options{}) })
+}
+
+func TestTxDeadLetterConformance(t *testing.T) {
+	storetest.RunTxDeadLetters(t, func(t *testing.T) storetest.TxDeadLetterStore[*sql.Tx] { return openTemp(t, sqlite.Options{}) })
 }

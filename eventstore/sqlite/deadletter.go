@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"iter"
 	"math"
@@ -21,12 +22,42 @@ const letterColumns = `id, consumer, part, error, attempts, first_failure, last_
 	position, stream, version, event_id, type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at`
 
 // ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
-// one upsert on (consumer, event_id, part): parking the same part again
-// updates the error, attempts and last failure, and returns the ID and
-// first failure that were stored first.
+// one upsert on (consumer, stream, event_id, part): parking the same part
+// again updates the error, attempts and last failure, and returns the ID
+// and first failure that were stored first.
 func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetter(d); err != nil {
+	var parked eventstore.DeadLetter
+	err := checkLetter(d)
+	if err == nil {
+		err = s.write(ctx, func(tx *writeTx) error {
+			parked, err = parkDeadLetter(tx.conn, d)
+			return err
+		})
+	}
+	return parked, err
+}
+
+// ParkDeadLetterTx implements [eventstore.TxCheckpointStore.ParkDeadLetterTx]:
+// the upsert of [Store.ParkDeadLetter] in tx, the transaction of a running
+// [Store.InTx].
+func (s *Store) ParkDeadLetterTx(ctx context.Context, tx *sql.Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if err := checkLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	if tx == nil {
+		return eventstore.DeadLetter{}, errNilTx
+	}
+	return parkDeadLetter(tx, d)
+}
+
+// checkLetter checks a dead letter as every store does, and what SQLite's
+// signed integers can hold.
+func checkLetter(d eventstore.DeadLetter) error {
+	if err := eventstore.CheckDeadLetter(d); err != nil {
+		return err
 	}
 	e := d.Event
 	bad := func(field, reason string) error {
@@ -34,13 +65,23 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 	}
 	switch {
 	case e.Version > math.MaxInt64:
-		return eventstore.DeadLetter{}, bad("dead letter version", fmt.Sprintf("is %d, more than SQLite's integers hold", e.Version))
+		return bad("dead letter version", fmt.Sprintf("is %d, more than SQLite's integers hold", e.Version))
 	case e.Position.Major > math.MaxInt64:
-		return eventstore.DeadLetter{}, bad("dead letter position", fmt.Sprintf("is %s, more than SQLite's integers hold", e.Position))
+		return bad("dead letter position", fmt.Sprintf("is %s, more than SQLite's integers hold", e.Position))
 	}
+	if _, err := encodeExtra(e.Metadata.Extra); err != nil {
+		return bad("dead letter metadata", err.Error())
+	}
+	return nil
+}
+
+// parkDeadLetter runs the upsert of a checked dead letter in a write
+// transaction.
+func parkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	e := d.Event
 	extra, err := encodeExtra(e.Metadata.Extra)
 	if err != nil {
-		return eventstore.DeadLetter{}, bad("dead letter metadata", err.Error())
+		return eventstore.DeadLetter{}, err
 	}
 	if d.ID == "" {
 		d.ID = ulid.Make().String()
@@ -51,20 +92,18 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 	}
 	var id string
 	var first int64
-	err = s.write(ctx, func(tx *writeTx) error {
-		return tx.conn.QueryRowContext(noInterrupt, `INSERT INTO cairn_dead_letters (consumer, event_id, part, id,
-				position, minor, stream, version, type, schema_version, data, correlation_id, causation_id, command_id,
-				extra, recorded_at, error, attempts, first_failure, last_failure)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (consumer, event_id, part) DO UPDATE SET
-				error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
-			RETURNING id, first_failure`,
-			d.Consumer, e.ID[:], d.Part, d.ID,
-			int64(e.Position.Major), int64(e.Position.Minor), e.StreamID, int64(e.Version), e.Type, int64(e.SchemaVersion), data,
-			nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
-			extra, unixNanos(e.RecordedAt), d.Error, d.Attempts, unixNanos(d.FirstFailure), unixNanos(d.LastFailure),
-		).Scan(&id, &first)
-	})
+	err = q.QueryRowContext(noInterrupt, `INSERT INTO cairn_dead_letters (consumer, event_id, part, id,
+			position, minor, stream, version, type, schema_version, data, correlation_id, causation_id, command_id,
+			extra, recorded_at, error, attempts, first_failure, last_failure)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (consumer, stream, event_id, part) DO UPDATE SET
+			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
+		RETURNING id, first_failure`,
+		d.Consumer, e.ID[:], d.Part, d.ID,
+		int64(e.Position.Major), int64(e.Position.Minor), e.StreamID, int64(e.Version), e.Type, int64(e.SchemaVersion), data,
+		nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
+		extra, unixNanos(e.RecordedAt), d.Error, d.Attempts, unixNanos(d.FirstFailure), unixNanos(d.LastFailure),
+	).Scan(&id, &first)
 	if err != nil {
 		return eventstore.DeadLetter{}, fmt.Errorf("sqlite: consumer %q parking event %s (stream %q, version %d, type %q): %w",
 			d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err)

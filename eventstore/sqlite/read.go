@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -103,52 +104,76 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 	return page, nil
 }
 
+// A filter with at most this many types or prefixes is answered by
+// statements that list them; a longer list is passed as one JSON array
+// parameter, so that no statement grows with the filter (SQLite caps a
+// compound SELECT at 500 terms, and each shape is a prepared statement kept
+// by the connection).
+const (
+	maxListedTypes    = 8
+	maxListedPrefixes = 8
+)
+
 // pageQuery builds the query for one page of the global log. Each shape
 // reads in position order from an index, so a page costs its own size plus
 // the events it skips, never a sort of everything that matches:
-//   - no type filter: the rowid, with stream prefixes checked row by row
-//     (the unary plus keeps SQLite off the stream index, which would find
-//     a whole category and sort it for every page);
+//   - no type filter, or more than maxListedTypes types: the rowid, with
+//     types and stream prefixes checked row by row (the unary plus keeps
+//     SQLite off the stream index, which would find a whole category and
+//     sort it for every page);
 //   - one type: the type index, which holds (type, position);
-//   - several types: one ordered, limited scan of the type index per type,
-//     merged.
+//   - up to maxListedTypes types: one ordered, limited scan of the type
+//     index per type, merged.
 func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (string, []any) {
 	var b strings.Builder
 	var args []any
 	// {Major, Minor > 0} sorts after {Major, 0}, which is the only position
 	// this store gives rowid Major: the next event is still Major+1.
-	scan := func(typ *string) {
+	scan := func(typ *string, types []string) {
 		b.WriteString("SELECT " + eventColumns + " FROM cairn_events WHERE position > ?")
 		args = append(args, int64(after.Major))
-		if typ != nil {
+		switch {
+		case typ != nil:
 			b.WriteString(" AND type = ?")
 			args = append(args, *typ)
+		case types != nil:
+			b.WriteString(" AND +type IN (SELECT value FROM json_each(?))")
+			args = append(args, jsonArray(types))
 		}
 		if ranges, all := prefixRanges(filter.StreamPrefixes); !all {
-			b.WriteString(" AND (")
-			for i, r := range ranges {
-				if i > 0 {
-					b.WriteString(" OR ")
+			if len(ranges) > maxListedPrefixes {
+				// substr and length count characters; prefixes and names
+				// are valid UTF-8, so a character prefix is a byte prefix.
+				b.WriteString(" AND EXISTS (SELECT 1 FROM json_each(?) AS p WHERE substr(stream, 1, length(p.value)) = p.value)")
+				args = append(args, jsonArray(filter.StreamPrefixes))
+			} else {
+				b.WriteString(" AND (")
+				for i, r := range ranges {
+					if i > 0 {
+						b.WriteString(" OR ")
+					}
+					if r.bounded {
+						b.WriteString("(+stream >= ? AND +stream < ?)")
+						args = append(args, r.from, r.to)
+					} else {
+						b.WriteString("+stream >= ?")
+						args = append(args, r.from)
+					}
 				}
-				if r.bounded {
-					b.WriteString("(+stream >= ? AND +stream < ?)")
-					args = append(args, r.from, r.to)
-				} else {
-					b.WriteString("+stream >= ?")
-					args = append(args, r.from)
-				}
+				b.WriteString(")")
 			}
-			b.WriteString(")")
 		}
 		b.WriteString(" ORDER BY position LIMIT ?")
 		args = append(args, limit)
 	}
 	types := slices.Compact(slices.Sorted(slices.Values(filter.Types)))
-	switch len(types) {
-	case 0:
-		scan(nil)
-	case 1:
-		scan(&types[0])
+	switch {
+	case len(types) == 0:
+		scan(nil, nil)
+	case len(types) == 1:
+		scan(&types[0], nil)
+	case len(types) > maxListedTypes:
+		scan(nil, types)
 	default:
 		b.WriteString("SELECT * FROM (")
 		for i := range types {
@@ -156,13 +181,20 @@ func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (
 				b.WriteString(" UNION ALL ")
 			}
 			b.WriteString("SELECT * FROM (")
-			scan(&types[i])
+			scan(&types[i], nil)
 			b.WriteString(")")
 		}
 		b.WriteString(") ORDER BY position LIMIT ?")
 		args = append(args, limit)
 	}
 	return b.String(), args
+}
+
+// jsonArray encodes strings as a JSON array for json_each. Filters are
+// valid UTF-8 (see [eventstore.Filter.Validate]), so encoding cannot fail.
+func jsonArray(values []string) string {
+	b, _ := json.Marshal(values)
+	return string(b)
 }
 
 type streamRange struct {

@@ -31,7 +31,8 @@ type migration struct {
 
 // migrations[i] takes the schema from version i to version i+1. Later
 // features add their tables as new steps (the second holds snapshots,
-// checkpoints, dead letters and leases); every table is prefixed cairn_ so that applications may keep
+// checkpoints, dead letters and leases; the third re-keys dead letters by
+// stream); every table is prefixed cairn_ so that applications may keep
 // their own tables (transactional projections) in the same file.
 var migrations = []migration{
 	{
@@ -107,11 +108,50 @@ CREATE TABLE cairn_leases (
 ) STRICT;
 `,
 	},
+	{
+		// Event IDs are unique per stream only: two events that share an
+		// ID in two streams must be two dead letters. SQLite cannot change
+		// a primary key in place, so the table is copied into one keyed by
+		// (consumer, stream, event_id, part); no row can collide there,
+		// since the old key was narrower.
+		note: "dead letters keyed by stream as well as event ID",
+		sql: `
+CREATE TABLE cairn_dead_letters_v3 (
+	consumer       TEXT    NOT NULL,
+	event_id       BLOB    NOT NULL, -- 16-byte UUID
+	part           INTEGER NOT NULL,
+	id             TEXT    NOT NULL, -- ULID
+	position       INTEGER NOT NULL, -- the event, in the columns of cairn_events
+	minor          INTEGER NOT NULL, -- its position's minor half (uint64 bits): 0 for this store's events
+	stream         TEXT    NOT NULL,
+	version        INTEGER NOT NULL,
+	type           TEXT    NOT NULL,
+	schema_version INTEGER NOT NULL,
+	data           BLOB    NOT NULL,
+	correlation_id TEXT,
+	causation_id   TEXT,
+	command_id     TEXT,
+	extra          TEXT,
+	recorded_at    INTEGER NOT NULL,
+	error          TEXT    NOT NULL,
+	attempts       INTEGER NOT NULL,
+	first_failure  INTEGER NOT NULL, -- Unix nanoseconds, UTC
+	last_failure   INTEGER NOT NULL,
+	PRIMARY KEY (consumer, stream, event_id, part),
+	UNIQUE (consumer, id)
+) STRICT;
+INSERT INTO cairn_dead_letters_v3 SELECT consumer, event_id, part, id, position, minor, stream, version, type,
+	schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at, error, attempts,
+	first_failure, last_failure FROM cairn_dead_letters;
+DROP TABLE cairn_dead_letters;
+ALTER TABLE cairn_dead_letters_v3 RENAME TO cairn_dead_letters;
+`,
+	},
 }
 
 // SchemaVersion is the schema version this package writes and reads: the
 // number of migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // latest is the schema version that migrate reaches; tests add steps.
 func latest() int { return len(migrations) }

@@ -2,13 +2,17 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
 func TestSchemaVersionCountsMigrations(t *testing.T) {
@@ -95,4 +99,61 @@ func TestOpenMigratesVersion1File(t *testing.T) {
 		n++
 	}
 	assert.Equal(t, 1, n)
+}
+
+// A file of schema version 2 keyed its dead letters by (consumer, event_id,
+// part). Opening it re-keys them by stream too, keeping every dead letter
+// it holds; after that, the same event ID in another stream is a dead
+// letter of its own.
+func TestOpenMigratesDeadLettersToStreamKey(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = saved[:2]
+	s, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	// Rows as version 2 wrote them, through a connection of our own (this
+	// build's upserts name the new key).
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	id := uuid.New()
+	db, err := sql.Open("sqlite", fileURI(path))
+	require.NoError(t, err)
+	for i, letter := range []string{"01JNQ0000000000000000000A1", "01JNQ0000000000000000000A2"} {
+		eventID := id
+		if i == 1 {
+			eventID = uuid.New()
+		}
+		_, err = db.Exec(`INSERT INTO cairn_dead_letters (consumer, event_id, part, id, position, minor, stream, version,
+				type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at, error, attempts,
+				first_failure, last_failure)
+			VALUES ('proj', ?, 0, ?, ?, 0, 'order-1', ?, 'order.placed', 1, X'7b7d', 'corr', NULL, NULL, '{"k":"v"}', ?, 'boom', 3, ?, ?)`,
+			eventID[:], letter, 10+i, i, at.UnixNano(), at.UnixNano(), at.Add(time.Second).UnixNano())
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+
+	migrations = saved
+	s, err = Open(ctx, path, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	var letters []eventstore.DeadLetter
+	for d, err := range s.DeadLetters(ctx, "proj") {
+		require.NoError(t, err)
+		letters = append(letters, d)
+	}
+	require.Len(t, letters, 2, "the dead letters of version 2 survive the migration")
+	storetest.CheckMigratedDeadLetter(t, s, migratedLetter(id, at))
+}
+
+// migratedLetter is the first dead letter that the migration tests store
+// in the schema of version 2, as it must read back.
+func migratedLetter(id uuid.UUID, at time.Time) eventstore.DeadLetter {
+	return eventstore.DeadLetter{ID: "01JNQ0000000000000000000A1", Consumer: "proj", Part: 0, Error: "boom", Attempts: 3,
+		FirstFailure: at, LastFailure: at.Add(time.Second),
+		Event: eventstore.Event{StreamID: "order-1", Version: 0, Position: eventstore.Position{Major: 10}, RecordedAt: at,
+			EventData: eventstore.EventData{ID: id, Type: "order.placed", SchemaVersion: 1, Data: []byte("{}"),
+				Metadata: eventstore.Metadata{CorrelationID: "corr", Extra: map[string]string{"k": "v"}}}}}
 }

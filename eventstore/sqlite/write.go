@@ -10,9 +10,9 @@ import (
 // passed to its function. The write would wait for the writer, which waits
 // for that function to return: the write must go through the function's
 // transaction instead ([Store.AppendTx], [Store.SaveCheckpointTx],
-// [Store.DeleteDeadLetterTx]). A write called inside the function with
+// [Store.ParkDeadLetterTx], [Store.DeleteDeadLetterTx]). A write called inside the function with
 // another context is not detected and waits forever.
-var ErrInTx = errors.New("sqlite: write called inside InTx would wait for its own transaction: use the transaction (AppendTx, SaveCheckpointTx, DeleteDeadLetterTx)")
+var ErrInTx = errors.New("sqlite: write called inside InTx would wait for its own transaction: use the transaction (AppendTx, SaveCheckpointTx, ParkDeadLetterTx, DeleteDeadLetterTx)")
 
 // inTxKey marks the context that InTx passes to its function; the value is
 // the *txJob.

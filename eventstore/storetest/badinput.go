@@ -15,6 +15,11 @@ var badInputTests = []test{
 	{"RejectedAppendsWriteNothing", testBadAppends},
 	{"BadStreamNameOnRead", testBadRead},
 	{"CanceledContext", testCanceledAppend},
+	{"BadFilters", testBadFilters},
+	{"LongFiltersWorkEverywhere", testLongFilters},
+	{"ExtremeVersionsAndPositions", testExtremeVersionsAndPositions},
+	{"UseAfterClose", testUseAfterClose},
+	{"CloseWhileBusy", testCloseWhileBusy},
 }
 
 func testBadAppends(t *testing.T, s eventstore.Store) {

@@ -23,6 +23,7 @@ func RunDeadLetters(t *testing.T, newStore DeadLetterFactory) {
 	runCases(t, newStore, []testCase[eventstore.DeadLetterStore]{
 		{"RoundTripsEveryField", testDeadLetterRoundTrip},
 		{"ParkingAgainUpdates", testDeadLetterRepark},
+		{"SameEventIDInTwoStreams", testDeadLetterSameIDTwoStreams},
 		{"ListsOldestFirstPerConsumer", testDeadLetterList},
 		{"DeleteAndNotFound", testDeadLetterDelete},
 		{"BadInput", testDeadLetterBadInput},
@@ -126,6 +127,46 @@ func testDeadLetterRepark(t *testing.T, s eventstore.DeadLetterStore) {
 	assert.Equal(t, 2, n)
 }
 
+// testDeadLetterSameIDTwoStreams: event IDs are unique per stream only, so
+// the same ID and part in two streams are two dead letters: parking the
+// second must not overwrite the first, and re-parking each updates only it.
+func testDeadLetterSameIDTwoStreams(t *testing.T, s eventstore.DeadLetterStore) {
+	ctx, name := context.Background(), consumerName(t, "twostreams")
+	a := deadLetter(name, 3, 0)
+	b := a
+	b.Event.StreamID = "order-2"
+	b.Event.Position = checkpointAt(9, 2)
+	b.Error = "other stream"
+	parkedA := mustPark(t, s, a)
+	parkedB := mustPark(t, s, b)
+	assert.NotEqual(t, parkedA.ID, parkedB.ID, "a dead letter of another stream took over the first one")
+	all := listDeadLetters(t, s, name)
+	require.Len(t, all, 2)
+	gotA, err := s.DeadLetter(ctx, name, parkedA.ID)
+	require.NoError(t, err)
+	a.ID = parkedA.ID
+	sameLetter(t, a, gotA)
+	gotB, err := s.DeadLetter(ctx, name, parkedB.ID)
+	require.NoError(t, err)
+	b.ID = parkedB.ID
+	sameLetter(t, b, gotB)
+
+	// Parking one of them again updates that one only.
+	b.Attempts, b.Error = 9, "still failing in order-2"
+	again := mustPark(t, s, b)
+	assert.Equal(t, parkedB.ID, again.ID)
+	gotA, err = s.DeadLetter(ctx, name, parkedA.ID)
+	require.NoError(t, err)
+	assert.Equal(t, a.Attempts, gotA.Attempts)
+	assert.Equal(t, a.Error, gotA.Error)
+	gotB, err = s.DeadLetter(ctx, name, parkedB.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 9, gotB.Attempts)
+	n, err := s.CountDeadLetters(ctx, name)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+}
+
 func testDeadLetterList(t *testing.T, s eventstore.DeadLetterStore) {
 	ctx := context.Background()
 	a, b := consumerName(t, "a"), consumerName(t, "b")
@@ -189,4 +230,32 @@ func testDeadLetterBadInput(t *testing.T, s eventstore.DeadLetterStore) {
 	assert.Empty(t, listDeadLetters(t, s, name), "a refused dead letter was stored")
 	_, err := s.CountDeadLetters(ctx, "")
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+}
+
+// CheckMigratedDeadLetter is for the migration tests of SQL stores whose
+// earlier schema keyed dead letters by (consumer, event_id, part): after
+// the migration, want (the dead letter as the old schema stored it) reads
+// back whole, and parking its event ID and part in another stream adds a
+// dead letter instead of changing want.
+func CheckMigratedDeadLetter(t *testing.T, s eventstore.DeadLetterStore, want eventstore.DeadLetter) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := s.DeadLetter(ctx, want.Consumer, want.ID)
+	require.NoError(t, err, "the dead letter of the old schema")
+	sameLetter(t, want, got)
+	before, err := s.CountDeadLetters(ctx, want.Consumer)
+	require.NoError(t, err)
+
+	other := want
+	other.ID, other.Error = "", "the same event ID in another stream"
+	other.Event.StreamID += "-other"
+	other.Event.Position.Major += 1000
+	parked := mustPark(t, s, other)
+	assert.NotEqual(t, want.ID, parked.ID, "the old key still holds: another stream took over the dead letter")
+	n, err := s.CountDeadLetters(ctx, want.Consumer)
+	require.NoError(t, err)
+	assert.Equal(t, before+1, n)
+	got, err = s.DeadLetter(ctx, want.Consumer, want.ID)
+	require.NoError(t, err)
+	sameLetter(t, want, got)
 }

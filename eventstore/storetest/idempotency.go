@@ -76,8 +76,18 @@ func testRepeatWrongPlace(t *testing.T, s eventstore.Store) {
 
 	// The same events, but the caller says they belong after version 2:
 	// that is not the append that stored them.
-	_, err := s.Append(context.Background(), stream, eventstore.Exact(2), a...)
-	wrongVersion(t, err, stream, eventstore.Exact(2), eventstore.Exact(2))
+	for _, expected := range []eventstore.ExpectedVersion{eventstore.Exact(2), eventstore.Exact(0), eventstore.StreamExists} {
+		_, err := s.Append(context.Background(), stream, expected, a...)
+		require.ErrorIs(t, err, eventstore.ErrEventIDConflict, "expecting %s", expected)
+		var conflict *eventstore.EventIDConflictError
+		require.ErrorAs(t, err, &conflict)
+		assert.True(t, conflict.Displaced, "expecting %s", expected)
+		assert.Equal(t, stream, conflict.Stream)
+		assert.Equal(t, uint64(0), conflict.StoredVersion, "the events are stored from version 0")
+		assert.Equal(t, expected, conflict.Expected)
+		assert.Contains(t, err.Error(), stream)
+		assert.Contains(t, err.Error(), "already stored from version 0")
+	}
 	assert.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 3)
 }
 

@@ -105,6 +105,7 @@ func run(ctx context.Context, dataDir string, orders int) error {
 	fmt.Printf("  took effect once:       %5d\n", stats.applied.Load())
 	fmt.Printf("  redeliveries absorbed:  %5d  (same message ID: earlier result, nothing appended)\n", stats.duplicates.Load())
 	fmt.Printf("  put back, out of order: %5d  (payment or shipping before the order could take it)\n", q.putBack.Load())
+	fmt.Printf("  put back, contended:    %5d  (the other deployment kept winning the race for the order)\n", q.contended.Load())
 	fmt.Printf("  version conflicts retried: %2d  (both deployments deciding on one order at once)\n", stats.conflicts.Load())
 
 	after, err := totals.read(ctx)

@@ -24,7 +24,7 @@ type queue struct {
 	published int
 	workers   int
 
-	deliveries, putBack atomic.Int64
+	deliveries, putBack, contended atomic.Int64
 }
 
 // visibilityTimeout is how long a message that was put back stays
@@ -109,6 +109,12 @@ func (q *queue) deliver(ctx context.Context, bus *command.Bus, m message, acked 
 	switch {
 	case errors.Is(err, ErrNotPlaced), errors.Is(err, ErrNotPaid):
 		q.putBack.Add(1)
+		time.AfterFunc(visibilityTimeout, func() { q.messages <- m })
+		return nil
+	case errors.Is(err, command.ErrContention):
+		// The other deployment kept winning the race for this order: not
+		// a failure of the message, so it comes back after the timeout.
+		q.contended.Add(1)
 		time.AfterFunc(visibilityTimeout, func() { q.messages <- m })
 		return nil
 	case err != nil:

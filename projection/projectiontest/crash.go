@@ -86,6 +86,8 @@ func runChild[Tx any](t *testing.T, h Harness[Tx]) bool {
 		})
 		require.NoError(t, err)
 		require.NoError(t, c.Run(ctx)) // until killed
+	case roleDeadLetter:
+		runDeadLetterChild(t, h, st, os.Getenv(envDir), os.Getenv(envArg))
 	default:
 		t.Fatalf("unknown child role %q", role)
 	}

@@ -83,9 +83,16 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"InterruptedBatchesCountOnceTx", testInterruptedTx[Tx]},
 		{"LeaseOneHolderAndHandOver", testLeaseHandOver[Tx]},
 		{"FencedHolderCannotCommit", testFencedHolder[Tx]},
+		{"HungRenewalStopsBeforeLeaseLapses", testHungRenewal[Tx]},
 		{"Rebuild", testRebuild[Tx]},
 		{"RebuildTx", testRebuildTx[Tx]},
 		{"Stats", testStats[Tx]},
+		{"ParkThenCrash", testParkThenCrash[Tx]},
+		{"DecodeErrorParkedOnce", testDecodeErrorParkedOnce[Tx]},
+		{"RetryRespectsLease", testRetryRespectsLease[Tx]},
+		{"SameEventIDTwoStreams", testSameEventIDTwoStreams[Tx]},
+		{"RebuildResolvesDeadLetters", testRebuildResolvesDeadLetters[Tx]},
+		{"DeadLetterCrash", testDeadLetterCrash[Tx]},
 		{"Crash", testCrash[Tx]},
 		{"TwoProcesses", testTwoProcesses[Tx]},
 	}
@@ -102,7 +109,10 @@ type Item struct {
 // Registry returns the suite's codec registry: Item, and "ptest.pair"
 // version 1, an old event that the upcasters split into two Items
 // ({n} and {n + 1_000_000}).
-func Registry(t testing.TB) *codec.Registry {
+func Registry(t testing.TB) *codec.Registry { return newRegistry(t) }
+
+// newRegistry is [Registry] with more upcaster steps.
+func newRegistry(t testing.TB, steps ...upcast.Step) *codec.Registry {
 	reg := codec.NewRegistry(codec.Options{})
 	require.NoError(t, codec.Register[Item](reg, "ptest.item", 1))
 	require.NoError(t, reg.Upcast(upcast.Split("ptest.pair", 1, func(r upcast.Raw) ([]upcast.Raw, error) {
@@ -115,6 +125,9 @@ func Registry(t testing.TB) *codec.Registry {
 			{Type: "ptest.item", Version: 1, Data: fmt.Appendf(nil, `{"n":%d}`, n+1_000_000)},
 		}, nil
 	}).Into(upcast.Key{Type: "ptest.item", Version: 1})))
+	for _, step := range steps {
+		require.NoError(t, reg.Upcast(step))
+	}
 	require.NoError(t, reg.Validate())
 	return reg
 }

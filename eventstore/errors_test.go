@@ -1,0 +1,36 @@
+package eventstore_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+func TestInvalidArgumentErrorNamesTheArgument(t *testing.T) {
+	var bad *eventstore.InvalidArgumentError
+
+	err := eventstore.ValidateConsumerName("bad\x00name")
+	require.ErrorAs(t, err, &bad)
+	assert.Equal(t, "bad\x00name", bad.Consumer, "a consumer name is the consumer, not a stream")
+	assert.Empty(t, bad.Stream)
+	assert.Equal(t, `invalid argument: consumer "bad\x00name": consumer name is not printable UTF-8`, err.Error())
+
+	err = eventstore.ValidateLease("projector", "", eventstore.MinLeaseTTL)
+	require.ErrorAs(t, err, &bad)
+	assert.Equal(t, `invalid argument: consumer "projector": lease holder is empty`, err.Error())
+
+	err = eventstore.Filter{Types: []string{"ok", "bad\xff"}}.Validate()
+	require.ErrorAs(t, err, &bad)
+	assert.Equal(t, "filter type", bad.Field)
+	assert.Equal(t, `invalid argument: filter type at index 1 "bad\xff" is not printable UTF-8`, err.Error())
+
+	_, err = eventstore.PrepareAppend("order-1", []eventstore.EventData{{Type: "x", Data: []byte{}}, {Type: "", Data: []byte{}}})
+	require.ErrorAs(t, err, &bad)
+	assert.Equal(t, `invalid argument: stream "order-1", event 1: type is empty`, err.Error())
+
+	err = eventstore.ValidateStream("")
+	assert.Equal(t, `invalid argument: stream name is empty`, err.Error())
+}

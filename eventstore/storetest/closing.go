@@ -1,0 +1,153 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// testUseAfterClose checks that every method of a closed store fails with
+// [eventstore.ErrClosed] at once, and that Close may be called again.
+func testUseAfterClose(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("closed")
+	mustAppend(t, s, stream, eventstore.NoStream, event("x", "1"))
+	require.NoError(t, s.Close())
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+
+	_, err := s.Append(ctx, stream, eventstore.Any, event("x", "2"))
+	assert.ErrorIs(t, err, eventstore.ErrClosed, "Append")
+	reads := map[string]func() (int, error){
+		"ReadStream": func() (int, error) { return drain(s.ReadStream(ctx, stream, eventstore.Forward(0))) },
+		"ReadAll":    func() (int, error) { return drain(s.ReadAll(ctx, eventstore.Start, n.filter())) },
+		"Subscribe":  func() (int, error) { return drain(s.Subscribe(ctx, eventstore.Start, n.filter())) },
+	}
+	for name, read := range reads {
+		events, err := read()
+		assert.ErrorIs(t, err, eventstore.ErrClosed, name)
+		assert.Zero(t, events, "%s yields no event from a closed store", name)
+	}
+	assert.NoError(t, s.Close(), "Close is idempotent")
+}
+
+// drain ranges over a read until its first error, returning how many
+// events came before it.
+func drain(seq func(func(eventstore.Event, error) bool)) (events int, err error) {
+	for _, err := range seq {
+		if err != nil {
+			return events, err
+		}
+		events++
+	}
+	return events, nil
+}
+
+// testCloseWhileBusy closes a store while appenders and subscribers run:
+// nothing hangs or panics, every append either succeeds or fails with
+// ErrClosed (or, for one caught in flight, its own context), every
+// subscription ends with ErrClosed, and every acknowledged append was
+// seen whole by the subscribers that were running.
+func testCloseWhileBusy(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	const appenders, subscribers = 8, 2
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	acked := make([][]eventstore.AppendResult, appenders)
+	for a := range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stream := n.stream(fmt.Sprint("busy", a))
+			for i := 0; ; i++ {
+				r, err := s.Append(ctx, stream, eventstore.Any, event("x", fmt.Sprint(i)), event("x", fmt.Sprint(i)))
+				if err != nil {
+					assert.True(t, errors.Is(err, eventstore.ErrClosed) || isCanceled(err),
+						"an append racing Close fails with ErrClosed, not %v", err)
+					return
+				}
+				acked[a] = append(acked[a], r)
+			}
+		}()
+	}
+	seen := make([]map[eventstore.Position]bool, subscribers)
+	ended := make([]error, subscribers)
+	for i := range subscribers {
+		seen[i] = make(map[eventstore.Position]bool)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e, err := range s.Subscribe(ctx, eventstore.Start, n.filter()) {
+				if err != nil {
+					ended[i] = err
+					return
+				}
+				seen[i][e.Position] = true
+			}
+		}()
+	}
+	// Let some appends land, then close under them.
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		if got := len(readAll(t, s, eventstore.Start, n.filter())); got >= 4*appenders {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, s.Close())
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		require.FailNow(t, "appenders or subscribers still running after Close")
+	}
+	for i, err := range ended {
+		assert.ErrorIs(t, err, eventstore.ErrClosed, "subscriber %d ends with ErrClosed", i)
+	}
+	total := 0
+	for _, rs := range acked {
+		total += len(rs)
+	}
+	assert.Positive(t, total, "some appends were acknowledged before Close")
+}
+
+// testExtremeVersionsAndPositions checks values at the edges of the
+// contract's uint64 versions and positions, which SQL stores keep in
+// signed 64-bit columns: they must be answered as what they mean, never
+// as a database error or a wrapped-around number.
+func testExtremeVersionsAndPositions(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	ctx := context.Background()
+	stream := n.stream("edges")
+	mustAppend(t, s, stream, eventstore.NoStream, events("x", 2)...)
+
+	for _, v := range []uint64{math.MaxInt64, math.MaxInt64 + 1, math.MaxUint64 - 1, math.MaxUint64} {
+		_, err := s.Append(ctx, stream, eventstore.Exact(v), event("x", "far"))
+		wrongVersion(t, err, stream, eventstore.Exact(v), eventstore.Exact(1))
+		_, err = s.Append(ctx, n.stream(fmt.Sprint("absent", v)), eventstore.Exact(v), event("x", "far"))
+		wrongVersion(t, err, n.stream(fmt.Sprint("absent", v)), eventstore.Exact(v), eventstore.NoStream)
+
+		assert.Empty(t, readStream(t, s, stream, eventstore.Forward(v)), "reading forward from version %d", v)
+		assert.Len(t, readStream(t, s, stream, eventstore.Backward(v)), 2, "reading backward from version %d", v)
+	}
+	assert.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 2, "nothing was written")
+	for _, after := range []eventstore.Position{
+		{Major: math.MaxInt64, Minor: 0},
+		{Major: math.MaxInt64 + 1, Minor: 0},
+		{Major: math.MaxUint64, Minor: math.MaxUint64},
+	} {
+		assert.Empty(t, readAll(t, s, after, n.filter()), "reading all after %s", after)
+	}
+}

@@ -1,0 +1,178 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// IndexedStore is an event store with a command index: the command bus
+// asks it whether a redelivered command already appended to a stream.
+type IndexedStore interface {
+	eventstore.Store
+	eventstore.CommandIndex
+}
+
+// CommandIndexFactory returns a new store for one test and registers its
+// cleanup with t.Cleanup.
+type CommandIndexFactory func(t *testing.T) IndexedStore
+
+// RunCommandIndex runs the conformance suite of [eventstore.CommandIndex]
+// against the stores that newStore makes, each test on a store of its own.
+// The command bus trusts the index's answer for exactly-once: a command
+// reported absent is decided and appended again, so every store must
+// answer alike, found or not found, for every kind of stream and ID.
+func RunCommandIndex(t *testing.T, newStore CommandIndexFactory) {
+	runCases(t, newStore, []testCase[IndexedStore]{
+		{"FoundAndNotFound", testCommandFound},
+		{"EmptyIDIsNotFound", testCommandEmptyID},
+		{"MultiEventCommand", testCommandSpan},
+		{"SameIDInOtherStreams", testCommandOtherStreams},
+		{"AfterLaterAppends", testCommandAfterLater},
+		{"BadStreamName", testCommandBadStream},
+		{"CanceledContext", testCommandCanceled},
+	})
+}
+
+// commandEvents returns n events recording command id.
+func commandEvents(id string, n int) []eventstore.EventData {
+	out := events("x", n)
+	for i := range out {
+		out[i].Metadata.CommandID = id
+	}
+	return out
+}
+
+// requireCommand checks that the index reports command id in stream with
+// exactly the versions and position of the append want.
+func requireCommand(t *testing.T, s IndexedStore, stream, id string, want eventstore.AppendResult) {
+	t.Helper()
+	got, found, err := s.CommandResult(context.Background(), stream, id)
+	require.NoError(t, err, "command %q in stream %q", id, stream)
+	require.True(t, found, "command %q in stream %q must be found", id, stream)
+	want.Duplicate = true
+	assert.Equal(t, want, got, "command %q in stream %q: the versions and position of its append, as a duplicate", id, stream)
+}
+
+// requireNoCommand checks that the index reports no command id in stream,
+// without an error.
+func requireNoCommand(t *testing.T, s IndexedStore, stream, id, why string) {
+	t.Helper()
+	got, found, err := s.CommandResult(context.Background(), stream, id)
+	require.NoError(t, err, "command %q in stream %q (%s)", id, stream, why)
+	assert.False(t, found, "command %q in stream %q must not be found: %s", id, stream, why)
+	assert.Zero(t, got, "command %q in stream %q: nothing found, no result", id, stream)
+}
+
+func testCommandFound(t *testing.T, s IndexedStore) {
+	n := newNames(t)
+	stream := n.stream("a")
+	mustAppend(t, s, stream, eventstore.NoStream, events("x", 2)...)
+	r := mustAppend(t, s, stream, eventstore.Exact(1), commandEvents("c1", 1)...)
+	requireCommand(t, s, stream, "c1", r)
+
+	requireNoCommand(t, s, stream, "c2", "no event records it")
+	requireNoCommand(t, s, stream, "C1", "command IDs are compared exactly")
+	requireNoCommand(t, s, stream, "c", "a prefix of a stored ID is another ID")
+	requireNoCommand(t, s, n.stream("absent"), "c1", "the stream does not exist")
+}
+
+// testCommandEmptyID: an empty command ID means "no command", and events
+// without one are not one command's events. Every store answers "not
+// found", never an error: the bus asks with whatever ID it has.
+func testCommandEmptyID(t *testing.T, s IndexedStore) {
+	n := newNames(t)
+	stream := n.stream("a")
+	requireNoCommand(t, s, stream, "", "an empty ID on an absent stream")
+	mustAppend(t, s, stream, eventstore.NoStream, events("x", 3)...)
+	mustAppend(t, s, stream, eventstore.Exact(2), commandEvents("c1", 1)...)
+	requireNoCommand(t, s, stream, "", "events without a command ID record no command")
+}
+
+func testCommandSpan(t *testing.T, s IndexedStore) {
+	n := newNames(t)
+	stream := n.stream("a")
+	before := mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c1", 2)...)
+	span := mustAppend(t, s, stream, eventstore.Exact(1), commandEvents("c2", 3)...)
+	after := mustAppend(t, s, stream, eventstore.Exact(4), commandEvents("c3", 2)...)
+	require.Equal(t, [2]uint64{2, 4}, [2]uint64{span.FirstVersion, span.LastVersion})
+
+	requireCommand(t, s, stream, "c1", before)
+	requireCommand(t, s, stream, "c2", span)
+	requireCommand(t, s, stream, "c3", after)
+}
+
+func testCommandOtherStreams(t *testing.T, s IndexedStore) {
+	n := newNames(t)
+	a, b, c := n.stream("a"), n.stream("b"), n.stream("a2")
+	mustAppend(t, s, b, eventstore.NoStream, events("x", 3)...)
+	inA := mustAppend(t, s, a, eventstore.NoStream, commandEvents("shared", 1)...)
+	inB := mustAppend(t, s, b, eventstore.Exact(2), commandEvents("shared", 2)...)
+	mustAppend(t, s, a, eventstore.Exact(0), commandEvents("only-a", 1)...)
+
+	requireCommand(t, s, a, "shared", inA)
+	requireCommand(t, s, b, "shared", inB)
+	requireNoCommand(t, s, b, "only-a", "a command is scoped to its stream")
+	requireNoCommand(t, s, c, "shared", "a stream whose name extends another's is another stream")
+	requireNoCommand(t, s, n.category, "shared", "a stream whose name is a prefix of another's is another stream")
+}
+
+func testCommandAfterLater(t *testing.T, s IndexedStore) {
+	n := newNames(t)
+	stream := n.stream("a")
+	first := mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c0", 2)...)
+	var last eventstore.AppendResult
+	for i := range 50 {
+		evs := commandEvents(fmt.Sprint("later-", i), 1+i%3)
+		if i%5 == 0 {
+			evs = events("x", 2) // no command
+		}
+		last = mustAppend(t, s, stream, eventstore.Any, evs...)
+	}
+	requireCommand(t, s, stream, "c0", first)
+	requireCommand(t, s, stream, "later-49", last)
+	requireNoCommand(t, s, stream, "later-50", "never appended")
+
+	// A repeated append of a command is absorbed, and changes nothing.
+	again := mustAppend(t, s, stream, eventstore.NoStream, eventsOf(readStream(t, s, stream, eventstore.Forward(0))[:2])...)
+	require.True(t, again.Duplicate)
+	requireCommand(t, s, stream, "c0", first)
+}
+
+// eventsOf returns recorded events as events to append again.
+func eventsOf(recorded []eventstore.Event) []eventstore.EventData {
+	out := make([]eventstore.EventData, len(recorded))
+	for i, e := range recorded {
+		out[i] = e.EventData
+	}
+	return out
+}
+
+func testCommandBadStream(t *testing.T, s IndexedStore) {
+	n := newNames(t)
+	for _, stream := range []string{"", "$all", "$" + n.stream("sys"), n.stream(strings.Repeat("s", eventstore.MaxStreamLen)), n.stream("a\x00b")} {
+		for _, id := range []string{"c1", ""} {
+			_, found, err := s.CommandResult(context.Background(), stream, id)
+			require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "stream %q, command %q", stream, id)
+			assert.False(t, found)
+		}
+	}
+}
+
+func testCommandCanceled(t *testing.T, s IndexedStore) {
+	n := newNames(t)
+	stream := n.stream("a")
+	mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c1", 1)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, found, err := s.CommandResult(ctx, stream, "c1")
+	require.Error(t, err)
+	assert.True(t, isCanceled(err), "lookup on a canceled context: %v", err)
+	assert.False(t, found)
+}

@@ -1,0 +1,117 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// TxDeadLetterStore is a store whose transactions hold dead letters as well
+// as checkpoints, as a transactional consumer uses it.
+type TxDeadLetterStore[Tx any] interface {
+	eventstore.TxCheckpointStore[Tx]
+	eventstore.DeadLetterStore
+}
+
+// RunTxDeadLetters runs the conformance suite of the dead-letter methods of
+// [eventstore.TxCheckpointStore] against the stores that newStore makes,
+// each test on a store of its own: a dead letter parked or deleted in a
+// transaction changes when, and only when, the transaction commits, and
+// together with its checkpoint move.
+func RunTxDeadLetters[Tx any](t *testing.T, newStore func(t *testing.T) TxDeadLetterStore[Tx]) {
+	runCases(t, newStore, []testCase[TxDeadLetterStore[Tx]]{
+		{"ParkCommitsWithCheckpoint", testTxParkWithCheckpoint[Tx]},
+		{"ParkUpdatesTheParkedOne", testTxParkUpdates[Tx]},
+		{"DeleteCommitsWithEffect", testTxDelete[Tx]},
+	})
+}
+
+var errRollBack = errors.New("storetest: roll back")
+
+func testTxParkWithCheckpoint[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+	ctx, name := context.Background(), consumerName(t, "txpark")
+	d := deadLetter(name, 3, 0)
+	next := d.Event.Position
+	// A transaction that fails keeps neither the dead letter nor the move.
+	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		_, err := s.ParkDeadLetterTx(ctx, tx, d)
+		require.NoError(t, err)
+		require.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, next, 1))
+		return errRollBack
+	})
+	require.ErrorIs(t, err, errRollBack)
+	assert.Empty(t, listDeadLetters(t, s, name), "a dead letter of a rolled-back transaction")
+	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name))
+
+	var parked eventstore.DeadLetter
+	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		require.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, next, 1))
+		var err error
+		parked, err = s.ParkDeadLetterTx(ctx, tx, d)
+		return err
+	}))
+	all := listDeadLetters(t, s, name)
+	require.Len(t, all, 1)
+	d.ID = parked.ID
+	sameLetter(t, d, all[0])
+	assert.Equal(t, eventstore.Checkpoint{Position: next, Fence: 1}, mustCheckpoint(t, s, name))
+
+	// Bad input is refused as ParkDeadLetter refuses it.
+	bad := deadLetter(name, 4, -1)
+	err = s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		_, err := s.ParkDeadLetterTx(ctx, tx, bad)
+		return err
+	})
+	require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+}
+
+func testTxParkUpdates[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+	ctx, name := context.Background(), consumerName(t, "txrepark")
+	d := deadLetter(name, 3, 0)
+	first := mustPark(t, s, d)
+	// The same stream, event and part parked again in a transaction (a
+	// consumer handling the event again after a crash): one dead letter,
+	// updated on commit, its ID and first failure kept.
+	d.Attempts, d.Error, d.LastFailure = 8, "failing again", d.LastFailure.Add(time.Minute)
+	d.FirstFailure = d.FirstFailure.Add(time.Hour)
+	var again eventstore.DeadLetter
+	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		again, err = s.ParkDeadLetterTx(ctx, tx, d)
+		return err
+	}))
+	assert.Equal(t, first.ID, again.ID)
+	all := listDeadLetters(t, s, name)
+	require.Len(t, all, 1)
+	assert.Equal(t, first.ID, all[0].ID)
+	assert.Equal(t, 8, all[0].Attempts)
+	assert.Equal(t, "failing again", all[0].Error)
+	assert.WithinDuration(t, first.FirstFailure, all[0].FirstFailure, time.Millisecond)
+}
+
+func testTxDelete[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+	ctx, name := context.Background(), consumerName(t, "txdelete")
+	d := mustPark(t, s, deadLetter(name, 3, 0))
+	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		require.NoError(t, s.DeleteDeadLetterTx(ctx, tx, name, d.ID))
+		return errRollBack
+	})
+	require.ErrorIs(t, err, errRollBack)
+	require.Len(t, listDeadLetters(t, s, name), 1, "a deletion of a rolled-back transaction")
+	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		return s.DeleteDeadLetterTx(ctx, tx, name, d.ID)
+	}))
+	assert.Empty(t, listDeadLetters(t, s, name))
+	// Deleting one that is gone fails the transaction: two retries of one
+	// dead letter cannot both commit.
+	err = s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		return s.DeleteDeadLetterTx(ctx, tx, name, d.ID)
+	})
+	require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
+}

@@ -1,0 +1,137 @@
+package projectiontest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/projection"
+)
+
+// hungLeaseTTL is the hung-renewal test's lease: long against scheduling
+// delays on a loaded machine, since the consumer stops a fifth of it
+// before the lease lapses, and short enough for a quick test.
+const hungLeaseTTL = 2 * time.Second
+
+// hungLeases grants the first lease as the store does, then hangs: its
+// renewals block until their context ends (a stalled connection, a stuck
+// database), and so do later acquisitions, which only record that the
+// consumer went back to waiting.
+type hungLeases struct {
+	eventstore.LeaseStore
+	mu        sync.Mutex
+	granted   eventstore.Lease // the store's answer, with its own expiry
+	hangSince time.Time        // when the first renewal started
+	acquired  bool
+	waiting   chan struct{} // closed when the consumer asks for the lease again
+	once      sync.Once
+}
+
+func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
+	h.mu.Lock()
+	first := !h.acquired
+	h.acquired = true
+	h.mu.Unlock()
+	if !first {
+		h.once.Do(func() { close(h.waiting) })
+		<-ctx.Done()
+		return eventstore.Lease{}, false, ctx.Err()
+	}
+	l, ok, err := h.LeaseStore.AcquireLease(ctx, name, holder, ttl)
+	h.mu.Lock()
+	h.granted = l
+	h.mu.Unlock()
+	return l, ok, err
+}
+
+func (h *hungLeases) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	h.mu.Lock()
+	if h.hangSince.IsZero() {
+		h.hangSince = time.Now()
+	}
+	h.mu.Unlock()
+	<-ctx.Done()
+	return eventstore.Lease{}, ctx.Err()
+}
+
+// testHungRenewal runs a plain consumer, which has no transaction that a
+// fence could roll back, while its lease renewal hangs. It must stop
+// handling events before its lease lapses as the store counts it: no
+// handler call may start at or after the expiry the store gave the lease,
+// since another process may hold it from then on.
+func testHungRenewal[Tx any](t *testing.T, h Harness[Tx]) {
+	st := h.New(t)
+	leases := &hungLeases{LeaseStore: st.Consumers, waiting: make(chan struct{})}
+	var mu sync.Mutex
+	var starts []time.Time
+	c, err := projection.New("hung", st.Events, Registry(t), st.Consumers,
+		projection.Typed(func(context.Context, Item, codec.Decoded) error {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			mu.Unlock()
+			return nil
+		}),
+		projection.Options{BatchSize: 10, MaxBatchDelay: 5 * time.Millisecond, Leases: leases, LeaseTTL: hungLeaseTTL, Logger: quiet()})
+	require.NoError(t, err)
+
+	// Events keep coming, so that a consumer that goes on past its lease
+	// has something to handle there.
+	feedCtx, stopFeed := context.WithCancel(context.Background())
+	fed := make(chan struct{})
+	go func() {
+		defer close(fed)
+		for n := 0; feedCtx.Err() == nil; n++ {
+			_, err := st.Events.Append(feedCtx, "hung-items", eventstore.Any,
+				eventstore.EventData{Type: "ptest.item", SchemaVersion: 1, Data: fmt.Appendf(nil, `{"n":%d}`, n)})
+			if err != nil && feedCtx.Err() == nil {
+				t.Errorf("appending: %v", err)
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	defer func() {
+		stopFeed()
+		<-fed
+	}()
+
+	r := start(t, c)
+	// A consumer that does not give up in time would keep handling events
+	// until it is stopped here, a whole TTL after its lease lapsed.
+	var expires time.Time
+	require.Eventually(t, func() bool {
+		leases.mu.Lock()
+		defer leases.mu.Unlock()
+		expires = leases.granted.Expires
+		return !expires.IsZero()
+	}, waitLimit, 5*time.Millisecond, "the consumer never took its lease")
+	gaveUp := true
+	select {
+	case <-leases.waiting:
+	case <-time.After(time.Until(expires.Add(hungLeaseTTL))):
+		gaveUp = false
+	}
+	r.stop(t)
+
+	leases.mu.Lock()
+	hangSince := leases.hangSince
+	leases.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, starts, "no event was handled")
+	require.False(t, hangSince.IsZero(), "the lease was never renewed")
+	assert.True(t, starts[len(starts)-1].After(hangSince),
+		"no event was handled while the renewal hung: the test proves less than it claims")
+	for i, at := range starts {
+		require.True(t, at.Before(expires), "handler call %d of %d started at %s, %s after the lease lapsed at %s",
+			i+1, len(starts), at.Format(time.RFC3339Nano), at.Sub(expires), expires.Format(time.RFC3339Nano))
+	}
+	assert.True(t, gaveUp, "the consumer never went back to waiting for the lease")
+}

@@ -12,7 +12,7 @@ import (
 
 func (f *fixture) fire(t *testing.T, after time.Duration) int {
 	t.Helper()
-	f.now = f.now.Add(after)
+	f.clock.Advance(after)
 	n, err := f.runner.FireDue(context.Background())
 	require.NoError(t, err)
 	return n

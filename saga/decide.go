@@ -156,6 +156,9 @@ func (e *engine[S]) parked(in *instance[S], r *record, msg *message, park *parke
 // decodeEvent upcasts and decodes the event of msg: one value, or several
 // when an upcaster splits it, all handled in one step.
 func (e *engine[S]) decodeEvent(msg *message) ([]codec.Decoded, error) {
+	if msg.values != nil {
+		return msg.values, nil
+	}
 	ev := eventstore.Event{
 		EventData: eventstore.EventData{ID: msg.in.EventID, Type: msg.in.Event.Type, SchemaVersion: msg.in.Event.Version,
 			Data: msg.in.Event.Data, Metadata: msg.in.Metadata},

@@ -23,7 +23,7 @@ func TestStepRecordsStateCommandsAndDeadlines(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"order-1": 0}, x.Watermarks)
 	require.Len(t, x.Deadlines, 1)
 	assert.Equal(t, "payment", x.Deadlines[0].Name)
-	assert.Equal(t, f.now.Add(15*time.Minute), x.Deadlines[0].At)
+	assert.Equal(t, f.clock.Now().Add(15*time.Minute), x.Deadlines[0].At)
 	require.Len(t, x.LastStep.Commands, 1)
 	assert.Equal(t, MakeReservation{OrderID: "1"}, x.LastStep.Commands[0].Command)
 
@@ -85,7 +85,7 @@ func TestEarlyMessagesAreHeldUntilTheirTurn(t *testing.T) {
 func TestAGapThatNeverFillsIsExplainedAndCanBeReleased(t *testing.T) {
 	f := newFixture(t)
 	f.deliver(t, "topic", 0, Note{OrderID: "1", Text: "t0"})
-	f.now = f.now.Add(time.Minute)
+	f.clock.Advance(time.Minute)
 	assert.Equal(t, saga.Held, f.deliver(t, "topic", 3, Note{OrderID: "1", Text: "t3"}))
 	assert.Equal(t, saga.Held, f.deliver(t, "topic", 2, Note{OrderID: "1", Text: "t2"}))
 	assert.Equal(t, saga.Duplicate, f.deliver(t, "topic", 3, Note{OrderID: "1", Text: "t3"}), "a held message is not held twice")
@@ -95,7 +95,7 @@ func TestAGapThatNeverFillsIsExplainedAndCanBeReleased(t *testing.T) {
 	require.Len(t, x.Held, 2)
 	for _, h := range x.Held {
 		assert.Equal(t, uint64(1), h.WaitsFor, "held #%d waits for #1", h.Sequence)
-		assert.Equal(t, f.now, h.Since)
+		assert.Equal(t, f.clock.Now(), h.Since)
 	}
 	assert.Equal(t, []string{"t0", "u5"}, x.State.Seen)
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/keylock"
@@ -17,6 +18,7 @@ import (
 type engine[S any] struct {
 	t        *Type[S]
 	store    eventstore.Store
+	clock    Clock
 	now      func() time.Time
 	log      *slog.Logger
 	retry    backoff.Policy
@@ -38,6 +40,8 @@ type message struct {
 	fromHeld bool
 	// unpark says the message is the parked one, retried by an operator.
 	unpark bool
+	// values are the event decoded, when the caller decoded it already.
+	values []codec.Decoded
 }
 
 // key identifies the message among those of its instance, for the IDs of

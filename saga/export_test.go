@@ -13,7 +13,11 @@ func (r *Runner[S]) SendRecords(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if err := r.send(ctx, ev); err != nil {
+		rec, err := decodeRecord(ev)
+		if err != nil {
+			return err
+		}
+		if err := r.send(ctx, ev, rec); err != nil {
 			return err
 		}
 	}

@@ -18,17 +18,10 @@ import (
 // command the instance already took a rejection for is not sent again, so
 // that a rejection once fed back is final. Other failures are returned:
 // the record is sent again, whole, later.
-func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event) error {
-	if ev.Type != recordType {
-		return nil
-	}
+func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) error {
 	id, ok := strings.CutPrefix(ev.StreamID, r.e.t.Category())
-	if !ok {
+	if !ok || len(rec.Commands) == 0 {
 		return nil
-	}
-	rec, err := decodeRecord(ev)
-	if err != nil || len(rec.Commands) == 0 {
-		return err
 	}
 	if r.bus == nil {
 		return fmt.Errorf("saga %q: instance %q has commands to send, and the runner has no command bus", r.e.t.name, id)
@@ -51,6 +44,7 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event) error {
 		if !ok {
 			return fmt.Errorf("saga %q, instance %q: command %s decodes to %T, which is not a command", r.e.t.name, id, c.ID, v)
 		}
+		r.sent.Add(1)
 		res, err := r.bus.Dispatch(ctx, command.Message{ID: c.ID, CorrelationID: ev.Metadata.CorrelationID, CausationID: ev.ID.String(), Command: cmd})
 		switch {
 		case err == nil:

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,13 +16,27 @@ import (
 	"github.com/cairn-es/cairn/internal/backoff"
 )
 
-// Clock tells a runner the time. Tests pass a clock they move; nil means
-// time.Now.
-type Clock func() time.Time
+// Clock tells a runner the time, and wakes it when a deadline falls due.
+// Tests pass a clock they move (see sagatest.Clock); nil means the system
+// clock.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// After returns a channel that receives once d has passed on this
+	// clock.
+	After(d time.Duration) <-chan time.Time
+}
+
+// systemClock is the wall clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // RunnerOptions configure a [Runner]. The zero value is the default.
 type RunnerOptions struct {
-	// Clock is the time of steps and deadlines; nil means time.Now.
+	// Clock is the time of steps and deadlines; nil means the system
+	// clock.
 	Clock Clock
 	// Retry is the wait between the attempts of a failing handler; its zero
 	// value waits 10ms, doubling up to 1s.
@@ -31,6 +47,34 @@ type RunnerOptions struct {
 	// Logger receives what the runner handles on its own; nil means
 	// slog.Default().
 	Logger *slog.Logger
+
+	// Workers bounds how many instances Run steps at once; zero means
+	// [DefaultWorkers]. One instance's messages are always stepped one at
+	// a time, in order.
+	Workers int
+	// Checkpoints keeps the positions of the runner's two consumers (see
+	// [Runner.EventsConsumer] and [Runner.OutboxConsumer]); nil means the
+	// event store, which must then be an [eventstore.CheckpointStore].
+	Checkpoints eventstore.CheckpointStore
+	// DeadLetters keeps the stored events that reach no instance (they do
+	// not decode, or their mapping finds no instance ID); nil means
+	// Checkpoints, when it is a [eventstore.DeadLetterStore]. Without one,
+	// such an event stops Run.
+	DeadLetters eventstore.DeadLetterStore
+	// Leases, when set, makes each of the runner's consumers hold a lease,
+	// so that of several processes running the saga type one reads each
+	// log at a time. Correctness does not depend on it: two runners that
+	// step one instance at once end with one step (the append's expected
+	// version and the watermarks decide).
+	Leases eventstore.LeaseStore
+	// LeaseTTL and Holder are the leases' (see projection.Options).
+	LeaseTTL time.Duration
+	Holder   string
+	// BatchSize and MaxBatchDelay size the consumers' batches (see
+	// projection.Options); the instances of one batch are stepped in
+	// parallel.
+	BatchSize     int
+	MaxBatchDelay time.Duration
 }
 
 // DefaultAttempts is how many times a failing handler runs, by default,
@@ -42,9 +86,22 @@ const DefaultAttempts = 5
 // instances, one at a time per instance, and is where operators retry,
 // skip and release. Its methods are safe for concurrent use.
 type Runner[S any] struct {
-	e      *engine[S]
-	bus    *command.Bus
-	timers *timers
+	e       *engine[S]
+	bus     *command.Bus
+	timers  *timers
+	opts    RunnerOptions
+	workers int
+	// sent counts the commands dispatched, for CatchUp to tell when
+	// nothing is left to do.
+	sent atomic.Int64
+
+	startOnce   sync.Once
+	startErr    error
+	consumers   *consumers
+	deadLetters eventstore.DeadLetterStore
+
+	loadOnce sync.Mutex
+	loaded   bool
 }
 
 // NewRunner returns a runner of saga type t on store, whose commands go
@@ -59,17 +116,21 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	if err := t.freeze(bus); err != nil {
 		return nil, err
 	}
-	e := &engine[S]{t: t, store: store, now: opts.Clock, log: opts.Logger, retry: opts.Retry, attempts: opts.Attempts, stats: &counters{}}
-	if e.now == nil {
-		e.now = time.Now
+	clock := opts.Clock
+	if clock == nil {
+		clock = systemClock{}
 	}
+	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: opts.Logger, retry: opts.Retry, attempts: opts.Attempts, stats: &counters{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
 	if e.attempts <= 0 {
 		e.attempts = DefaultAttempts
 	}
-	r := &Runner[S]{e: e, bus: bus, timers: newTimers()}
+	r := &Runner[S]{e: e, bus: bus, timers: newTimers(), opts: opts, workers: opts.Workers}
+	if r.workers <= 0 {
+		r.workers = DefaultWorkers
+	}
 	e.stored = func(id string, version uint64, rec *record) { r.timers.observe(id, version, rec.Deadlines) }
 	return r, nil
 }

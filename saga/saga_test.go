@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/saga"
+	"github.com/cairn-es/cairn/saga/sagatest"
 )
 
 // Sale is the state of the test saga: it remembers what it saw, in order.
@@ -155,15 +156,15 @@ func saleType(t *testing.T, reg *codec.Registry) *saga.Type[Sale] {
 type fixture struct {
 	store  *memory.Store
 	runner *saga.Runner[Sale]
-	now    time.Time
+	clock  *sagatest.Clock
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{store: memory.New(), now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	f := &fixture{store: memory.New(), clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
 	t.Cleanup(func() { _ = f.store.Close() })
 	reg := testRegistry(t)
 	r, err := saga.NewRunner(saleType(t, reg), f.store, nil, saga.RunnerOptions{
-		Clock: func() time.Time { return f.now }, Attempts: 3, Logger: testLogger(t),
+		Clock: f.clock, Attempts: 3, Logger: testLogger(t),
 		Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond},
 	})
 	require.NoError(t, err)

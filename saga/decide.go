@@ -16,7 +16,12 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 	r := in.next()
 	now := e.now().UTC()
 	r.Handled = cause{Kind: msg.kind, Source: msg.in.Source, Sequence: msg.in.Sequence, EventID: msg.in.EventID,
-		Type: msg.in.Event.Type, Position: msg.in.Position, Deadline: msg.deadline, Command: msg.in.Command, At: now}
+		Type: msg.in.Event.Type, Position: msg.in.Position, Deadline: msg.deadline, Command: msg.in.Command,
+		Reason: msg.in.Reason, Metadata: msg.in.Metadata, At: now}
+	if msg.kind != kindDeadline {
+		ev := msg.in.Event
+		r.Handled.Event = &ev
+	}
 	if msg.fromHeld {
 		r.Held = slices.DeleteFunc(r.Held, func(h heldMessage) bool { return h.Source == msg.in.Source && h.Sequence == msg.in.Sequence })
 	}

@@ -20,10 +20,9 @@ type RejectedError struct {
 	Reason string
 }
 
-// Error implements error.
-func (e *RejectedError) Error() string {
-	return fmt.Sprintf("command %s was rejected: %s", e.Command, e.Reason)
-}
+// Error returns the aggregate's error text, as the rejection handler would
+// report it to a person.
+func (e *RejectedError) Error() string { return e.Reason }
 
 // PanicError is a handler's panic, turned into an error of its message.
 type PanicError struct {

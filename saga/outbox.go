@@ -55,11 +55,46 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 		r.e.log.InfoContext(ctx, "saga: a command was rejected; feeding it back to its instance",
 			slog.String("saga", r.e.t.name), slog.String("instance", id), slog.String("command_id", c.ID),
 			slog.String("command", c.Command.Type), slog.Any("reason", err))
-		msg := &message{kind: kindRejected, in: heldMessage{Kind: kindRejected, Source: rejectionSource, Sequence: seq, Ordered: true,
-			Event: c.Command, Command: c.ID, Reason: err.Error(), Metadata: ev.Metadata}}
-		if _, err := r.e.process(ctx, id, msg); err != nil {
+		if _, err := r.e.process(ctx, id, rejection(ev, i, c, err)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rejection is the message that feeds back to an instance the rejection of
+// the index-th command of its step record ev.
+func rejection(ev eventstore.Event, index int, c sentCommand, reason error) *message {
+	return &message{kind: kindRejected, in: heldMessage{Kind: kindRejected, Source: rejectionSource, Sequence: rejectionSeq(ev.Version, index),
+		Ordered: true, Event: c.Command, Command: c.ID, Reason: reason.Error(), Metadata: ev.Metadata}}
+}
+
+// Reject feeds back to instance id the rejection of command commandID, one
+// that a step of the instance sent, exactly as the outbox does when the
+// command's aggregate refuses it: the instance's [OnRejected] handler runs
+// once, as a step; a second Reject of the same command is a Duplicate. Use
+// it when a saga's commands are carried out elsewhere (another service),
+// and in tests. An ID that no step of the instance sent is an
+// [*eventstore.InvalidArgumentError].
+func (r *Runner[S]) Reject(ctx context.Context, id, commandID string, reason error) (Outcome, error) {
+	if reason == nil {
+		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "rejection reason", Reason: "is nil"}
+	}
+	for ev, err := range r.e.store.ReadStream(ctx, r.e.t.Stream(id), eventstore.Forward(0)) {
+		if err != nil {
+			return 0, err
+		}
+		rec, err := decodeRecord(ev)
+		if err != nil {
+			return 0, err
+		}
+		for i, c := range rec.Commands {
+			if c.ID == commandID {
+				out, err := r.e.process(ctx, id, rejection(ev, i, c, reason))
+				return Outcome(out), err
+			}
+		}
+	}
+	return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "command ID",
+		Reason: fmt.Sprintf("%q was not sent by saga %q, instance %q", commandID, r.e.t.name, id)}
 }

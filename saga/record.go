@@ -82,6 +82,14 @@ type cause struct {
 	Deadline string `json:"deadline,omitempty"`
 	// Command is the ID of the rejected command.
 	Command string `json:"command,omitempty"`
+	// Reason is a rejection's error text.
+	Reason string `json:"reason,omitempty"`
+	// Event is the message as it was stored or delivered (an event, or a
+	// rejected command), before upcasting, and Metadata its metadata: with
+	// them the instance's stream alone can replay its history through newer
+	// code (see sagatest.CheckHistory).
+	Event    *raw                `json:"event,omitempty"`
+	Metadata eventstore.Metadata `json:"metadata"`
 	// At is when the step ran, by the runner's clock.
 	At time.Time `json:"at"`
 }

@@ -211,7 +211,7 @@ func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	m := t.events[typeOf(d.Event)]
 	if m == nil {
 		return 0, &HandlerError{Saga: t.name, Message: fmt.Sprintf("delivery #%d of %q", d.Sequence, d.Source),
-			Err: fmt.Errorf("%w: the saga maps no event of type %T", eventstore.ErrInvalidArgument, d.Event)}
+			Err: fmt.Errorf("%w: saga %q maps no event of type %T", eventstore.ErrInvalidArgument, t.name, d.Event)}
 	}
 	raw, err := t.reg.EncodeValue(d.Event)
 	if err != nil {
@@ -224,6 +224,16 @@ func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	}
 	out, err := r.e.process(ctx, id, msg)
 	return Outcome(out), err
+}
+
+// InstanceOf returns the ID of the instance that event goes to, by its
+// mapping's Instance function: the instance [Runner.Deliver] would step.
+func (r *Runner[S]) InstanceOf(event any, md eventstore.Metadata) (string, error) {
+	m := r.e.t.events[typeOf(event)]
+	if m == nil {
+		return "", fmt.Errorf("%w: saga %q maps no event of type %T", eventstore.ErrInvalidArgument, r.e.t.name, event)
+	}
+	return r.instanceOf(m, event, md)
 }
 
 // instanceOf runs a mapping's Instance function, which is user code: a

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -50,7 +51,7 @@ func dropSchema(tb testing.TB, schema string) {
 	tb.Helper()
 	ctx := context.Background()
 	pool := newPoolOnce(tb)
-	_, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
+	_, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
 	require.NoError(tb, err)
 }
 

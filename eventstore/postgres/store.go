@@ -44,7 +44,11 @@ const DefaultPollInterval = 250 * time.Millisecond
 type Options struct {
 	// Schema is the PostgreSQL schema that holds the store's tables;
 	// empty means [DefaultSchema]. Stores in different schemas are
-	// independent, so several services can share a database.
+	// independent, so several services can share a database. A name is up
+	// to 40 bytes of UTF-8 without control characters or white space at
+	// either end, and neither starts with pg_ nor is information_schema;
+	// [Open] and [New] refuse any other with an
+	// [*eventstore.InvalidArgumentError] before they reach the server.
 	Schema string
 	// PollInterval bounds how long a live subscriber waits between reads
 	// when nothing wakes it; zero means [DefaultPollInterval].
@@ -55,6 +59,14 @@ type Options struct {
 	// Logger receives the store's warnings (a dropped LISTEN connection, a
 	// subscription read retried); nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// schema returns the schema name the options ask for.
+func (o Options) schema() string {
+	if o.Schema == "" {
+		return DefaultSchema
+	}
+	return o.Schema
 }
 
 // Store is a PostgreSQL event store. It is safe for concurrent use.
@@ -86,6 +98,12 @@ var _ eventstore.Store = (*Store)(nil)
 // accepts), creates or migrates the store's schema and returns the store.
 // The store owns the pool it makes: [Store.Close] closes it.
 func Open(ctx context.Context, connString string, opts Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkSchemaName(opts.schema()); err != nil {
+		return nil, err
+	}
 	pool, err := pgxpool.New(ctx, connString)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connecting: %w", err)
@@ -104,15 +122,12 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 // also opens one connection of its own, outside the pool, for LISTEN, when
 // its first subscription starts.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
-	schema := opts.Schema
-	if schema == "" {
-		schema = DefaultSchema
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	if len(schema) > 40 {
-		// PostgreSQL cuts identifiers at 63 bytes; the notification channel
-		// adds a prefix to the schema name, and two schemas must not share one.
-		return nil, &eventstore.InvalidArgumentError{Index: -1, Field: "schema",
-			Reason: fmt.Sprintf("%q is %d bytes long, more than the limit of 40", schema, len(schema))}
+	schema := opts.schema()
+	if err := checkSchemaName(schema); err != nil {
+		return nil, err
 	}
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, err

@@ -332,19 +332,6 @@ func TestWrongVersionCarriesTheActualVersion(t *testing.T) {
 	}
 }
 
-func TestClosedStoreRefusesWork(t *testing.T) {
-	ctx := context.Background()
-	s := newStore(t, postgres.Options{})
-	require.NoError(t, s.Close())
-	_, err := s.Append(ctx, "c-1", eventstore.Any, event("x"))
-	assert.ErrorIs(t, err, eventstore.ErrClosed)
-	_, err = s.Lag(ctx)
-	assert.ErrorIs(t, err, eventstore.ErrClosed)
-	for _, err := range s.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
-		assert.ErrorIs(t, err, eventstore.ErrClosed)
-	}
-}
-
 func TestOpenRefusesTransactionIDsFromAnotherCluster(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, postgres.Options{})

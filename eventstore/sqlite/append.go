@@ -46,7 +46,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 		}
 		<-j.done
 	}
-	return j.result, j.err
+	return j.result, s.fileFailure("append to stream "+quote(stream), j.err)
 }
 
 // newAppendJob checks and encodes an append for the writer.

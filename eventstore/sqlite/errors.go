@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+	zs "zombiezen.com/go/sqlite"
+
 	"github.com/cairn-es/cairn/eventstore"
 )
 
@@ -15,31 +19,59 @@ var (
 	// ErrNewerSchema matches a [*SchemaVersionError]: the file was written
 	// by a newer version of Cairn, whose schema this version cannot read.
 	ErrNewerSchema = errors.New("sqlite: file has a newer schema")
+	// ErrCannotOpen matches a [*FileError] for a path that cannot hold an
+	// event store: no path, a folder that is missing or not a folder, a
+	// directory, a named pipe or device, or a file this process may not
+	// read or create. When the operating system said why, the error also
+	// wraps its error, so errors.Is(err, fs.ErrNotExist) and
+	// errors.Is(err, fs.ErrPermission) tell those apart.
+	ErrCannotOpen = errors.New("sqlite: cannot open the file")
+	// ErrReadOnly matches a [*FileError] for a write the file cannot take:
+	// [Open] of a file, or in a folder, that this process may not write (or
+	// on a read-only file system), and every write of a store opened with
+	// [Options.ReadOnly].
+	ErrReadOnly = errors.New("sqlite: file is read-only")
 )
 
-// FileError reports a file that [Open] refuses, and why. It matches
-// [ErrNotEventStore], or [eventstore.ErrCorrupt] when the file is a Cairn
-// event store that SQLite cannot read.
+// FileError reports a file that [Open] refuses, or that failed a read or a
+// write later, and why. It matches one of [ErrNotEventStore],
+// [ErrCannotOpen], [ErrReadOnly], or [eventstore.ErrCorrupt] when the file
+// is a Cairn event store that SQLite cannot read (a damaged page, found at
+// Open or by any later read or write).
 type FileError struct {
-	Path   string
+	Path string
+	// Op is what failed, naming the stream or consumer where there is one
+	// (`read stream "order-1"`); empty for Open.
+	Op     string
 	Reason string
-	// Err is the underlying error, if any.
+	// Err is the underlying error, if any: SQLite's, or the operating
+	// system's (a *fs.PathError).
 	Err     error
 	corrupt bool
+	// class is the sentinel the error matches when it is not corrupt; nil
+	// means ErrNotEventStore.
+	class error
 }
 
 func (e *FileError) Error() string {
 	msg := fmt.Sprintf("sqlite: open %s: %s", e.Path, e.Reason)
+	if e.Op != "" {
+		msg = fmt.Sprintf("sqlite: %s: %s: %s", e.Path, e.Op, e.Reason)
+	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
 	return msg
 }
 
-// Is makes errors.Is match [ErrNotEventStore] or [eventstore.ErrCorrupt].
+// Is makes errors.Is match the error's class: [ErrNotEventStore],
+// [ErrCannotOpen], [ErrReadOnly] or [eventstore.ErrCorrupt].
 func (e *FileError) Is(target error) bool {
-	if e.corrupt {
+	switch {
+	case e.corrupt:
 		return target == eventstore.ErrCorrupt
+	case e.class != nil:
+		return target == e.class
 	}
 	return target == ErrNotEventStore
 }
@@ -83,3 +115,68 @@ func (e *CorruptError) Error() string {
 
 // Is makes errors.Is(err, eventstore.ErrCorrupt) true.
 func (e *CorruptError) Is(target error) bool { return target == eventstore.ErrCorrupt }
+
+// resultCode returns SQLite's extended result code in err, from either
+// driver (database/sql's or SQLite's own API); SQLITE_ERROR when err is
+// not SQLite's. Its low byte is the primary code.
+func resultCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return int(zs.ErrCode(err))
+}
+
+// fileErr is the one place where SQLite's errors about the file itself
+// become a [*FileError] naming the file and op (empty for Open): a damaged
+// file, a file that is not a database, one that cannot be written or
+// opened. SQLite's own messages for these ("database disk image is
+// malformed", "out of memory") name neither. It returns nil for any other
+// error, which the caller reports as it is.
+func fileErr(path, op string, err error) *FileError {
+	code := resultCode(err)
+	switch code & 0xff {
+	case sqlite3.SQLITE_CORRUPT:
+		return &FileError{Path: path, Op: op, Reason: "the database is damaged", Err: err, corrupt: true}
+	case sqlite3.SQLITE_NOTADB:
+		if op == "" {
+			return &FileError{Path: path, Reason: "not a SQLite database", Err: err}
+		}
+		// It was one when the store opened it: it has been overwritten.
+		return &FileError{Path: path, Op: op, Reason: "the file is no longer a SQLite database", Err: err, corrupt: true}
+	case sqlite3.SQLITE_READONLY:
+		if code == sqlite3.SQLITE_READONLY_CANTINIT || code == sqlite3.SQLITE_READONLY_DIRECTORY {
+			// Even a reader of a file in WAL mode needs its -shm file,
+			// which no writer left there and this process may not create.
+			return &FileError{Path: path, Op: op, Reason: "SQLite cannot read the file without its -shm file, " +
+				"which is missing and which this process may not create in the file's folder", Err: err, class: ErrCannotOpen}
+		}
+		return &FileError{Path: path, Op: op, Reason: "the file cannot be written", Err: err, class: ErrReadOnly}
+	case sqlite3.SQLITE_CANTOPEN:
+		return &FileError{Path: path, Op: op, Reason: "SQLite cannot open the file or its -wal and -shm files", Err: err, class: ErrCannotOpen}
+	}
+	return nil
+}
+
+// fileFailure returns err as a [*FileError] naming the store's file and op
+// when SQLite blamed the file (see fileErr), and otherwise unchanged. Every
+// read and write of a Store reports through it.
+func (s *Store) fileFailure(op string, err error) error {
+	var fe *FileError
+	if err == nil || errors.As(err, &fe) {
+		return err
+	}
+	if fe := fileErr(s.path, op, err); fe != nil {
+		return fe
+	}
+	return err
+}
+
+// classify turns an error from inspecting or migrating a file into a typed
+// error when SQLite says what is wrong with the file.
+func classify(path string, err error) error {
+	if fe := fileErr(path, "", err); fe != nil {
+		return fe
+	}
+	return fmt.Errorf("sqlite: open %s: %w", path, err)
+}

@@ -251,6 +251,9 @@ func (s *Store) readErr(ctx context.Context, err error, what string) error {
 	case errors.As(err, &ce):
 		return err
 	}
+	if fe := s.fileFailure(what, err); fe != err {
+		return fe
+	}
 	return fmt.Errorf("sqlite: %s: %w", what, err)
 }
 

@@ -11,9 +11,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // applicationID marks a SQLite file as a Cairn event store ("Crn1") in the
@@ -287,21 +284,6 @@ func (st schemaState) check(path string) error {
 		return &SchemaVersionError{Path: path, Found: st.version, Supported: latest()}
 	}
 	return nil
-}
-
-// classify turns an error from inspecting or migrating a file into a typed
-// error when SQLite says the file is not a database or is damaged.
-func classify(path string, err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_NOTADB:
-			return &FileError{Path: path, Reason: "not a SQLite database", Err: err}
-		case sqlite3.SQLITE_CORRUPT:
-			return &FileError{Path: path, Reason: "the database is damaged", Err: err, corrupt: true}
-		}
-	}
-	return fmt.Errorf("sqlite: open %s: %w", path, err)
 }
 
 // migrate brings the file to the latest schema version in one IMMEDIATE transaction,

@@ -79,6 +79,13 @@ type Options struct {
 	// Logger receives what the store reports on its own (retried reads);
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// ReadOnly opens an existing store only to read it, for a file this
+	// process may not write (a replica, a file on a read-only file
+	// system). Open neither creates nor migrates the file, and refuses one
+	// that is not at this version's schema; every write returns a
+	// [*FileError] matching [ErrReadOnly]. Appends by other processes
+	// reach subscribers within PollInterval.
+	ReadOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -120,21 +127,55 @@ var _ eventstore.Store = (*Store)(nil)
 //
 // Open changes nothing in a file it refuses: one that is not a SQLite
 // database or belongs to another application ([ErrNotEventStore]), or one
-// written by a newer version of Cairn ([ErrNewerSchema]).
+// written by a newer version of Cairn ([ErrNewerSchema]). A path that
+// cannot hold a store (no path, a missing folder, a directory, a named pipe
+// or device, a file it may not read) fails with [ErrCannotOpen] before
+// SQLite touches it; a file or folder it may not write fails with
+// [ErrReadOnly] unless [Options.ReadOnly] is set. Every refusal is a
+// [*FileError] naming the file. A context that is done when Open is called
+// fails it with the context's error, creating nothing.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	abs, err := filepath.Abs(path)
+	abs, err := checkPath(path, opts.ReadOnly)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
 	if err := inspect(ctx, abs); err != nil {
 		return nil, err
 	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
+	s := &Store{path: abs, opts: opts, done: make(chan struct{})}
+	s.readers, err = sql.Open("sqlite", fileURI(abs, busy, "mode=ro", "_pragma=query_only(1)"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	s.readers.SetMaxOpenConns(opts.MaxReaders)
+	s.readers.SetMaxIdleConns(opts.MaxReaders)
+	if opts.ReadOnly {
+		s.w, err = readOnlyWriter(ctx, s.readers, abs)
+	} else {
+		s.w, err = openWriter(ctx, abs, opts, busy, s.changes.Notify)
+	}
+	if err == nil {
+		s.events, err = openEventReaders(abs, opts)
+		if err != nil {
+			s.w.close()
+			err = fmt.Errorf("sqlite: open %s: %w", abs, err)
+		}
+	}
+	if err != nil {
+		s.readers.Close()
+		return nil, err
+	}
+	return s, nil
+}
 
+// openWriter opens the writer's connections, puts the file in WAL mode and
+// migrates its schema.
+func openWriter(ctx context.Context, abs string, opts Options, busy string, committed func()) (*writer, error) {
 	// journal_size_limit truncates the WAL after a checkpoint that a long
 	// read let grow, instead of keeping the file at its largest forever.
 	// _txlock makes the transactions of InTx (database/sql's BeginTx) take
@@ -144,7 +185,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		"_pragma=synchronous("+opts.Synchronous.pragma()+")", fmt.Sprintf("_pragma=journal_size_limit(%d)", journalSizeLimit),
 		"_txlock=immediate"))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	wdb.SetMaxOpenConns(1)
 	wdb.SetConnMaxIdleTime(0)
@@ -162,6 +203,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			conn.Close()
 		}
 		wdb.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		var fe *FileError
 		var se *SchemaVersionError
 		if errors.As(err, &fe) || errors.As(err, &se) {
@@ -169,29 +213,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 		return nil, classify(abs, err)
 	}
-
 	appends, err := openAppendConn(abs, opts)
 	if err != nil {
 		conn.Close()
 		wdb.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, classify(abs, err)
 	}
-	s := &Store{path: abs, opts: opts, done: make(chan struct{})}
-	s.w = newWriter(wdb, conn, appends, s.changes.Notify)
-	s.readers, err = sql.Open("sqlite", fileURI(abs, busy, "mode=ro", "_pragma=query_only(1)"))
-	if err == nil {
-		s.readers.SetMaxOpenConns(opts.MaxReaders)
-		s.readers.SetMaxIdleConns(opts.MaxReaders)
-		s.events, err = openEventReaders(abs, opts)
-	}
-	if err != nil {
-		s.w.close()
-		if s.readers != nil {
-			s.readers.Close()
-		}
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	return s, nil
+	return newWriter(wdb, conn, appends, committed), nil
 }
 
 // journalSizeLimit is the size, in bytes, to which a checkpoint truncates

@@ -66,7 +66,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 		err = <-j.began
 	}
 	if err != nil {
-		return err
+		return s.fileFailure("begin a transaction", err)
 	}
 	decided := false
 	defer func() {
@@ -90,7 +90,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 	if ferr != nil {
 		return ferr
 	}
-	return cerr
+	return s.fileFailure("commit a transaction", cerr)
 }
 
 // txJob is an InTx: the writer begins its transaction and hands it to the
@@ -185,7 +185,7 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, stream string, expecte
 		return j.run(&writeTx{conn: tx, now: time.Now()})
 	})
 	if err != nil {
-		return eventstore.AppendResult{}, err
+		return eventstore.AppendResult{}, s.fileFailure("append to stream "+quote(stream), err)
 	}
 	if !j.result.Duplicate {
 		cur.appended.Store(true)

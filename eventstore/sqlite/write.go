@@ -83,5 +83,5 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 		}
 		<-j.done
 	}
-	return j.err
+	return s.fileFailure("write", j.err)
 }

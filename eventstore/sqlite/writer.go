@@ -64,6 +64,10 @@ type writer struct {
 	// commits and jobs count transactions and the jobs they carried, so
 	// tests can see group commit at work.
 	commits, jobs atomic.Int64
+
+	// refuse, when set, is what every job gets: the store was opened
+	// read-only and the writer has no connection.
+	refuse error
 }
 
 // soloJob is a job that needs a transaction of its own rather than a
@@ -111,6 +115,14 @@ func newWriter(db *sql.DB, conn *sql.Conn, appends *appendConn, committed func()
 	return w
 }
 
+// refusingWriter is the writer of a read-only store: it has no connection
+// and fails every job with refuse.
+func refusingWriter(refuse error) *writer {
+	w := &writer{refuse: refuse, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	close(w.exited) // no loop runs
+	return w
+}
+
 // submit hands j to the writer, or fails with [eventstore.ErrClosed].
 // With inline set, a job that finds the writer idle commits at once on the
 // caller's goroutine: handing a lone append to the writer goroutine and its
@@ -123,6 +135,10 @@ func (w *writer) submit(j job, inline bool) error {
 	if w.closed {
 		w.mu.Unlock()
 		return eventstore.ErrClosed
+	}
+	if w.refuse != nil {
+		w.mu.Unlock()
+		return w.refuse
 	}
 	if !inline || w.busy || len(w.queue) > 0 || w.lastGroup > 1 {
 		w.queue = append(w.queue, j)
@@ -414,6 +430,8 @@ func (w *writer) close() error {
 	if w.appends != nil {
 		errs = append(errs, w.appends.close())
 	}
-	errs = append(errs, w.conn.Close(), w.db.Close())
+	if w.conn != nil {
+		errs = append(errs, w.conn.Close(), w.db.Close())
+	}
 	return errors.Join(errs...)
 }

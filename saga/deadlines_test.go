@@ -67,8 +67,17 @@ func TestManyPendingDeadlinesFireInTimeOrder(t *testing.T) {
 		f.deliver(t, "order-o"+itoa(i), 0, OrderPlaced{OrderID: "o" + itoa(i)})
 	}
 	assert.Zero(t, f.fire(t, 14*time.Minute))
+	st, err := f.runner.Stats(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, n, st.DeadlinesPending)
+	assert.Equal(t, f.clock.Now().Add(time.Minute), st.NextDeadline)
+	assert.Equal(t, int64(n), st.Handled)
 	assert.Equal(t, n, f.fire(t, time.Minute))
 	assert.Zero(t, f.fire(t, time.Minute))
+	st, err = f.runner.Stats(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, st.DeadlinesPending)
+	assert.True(t, st.NextDeadline.IsZero())
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

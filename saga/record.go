@@ -103,11 +103,6 @@ type raw struct {
 
 func toRaw(r upcast.Raw) raw     { return raw{Type: r.Type, Version: r.Version, Data: r.Data} }
 func (r raw) upcast() upcast.Raw { return upcast.Raw{Type: r.Type, Version: r.Version, Data: r.Data} }
-func (r raw) withMeta(md eventstore.Metadata) upcast.Raw {
-	u := r.upcast()
-	u.Metadata = md
-	return u
-}
 
 // heldMessage is a message kept in the instance's stream until it can be
 // handled: the stored form of an event (before upcasting, so that it is

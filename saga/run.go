@@ -54,9 +54,9 @@ func (r *Runner[S]) start() (*consumers, error) {
 			r.startErr = err
 			return
 		}
-		r.consumers = c
+		r.consumers.Store(c)
 	})
-	return r.consumers, r.startErr
+	return r.consumers.Load(), r.startErr
 }
 
 // EventsConsumer is the name of the consumer of the events the saga maps:

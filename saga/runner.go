@@ -97,7 +97,7 @@ type Runner[S any] struct {
 
 	startOnce   sync.Once
 	startErr    error
-	consumers   *consumers
+	consumers   atomic.Pointer[consumers]
 	deadLetters eventstore.DeadLetterStore
 
 	loadOnce sync.Mutex

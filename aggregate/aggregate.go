@@ -53,7 +53,8 @@ type Type[T any, PT Root[T]] struct {
 // NewType returns the aggregate type called name, whose instances live in
 // streams "<name>-<id>". The name must be a valid stream name without "-",
 // so that the category prefix "<name>-" selects this type's streams and no
-// other's.
+// other's, and without ":", so that no aggregate stream is ever named like
+// one of Cairn's own (saga instances live in "saga:<type>-<id>").
 func NewType[T any, PT Root[T]](name string, opts Options[T]) (*Type[T, PT], error) {
 	bad := func(reason string) error { return &TypeError{Name: name, Reason: reason} }
 	switch {
@@ -61,6 +62,8 @@ func NewType[T any, PT Root[T]](name string, opts Options[T]) (*Type[T, PT], err
 		return nil, bad("is empty")
 	case strings.Contains(name, "-"):
 		return nil, bad(`contains "-", which separates the type name from the ID in stream names`)
+	case strings.Contains(name, ":"):
+		return nil, bad(`contains ":", which Cairn keeps for its own streams (saga instances are "saga:<type>-<id>")`)
 	}
 	if err := eventstore.ValidateStream(eventstore.Category(name) + "x"); err != nil {
 		return nil, bad(fmt.Sprintf("is not a valid stream category: %v", err))

@@ -62,7 +62,7 @@ func tallyType(tb testing.TB, snapshotEvery uint64) *aggregate.Type[Tally, *Tall
 }
 
 func TestNewTypeRejectsBadNames(t *testing.T) {
-	for _, name := range []string{"", "order-line", "$system", "bad\x01name"} {
+	for _, name := range []string{"", "order-line", "$system", "bad\x01name", "saga:sale"} {
 		_, err := aggregate.NewType[Tally](name, aggregate.Options[Tally]{})
 		assert.ErrorIs(t, err, aggregate.ErrInvalidType, "name %q", name)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/keylock"
 )
 
 // Backoff is the retry schedule after a version conflict: its zero value
@@ -69,7 +70,7 @@ type Bus struct {
 	opts    Options
 	log     *slog.Logger
 	cache   *cache
-	locks   streamLocks
+	locks   keylock.Locks
 	handler Handler
 
 	mu     sync.RWMutex
@@ -108,6 +109,14 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 	}
 	b.handler = h
 	return b
+}
+
+// Routes reports whether the bus routes commands of Go type ct, so that a
+// component that sends commands (a saga) can check its set-up.
+func (b *Bus) Routes(ct reflect.Type) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.routes[ct] != nil
 }
 
 // Dispatch runs one command: it loads the aggregate the command names,

@@ -42,4 +42,10 @@ type Result struct {
 	// Attempts is how many times the command was decided: more than one
 	// after version conflicts.
 	Attempts int
+	// Rejected reports that the aggregate refused the command: the error
+	// Dispatch returned is its Handle's, unchanged. Every other error
+	// (the store's, a contention give-up, a canceled context) leaves it
+	// false, so that a sender can tell a final "no" from a failure worth
+	// retrying.
+	Rejected bool
 }

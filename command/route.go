@@ -72,7 +72,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		return res, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "aggregate ID",
 			Reason: fmt.Sprintf("of command %T is empty", msg.Command)}
 	}
-	unlock, err := b.locks.lock(ctx, stream)
+	unlock, err := b.locks.Lock(ctx, stream)
 	if err != nil {
 		return res, err
 	}
@@ -126,6 +126,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		}
 		if err != nil {
 			b.cache.put(stream, inst)
+			res.Rejected = true
 			return res, err
 		}
 		if len(events) == 0 {

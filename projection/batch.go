@@ -77,6 +77,9 @@ func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 // the dead letters of events after from, which a successful handling
 // resolves.
 func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence eventstore.Fence, pend pending) (eventstore.Position, error) {
+	if c.batch != nil {
+		return c.flushBatch(ctx, batch, from, fence)
+	}
 	to := batch[len(batch)-1].ev.Position
 	if !c.exec.transactional() {
 		for i, u := range batch {

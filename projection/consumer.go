@@ -26,9 +26,12 @@ type Consumer struct {
 	reg         *codec.Registry
 	checkpoints eventstore.CheckpointStore
 	exec        executor
-	opts        Options
-	log         *slog.Logger
-	stats       recorder
+	// batch, when set, is the handler of a batch consumer (see NewBatch):
+	// it takes whole batches of stored events, and nothing is decoded.
+	batch BatchHandler
+	opts  Options
+	log   *slog.Logger
+	stats recorder
 
 	// held is the lease of the running session, once it has claimed the
 	// checkpoint under the lease's fence: a dead letter retried in this
@@ -119,11 +122,14 @@ func newConsumer(name string, events eventstore.Store, reg *codec.Registry, chec
 		return nil, err
 	}
 	switch {
-	case events == nil || reg == nil || checkpoints == nil:
+	case events == nil || checkpoints == nil:
 		return nil, fmt.Errorf("%w: consumer %q needs an event store, a codec registry and a checkpoint store", eventstore.ErrInvalidArgument, name)
-	}
-	if err := reg.Validate(); err != nil {
-		return nil, fmt.Errorf("consumer %q: %w", name, err)
+	case reg == nil:
+		// Only a batch consumer, which decodes nothing, is made without one.
+	default:
+		if err := reg.Validate(); err != nil {
+			return nil, fmt.Errorf("consumer %q: %w", name, err)
+		}
 	}
 	if dl, ok := checkpoints.(eventstore.DeadLetterStore); ok && opts.DeadLetters == nil {
 		opts.DeadLetters = dl
@@ -329,7 +335,7 @@ func (c *Consumer) consume(ctx context.Context, src iter.Seq2[eventstore.Event, 
 				timer.Reset(c.opts.maxDelay())
 				deadline = timer.C
 			}
-			if len(batch) >= size {
+			if len(batch) >= size || (c.batch != nil && len(ch) == 0) {
 				if err := flush(); err != nil {
 					return from, err
 				}
@@ -354,7 +360,9 @@ func (c *Consumer) read(ctx context.Context, src iter.Seq2[eventstore.Event, err
 			it.err = err
 		} else {
 			it.u = unit{ev: e}
-			it.u.parts, it.u.decodeErr = c.reg.DecodeAppend(nil, e)
+			if c.reg != nil {
+				it.u.parts, it.u.decodeErr = c.reg.DecodeAppend(nil, e)
+			}
 			c.stats.sawEvent(e)
 		}
 		select {

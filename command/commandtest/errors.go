@@ -77,20 +77,23 @@ func testRouting(t *testing.T, e *env) {
 func testHandleError(t *testing.T, e *env) {
 	b := e.bus(command.Options{}, 0)
 	id := e.id("rej")
-	_, err := b.Dispatch(context.Background(), command.Message{ID: "r", Command: Reject{ID: id}})
+	res, err := b.Dispatch(context.Background(), command.Message{ID: "r", Command: Reject{ID: id}})
 	assert.Same(t, ErrRejected, err, "the aggregate's own error, unchanged")
+	assert.True(t, res.Rejected, "the result says the aggregate refused it")
 	assert.Empty(t, e.events(id))
 	// The bus goes on serving the aggregate.
-	_, err = b.Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
+	res, err = b.Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
 	require.NoError(t, err)
+	assert.False(t, res.Rejected)
 	assert.Equal(t, 1, e.load(id).Count)
 }
 
 func testHandlePanic(t *testing.T, e *env) {
 	b := e.bus(command.Options{}, 0)
 	id := e.id("boom")
-	_, err := b.Dispatch(context.Background(), command.Message{Command: Explode{ID: id}})
+	res, err := b.Dispatch(context.Background(), command.Message{Command: Explode{ID: id}})
 	require.ErrorIs(t, err, aggregate.ErrPanicked)
+	assert.False(t, res.Rejected, "a panic is not the aggregate's answer")
 	var pe *aggregate.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "Handle", pe.Method)

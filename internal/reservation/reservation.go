@@ -1,0 +1,364 @@
+// Package reservation is the reservation flow that Cairn's saga tests,
+// benchmarks and crash tests run: Order, Seats and Payment aggregates,
+// which never handle each other's events, coordinated by a Sale saga.
+//
+//	OrderPlaced                      -> MakeReservation
+//	SeatsReserved                    -> MakePayment, and a payment deadline
+//	SeatsNotReserved                 -> RejectOrder
+//	PaymentAccepted                  -> ConfirmOrder
+//	MakePayment rejected, or no
+//	payment before the deadline      -> RejectOrder + CancelReservation
+//
+// What happens to an order follows from it alone (see [Expect]), so a test
+// can check every order's end whatever faults it injected.
+package reservation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/saga"
+)
+
+// Rules of the flow.
+const (
+	// MaxSeats is the most seats a reservation gets: more is refused.
+	MaxSeats = 10
+	// MaxAmount is the largest payment accepted: more is rejected.
+	MaxAmount = 1000
+	// PaymentWindow is how long the sale waits for a payment.
+	PaymentWindow = 15 * time.Minute
+)
+
+// Commands.
+type (
+	PlaceOrder struct {
+		OrderID       string
+		Seats, Amount int
+	}
+	ConfirmOrder    struct{ OrderID string }
+	RejectOrder     struct{ OrderID, Reason string }
+	MakeReservation struct {
+		OrderID string
+		Seats   int
+	}
+	CancelReservation struct{ OrderID string }
+	MakePayment       struct {
+		OrderID string
+		Amount  int
+	}
+)
+
+// AggregateID implements command.Command.
+func (c PlaceOrder) AggregateID() string        { return c.OrderID }
+func (c ConfirmOrder) AggregateID() string      { return c.OrderID }
+func (c RejectOrder) AggregateID() string       { return c.OrderID }
+func (c MakeReservation) AggregateID() string   { return c.OrderID }
+func (c CancelReservation) AggregateID() string { return c.OrderID }
+func (c MakePayment) AggregateID() string       { return c.OrderID }
+
+// Events.
+type (
+	OrderPlaced struct {
+		OrderID       string
+		Seats, Amount int
+	}
+	OrderConfirmed struct{ OrderID string }
+	OrderRejected  struct{ OrderID, Reason string }
+	SeatsReserved  struct {
+		OrderID string
+		Seats   int
+	}
+	SeatsNotReserved     struct{ OrderID string }
+	ReservationCancelled struct{ OrderID string }
+	PaymentAccepted      struct {
+		OrderID string
+		Amount  int
+	}
+	// PaymentPending is a payment that never completes: the sale's
+	// deadline ends it.
+	PaymentPending struct{ OrderID string }
+	// PaymentDue is the payment deadline's payload.
+	PaymentDue struct{ OrderID string }
+)
+
+// ErrPaymentRefused is the Payment aggregate's rejection of an amount above
+// MaxAmount; ErrNotPlaced and ErrFinal refuse commands for an order in the
+// wrong state.
+var (
+	ErrPaymentRefused = errors.New("payment refused")
+	ErrNotPlaced      = errors.New("order not placed")
+	ErrFinal          = errors.New("order already final")
+)
+
+// Order is the order aggregate.
+type Order struct {
+	Placed, Confirmed, Rejected bool
+	Reason                      string
+}
+
+// Handle decides.
+func (o *Order) Handle(_ context.Context, cmd any) ([]any, error) {
+	switch c := cmd.(type) {
+	case PlaceOrder:
+		if o.Placed {
+			return nil, nil
+		}
+		return []any{OrderPlaced(c)}, nil
+	case ConfirmOrder:
+		switch {
+		case !o.Placed:
+			return nil, ErrNotPlaced
+		case o.Rejected:
+			return nil, ErrFinal
+		case o.Confirmed:
+			return nil, nil
+		}
+		return []any{OrderConfirmed(c)}, nil
+	case RejectOrder:
+		switch {
+		case !o.Placed:
+			return nil, ErrNotPlaced
+		case o.Confirmed:
+			return nil, ErrFinal
+		case o.Rejected:
+			return nil, nil
+		}
+		return []any{OrderRejected(c)}, nil
+	}
+	return nil, fmt.Errorf("order: unknown command %T", cmd)
+}
+
+// Apply evolves.
+func (o *Order) Apply(e any) error {
+	switch e := e.(type) {
+	case OrderPlaced:
+		o.Placed = true
+	case OrderConfirmed:
+		o.Confirmed = true
+	case OrderRejected:
+		o.Rejected, o.Reason = true, e.Reason
+	}
+	return nil
+}
+
+// Seats is the reservation aggregate of one order.
+type Seats struct {
+	Reserved, Refused, Cancelled bool
+}
+
+// Handle decides.
+func (s *Seats) Handle(_ context.Context, cmd any) ([]any, error) {
+	switch c := cmd.(type) {
+	case MakeReservation:
+		switch {
+		case s.Reserved || s.Refused:
+			return nil, nil
+		case c.Seats > MaxSeats:
+			return []any{SeatsNotReserved{OrderID: c.OrderID}}, nil
+		}
+		return []any{SeatsReserved(c)}, nil
+	case CancelReservation:
+		if !s.Reserved || s.Cancelled {
+			return nil, nil
+		}
+		return []any{ReservationCancelled(c)}, nil
+	}
+	return nil, fmt.Errorf("seats: unknown command %T", cmd)
+}
+
+// Apply evolves.
+func (s *Seats) Apply(e any) error {
+	switch e.(type) {
+	case SeatsReserved:
+		s.Reserved = true
+	case SeatsNotReserved:
+		s.Refused = true
+	case ReservationCancelled:
+		s.Cancelled = true
+	}
+	return nil
+}
+
+// Payment is the payment aggregate of one order.
+type Payment struct{ Accepted, Pending bool }
+
+// Handle decides: amounts above MaxAmount are refused (a rejection the
+// sale compensates), amounts divisible by 7 stay pending forever (the
+// sale's deadline ends them), the others are accepted.
+func (p *Payment) Handle(_ context.Context, cmd any) ([]any, error) {
+	c, ok := cmd.(MakePayment)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("payment: unknown command %T", cmd)
+	case p.Accepted || p.Pending:
+		return nil, nil
+	case c.Amount > MaxAmount:
+		return nil, ErrPaymentRefused
+	case c.Amount%7 == 0:
+		return []any{PaymentPending{OrderID: c.OrderID}}, nil
+	}
+	return []any{PaymentAccepted(c)}, nil
+}
+
+// Apply evolves.
+func (p *Payment) Apply(e any) error {
+	switch e.(type) {
+	case PaymentAccepted:
+		p.Accepted = true
+	case PaymentPending:
+		p.Pending = true
+	}
+	return nil
+}
+
+// Sale is the saga's state.
+type Sale struct {
+	OrderID  string `json:"order_id"`
+	Amount   int    `json:"amount"`
+	Reserved bool   `json:"reserved"`
+}
+
+// Register registers every type of the flow with reg.
+func Register(reg *codec.Registry) error {
+	return errors.Join(
+		codec.Register[PlaceOrder](reg, "reservation.place-order", 1),
+		codec.Register[ConfirmOrder](reg, "reservation.confirm-order", 1),
+		codec.Register[RejectOrder](reg, "reservation.reject-order", 1),
+		codec.Register[MakeReservation](reg, "reservation.make-reservation", 1),
+		codec.Register[CancelReservation](reg, "reservation.cancel-reservation", 1),
+		codec.Register[MakePayment](reg, "reservation.make-payment", 1),
+		codec.Register[OrderPlaced](reg, "order.placed", 1),
+		codec.Register[OrderConfirmed](reg, "order.confirmed", 1),
+		codec.Register[OrderRejected](reg, "order.rejected", 1),
+		codec.Register[SeatsReserved](reg, "seats.reserved", 1),
+		codec.Register[SeatsNotReserved](reg, "seats.not-reserved", 1),
+		codec.Register[ReservationCancelled](reg, "seats.cancelled", 1),
+		codec.Register[PaymentAccepted](reg, "payment.accepted", 1),
+		codec.Register[PaymentPending](reg, "payment.pending", 1),
+		codec.Register[PaymentDue](reg, "sale.payment-due", 1),
+		codec.Register[Sale](reg, "sale.state", 1),
+	)
+}
+
+// Aggregate types of the flow.
+var (
+	Orders   = mustType[Order]("order")
+	Reserves = mustType[Seats]("seats")
+	Payments = mustType[Payment]("payment")
+)
+
+func mustType[T any, PT aggregate.Root[T]](name string) *aggregate.Type[T, PT] {
+	t, err := aggregate.NewType[T, PT](name, aggregate.Options[T]{})
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// Route routes every command of the flow on bus.
+func Route(bus *command.Bus) error {
+	return errors.Join(
+		command.Route[PlaceOrder](bus, Orders),
+		command.Route[ConfirmOrder](bus, Orders),
+		command.Route[RejectOrder](bus, Orders),
+		command.Route[MakeReservation](bus, Reserves),
+		command.Route[CancelReservation](bus, Reserves),
+		command.Route[MakePayment](bus, Payments),
+	)
+}
+
+// NewSale declares the Sale saga on reg.
+func NewSale(reg *codec.Registry) (*saga.Type[Sale], error) {
+	sale, err := saga.New[Sale]("sale", reg, saga.Options[Sale]{})
+	if err != nil {
+		return nil, err
+	}
+	byOrder := func(id string) string { return id }
+	reject := func(s *Sale, out *saga.Output, reason string) {
+		out.Send(RejectOrder{OrderID: s.OrderID, Reason: reason})
+		if s.Reserved {
+			out.Send(CancelReservation{OrderID: s.OrderID})
+		}
+		out.Complete()
+	}
+	return sale, errors.Join(
+		saga.Sends[Sale, MakeReservation](sale),
+		saga.Sends[Sale, CancelReservation](sale),
+		saga.Sends[Sale, ConfirmOrder](sale),
+		saga.Sends[Sale, RejectOrder](sale),
+		saga.On(sale, saga.Event[Sale, OrderPlaced]{
+			Instance: func(e OrderPlaced, _ eventstore.Metadata) string { return byOrder(e.OrderID) },
+			Starts:   true,
+			Handle: func(_ context.Context, s *Sale, e OrderPlaced, out *saga.Output) error {
+				s.OrderID, s.Amount = e.OrderID, e.Amount
+				out.Send(MakeReservation{OrderID: e.OrderID, Seats: e.Seats})
+				return nil
+			},
+		}),
+		saga.On(sale, saga.Event[Sale, SeatsReserved]{
+			Instance: func(e SeatsReserved, _ eventstore.Metadata) string { return byOrder(e.OrderID) },
+			Handle: func(_ context.Context, s *Sale, e SeatsReserved, out *saga.Output) error {
+				s.Reserved = true
+				out.Send(MakePayment{OrderID: e.OrderID, Amount: s.Amount})
+				out.ScheduleAfter("payment", PaymentWindow, PaymentDue{OrderID: e.OrderID})
+				return nil
+			},
+		}),
+		saga.On(sale, saga.Event[Sale, SeatsNotReserved]{
+			Instance: func(e SeatsNotReserved, _ eventstore.Metadata) string { return byOrder(e.OrderID) },
+			Handle: func(_ context.Context, s *Sale, _ SeatsNotReserved, out *saga.Output) error {
+				reject(s, out, "no seats")
+				return nil
+			},
+		}),
+		saga.On(sale, saga.Event[Sale, PaymentAccepted]{
+			Instance: func(e PaymentAccepted, _ eventstore.Metadata) string { return byOrder(e.OrderID) },
+			Handle: func(_ context.Context, s *Sale, e PaymentAccepted, out *saga.Output) error {
+				out.Cancel("payment")
+				out.Send(ConfirmOrder{OrderID: e.OrderID})
+				out.Complete()
+				return nil
+			},
+		}),
+		saga.OnRejected(sale, func(_ context.Context, s *Sale, _ MakePayment, reason error, out *saga.Output) error {
+			reject(s, out, "payment: "+reason.Error())
+			return nil
+		}),
+		saga.OnDeadline(sale, "payment", func(_ context.Context, s *Sale, _ PaymentDue, out *saga.Output) error {
+			reject(s, out, "no payment in time")
+			return nil
+		}),
+	)
+}
+
+// Outcome is how an order ends.
+type Outcome struct {
+	Confirmed, Rejected bool
+	Reason              string
+	// Reserved and Cancelled are the reservation's end.
+	Reserved, Cancelled bool
+	// Paid says a payment was accepted.
+	Paid bool
+	// AfterDeadline says the outcome needs the payment deadline to fire.
+	AfterDeadline bool
+}
+
+// Expect returns how an order placed with seats and amount ends.
+func Expect(seats, amount int) Outcome {
+	switch {
+	case seats > MaxSeats:
+		return Outcome{Rejected: true, Reason: "no seats"}
+	case amount > MaxAmount:
+		return Outcome{Rejected: true, Reason: "payment: " + ErrPaymentRefused.Error(), Reserved: true, Cancelled: true}
+	case amount%7 == 0:
+		return Outcome{Rejected: true, Reason: "no payment in time", Reserved: true, Cancelled: true, AfterDeadline: true}
+	}
+	return Outcome{Confirmed: true, Reserved: true, Paid: true}
+}

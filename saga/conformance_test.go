@@ -1,0 +1,52 @@
+package saga_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/saga/sagatest"
+)
+
+func TestConformanceOnMemory(t *testing.T) {
+	sagatest.Run(t, func(t *testing.T) sagatest.Stores {
+		s := memory.New()
+		t.Cleanup(func() { _ = s.Close() })
+		return sagatest.Stores{Events: s, Consumers: memory.NewConsumers()}
+	})
+}
+
+func TestConformanceOnSQLite(t *testing.T) {
+	sagatest.Run(t, func(t *testing.T) sagatest.Stores {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "events.db"), sqlite.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return sagatest.Stores{Events: s, Consumers: s}
+	})
+}
+
+func TestConformanceOnPostgres(t *testing.T) {
+	server := pgtest.ForTest(t, pgtest.Options{})
+	sagatest.Run(t, func(t *testing.T) sagatest.Stores {
+		ctx := context.Background()
+		schema := server.NewSchema("saga")
+		s, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = s.Close()
+			conn, err := pgx.Connect(ctx, server.URL)
+			require.NoError(t, err)
+			defer conn.Close(ctx)
+			_, err = conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+			require.NoError(t, err)
+		})
+		return sagatest.Stores{Events: s, Consumers: s}
+	})
+}

@@ -1,0 +1,195 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/keylock"
+)
+
+// engine runs the steps of one saga type's instances on a store: the one
+// code path behind the runner, Deliver, the operator's calls and sagatest.
+type engine[S any] struct {
+	t        *Type[S]
+	store    eventstore.Store
+	clock    Clock
+	now      func() time.Time
+	log      *slog.Logger
+	retry    backoff.Policy
+	attempts int
+	locks    keylock.Locks
+	stats    *counters
+	// stored, when set, is told of every record this engine appends.
+	stored func(id string, version uint64, rec *record)
+}
+
+// message is one thing for an instance to handle.
+type message struct {
+	kind string // kindEvent, kindDeadline or kindRejected
+	// in is the event (or, for a rejection, the command) and its source.
+	in heldMessage
+	// deadline is the ID of the deadline that fires.
+	deadline string
+	// fromHeld says the message is taken from the instance's held ones.
+	fromHeld bool
+	// unpark says the message is the parked one, retried by an operator.
+	unpark bool
+	// values are the event decoded, when the caller decoded it already.
+	values []codec.Decoded
+}
+
+// key identifies the message among those of its instance, for the IDs of
+// the commands its step sends.
+func (m *message) key() string {
+	switch m.kind {
+	case kindDeadline:
+		return "d/" + m.deadline
+	case kindRejected:
+		return "r/" + m.in.Command
+	}
+	return "e/" + m.in.Source + "/" + uitoa(m.in.Sequence)
+}
+
+// String describes the message for errors and logs.
+func (m *message) String() string {
+	switch m.kind {
+	case kindDeadline:
+		return fmt.Sprintf("deadline %s", m.deadline)
+	case kindRejected:
+		return fmt.Sprintf("rejection of command %s (%s)", m.in.Command, m.in.Event.Type)
+	}
+	return fmt.Sprintf("event %s #%d of %q", m.in.Event.Type, m.in.Sequence, m.in.Source)
+}
+
+// outcome is what a step did with its message.
+type outcome int
+
+const (
+	handled   outcome = iota // the handler ran and the step is stored
+	duplicate                // at or below its source's watermark
+	ignored                  // for an instance that is not started or is complete, or a deadline no longer pending
+	heldBack                 // early, or behind a parked message: kept in the instance's stream
+	parkedOut                // failed until the retries ran out, and parked
+)
+
+// maxConflicts bounds the reloads of one step that keeps losing its append
+// to another runner of the same instance; each reload first sees whether
+// the other runner handled the message already.
+const maxConflicts = 50
+
+// process handles msg for instance id: the step, retried while its handler
+// fails and parked when the retries run out, then whatever held messages
+// that step released. Only store errors (and the end of ctx) are returned.
+func (e *engine[S]) process(ctx context.Context, id string, msg *message) (outcome, error) {
+	unlock, err := e.locks.Lock(ctx, e.t.Stream(id))
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	out, err := e.retried(ctx, id, msg)
+	if err != nil {
+		return out, err
+	}
+	return out, e.drain(ctx, id)
+}
+
+// retried runs the step of msg until it does not fail, or parks msg when
+// its handler keeps failing.
+func (e *engine[S]) retried(ctx context.Context, id string, msg *message) (outcome, error) {
+	for attempt := 1; ; attempt++ {
+		out, herr, err := e.step(ctx, id, msg, nil)
+		switch {
+		case err != nil:
+			return out, err
+		case herr == nil:
+			return out, nil
+		case attempt >= e.attempts:
+			e.log.WarnContext(ctx, "saga: message parked; the instance holds later messages behind it",
+				slog.String("saga", e.t.name), slog.String("instance", id), slog.String("message", msg.String()),
+				slog.Int("attempts", attempt), slog.Any("error", herr))
+			out, _, err := e.step(ctx, id, msg, &parkedMessage{Error: herr.Error(), Attempts: attempt})
+			return out, err
+		}
+		e.log.DebugContext(ctx, "saga: handler failed; retrying", slog.String("saga", e.t.name),
+			slog.String("instance", id), slog.String("message", msg.String()), slog.Int("attempt", attempt), slog.Any("error", herr))
+		if err := backoff.Wait(ctx, e.retry.Delay(attempt)); err != nil {
+			return out, err
+		}
+	}
+}
+
+// step decides msg against the instance's latest record and appends the
+// new record, reloading when another runner appended first. A handler's
+// failure is herr; err is the store's. park, when set, records msg as
+// parked instead of handling it.
+func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *parkedMessage) (out outcome, herr, err error) {
+	for conflicts := 0; ; conflicts++ {
+		in, err := e.load(ctx, id)
+		if err != nil {
+			return 0, nil, err
+		}
+		rec, out, herr := e.decide(ctx, in, msg, park)
+		if herr != nil || rec == nil {
+			e.stats.count(out)
+			return out, herr, nil
+		}
+		next := uint64(0)
+		if in.exists {
+			next = in.version + 1
+		}
+		data, err := encodeRecord(in.stream, next, rec, msg.in.Metadata)
+		if err != nil {
+			return 0, nil, fmt.Errorf("saga %q, instance %q: encoding the step record: %w", e.t.name, id, err)
+		}
+		_, err = e.store.Append(ctx, in.stream, in.expected(), data)
+		if err == nil {
+			e.stats.count(out)
+			e.notify(id, next, rec)
+			return out, nil, nil
+		}
+		if !isConflict(err) || conflicts >= maxConflicts {
+			return 0, nil, fmt.Errorf("saga %q, instance %q: storing the step of %s: %w", e.t.name, id, msg, err)
+		}
+		// Another runner stepped this instance: reload, and let the
+		// watermarks say whether it handled msg already.
+		if err := backoff.Wait(ctx, e.retry.Delay(conflicts+1)/4); err != nil {
+			return 0, nil, err
+		}
+	}
+}
+
+// drain handles the held messages that the instance can take now, one step
+// each, until none is left that it can.
+func (e *engine[S]) drain(ctx context.Context, id string) error {
+	for {
+		in, err := e.load(ctx, id)
+		if err != nil {
+			return err
+		}
+		msg := e.releasable(in)
+		if msg == nil {
+			return nil
+		}
+		if _, err := e.retried(ctx, id, msg); err != nil {
+			return err
+		}
+	}
+}
+
+// isConflict reports an append that lost to another writer of the stream.
+func isConflict(err error) bool {
+	return errors.Is(err, eventstore.ErrWrongVersion) || errors.Is(err, eventstore.ErrEventIDConflict)
+}
+
+// notify tells the engine's observer of a record it appended.
+func (e *engine[S]) notify(id string, version uint64, rec *record) {
+	if e.stored != nil {
+		e.stored(id, version, rec)
+	}
+}

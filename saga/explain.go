@@ -1,0 +1,181 @@
+package saga
+
+import (
+	"context"
+	"iter"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Explanation is an instance as its latest step left it: what an operator
+// needs to answer "why is instance X stuck?".
+type Explanation[S any] struct {
+	// Instance is the instance ID and Stream its stream.
+	Instance, Stream string
+	// Exists is false for an instance that has no step yet.
+	Exists bool
+	// Version is the version of the latest step.
+	Version uint64
+	// Started and Completed say whether an event started the instance and
+	// whether a handler completed it.
+	Started, Completed bool
+	// State is the instance's state (upcast to the current code).
+	State *S
+	// Watermarks are the last sequence handled per source.
+	Watermarks map[string]uint64
+	// Held are the messages waiting, oldest first: Gap says which
+	// sequence of their source they wait for (when they wait for a gap
+	// rather than behind a parked message).
+	Held []HeldMessage
+	// Parked is the message the instance failed on, if any.
+	Parked *ParkedMessage
+	// Deadlines are the pending deadlines, soonest first.
+	Deadlines []Deadline
+	// LastStep is the latest step.
+	LastStep Step
+}
+
+// HeldMessage is a message an instance keeps until it can handle it.
+type HeldMessage struct {
+	Source   string
+	Sequence uint64
+	Type     string
+	EventID  uuid.UUID
+	// WaitsFor is the sequence of Source the instance needs first; equal to
+	// Sequence when the message waits only behind a parked one.
+	WaitsFor uint64
+	Since    time.Time
+}
+
+// ParkedMessage is the message an instance failed on.
+type ParkedMessage struct {
+	// Kind is "event", "deadline" or "rejected".
+	Kind     string
+	Source   string
+	Sequence uint64
+	Type     string
+	// Deadline is the ID of a parked deadline.
+	Deadline string
+	Error    string
+	Attempts int
+	Since    time.Time
+}
+
+// Deadline is a pending deadline.
+type Deadline struct {
+	ID, Name string
+	At       time.Time
+}
+
+// Step is one record of an instance's history.
+type Step struct {
+	Version uint64
+	// Kind is what the step did: "event", "deadline", "rejected" (a
+	// handler ran), "held", "parked", "skipped" or "released".
+	Kind     string
+	Source   string
+	Sequence uint64
+	Type     string
+	EventID  uuid.UUID
+	Position eventstore.Position
+	Deadline string
+	Command  string
+	At       time.Time
+	// Commands are the commands the step sent, with their IDs.
+	Commands []SentCommand
+	// Completed says the step completed the instance.
+	Completed bool
+}
+
+// SentCommand is a command a step sent.
+type SentCommand struct {
+	ID string
+	// Type is the command's codec type name.
+	Type    string
+	Command any
+}
+
+// Explain returns instance id as its latest step left it.
+func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], error) {
+	in, err := r.e.load(ctx, id)
+	if err != nil {
+		return Explanation[S]{}, err
+	}
+	x := Explanation[S]{Instance: id, Stream: in.stream, Exists: in.exists, Version: in.version,
+		Started: in.rec.State.Type != "", Completed: in.rec.Completed, Watermarks: in.rec.Marks}
+	if !in.exists {
+		return x, nil
+	}
+	if x.State, err = r.e.state(in); err != nil {
+		return x, err
+	}
+	for _, h := range in.rec.Held {
+		wait := h.Sequence
+		if mark, seen := in.rec.Marks[h.Source]; !h.Ordered && h.Kind != kindRejected {
+			switch {
+			case !seen:
+				wait = 0
+			case mark+1 < h.Sequence:
+				wait = mark + 1
+			}
+		}
+		x.Held = append(x.Held, HeldMessage{Source: h.Source, Sequence: h.Sequence, Type: h.Event.Type, EventID: h.EventID, WaitsFor: wait, Since: h.Since})
+	}
+	if p := in.rec.Parked; p != nil {
+		kind := p.Message.Kind
+		switch {
+		case p.Deadline != "":
+			kind = kindDeadline
+		case kind == "":
+			kind = kindEvent
+		}
+		x.Parked = &ParkedMessage{Kind: kind, Source: p.Message.Source, Sequence: p.Message.Sequence, Type: p.Message.Event.Type,
+			Deadline: p.Deadline, Error: p.Error, Attempts: p.Attempts, Since: p.Since}
+	}
+	for _, d := range in.rec.Deadlines {
+		x.Deadlines = append(x.Deadlines, Deadline{ID: d.ID, Name: d.Name, At: d.At})
+	}
+	sort.Slice(x.Deadlines, func(i, j int) bool { return x.Deadlines[i].At.Before(x.Deadlines[j].At) })
+	x.LastStep, err = r.step(in.version, &in.rec)
+	return x, err
+}
+
+// History yields every step of instance id, oldest first.
+func (r *Runner[S]) History(ctx context.Context, id string) iter.Seq2[Step, error] {
+	return func(yield func(Step, error) bool) {
+		for ev, err := range r.e.store.ReadStream(ctx, r.e.t.Stream(id), eventstore.Forward(0)) {
+			if err != nil {
+				yield(Step{}, err)
+				return
+			}
+			rec, err := decodeRecord(ev)
+			if err != nil {
+				yield(Step{}, err)
+				return
+			}
+			s, err := r.step(ev.Version, rec)
+			if !yield(s, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// step describes a record, decoding the commands it sent.
+func (r *Runner[S]) step(version uint64, rec *record) (Step, error) {
+	h := rec.Handled
+	s := Step{Version: version, Kind: h.Kind, Source: h.Source, Sequence: h.Sequence, Type: h.Type, EventID: h.EventID,
+		Position: h.Position, Deadline: h.Deadline, Command: h.Command, At: h.At, Completed: rec.Completed}
+	for _, c := range rec.Commands {
+		v, err := r.e.t.reg.DecodeValue(c.Command.upcast())
+		if err != nil {
+			return s, err
+		}
+		s.Commands = append(s.Commands, SentCommand{ID: c.ID, Type: c.Command.Type, Command: v})
+	}
+	return s, nil
+}

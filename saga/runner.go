@@ -1,0 +1,250 @@
+package saga
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
+)
+
+// Clock tells a runner the time, and wakes it when a deadline falls due.
+// Tests pass a clock they move (see sagatest.Clock); nil means the system
+// clock.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// After returns a channel that receives once d has passed on this
+	// clock.
+	After(d time.Duration) <-chan time.Time
+}
+
+// systemClock is the wall clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// RunnerOptions configure a [Runner]. The zero value is the default.
+type RunnerOptions struct {
+	// Clock is the time of steps and deadlines; nil means the system
+	// clock.
+	Clock Clock
+	// Retry is the wait between the attempts of a failing handler; its zero
+	// value waits 10ms, doubling up to 1s.
+	Retry backoff.Policy
+	// Attempts is how many times a failing handler runs before its message
+	// is parked; zero means [DefaultAttempts].
+	Attempts int
+	// Logger receives what the runner handles on its own; nil means
+	// slog.Default().
+	Logger *slog.Logger
+
+	// Workers bounds how many instances Run steps at once; zero means
+	// [DefaultWorkers]. One instance's messages are always stepped one at
+	// a time, in order.
+	Workers int
+	// Checkpoints keeps the positions of the runner's two consumers (see
+	// [Runner.EventsConsumer] and [Runner.OutboxConsumer]); nil means the
+	// event store, which must then be an [eventstore.CheckpointStore].
+	Checkpoints eventstore.CheckpointStore
+	// DeadLetters keeps the stored events that reach no instance (they do
+	// not decode, or their mapping finds no instance ID); nil means
+	// Checkpoints, when it is a [eventstore.DeadLetterStore]. Without one,
+	// such an event stops Run.
+	DeadLetters eventstore.DeadLetterStore
+	// Leases, when set, makes each of the runner's consumers hold a lease,
+	// so that of several processes running the saga type one reads each
+	// log at a time. Correctness does not depend on it: two runners that
+	// step one instance at once end with one step (the append's expected
+	// version and the watermarks decide).
+	Leases eventstore.LeaseStore
+	// LeaseTTL and Holder are the leases' (see projection.Options).
+	LeaseTTL time.Duration
+	Holder   string
+	// BatchSize and MaxBatchDelay size the consumers' batches (see
+	// projection.Options); the instances of one batch are stepped in
+	// parallel.
+	BatchSize     int
+	MaxBatchDelay time.Duration
+}
+
+// DefaultAttempts is how many times a failing handler runs, by default,
+// before its message is parked.
+const DefaultAttempts = 5
+
+// Runner runs one saga type on an event store: it takes messages (events
+// from the store, or delivered from outside with [Runner.Deliver]) to their
+// instances, one at a time per instance, and is where operators retry,
+// skip and release. Its methods are safe for concurrent use.
+type Runner[S any] struct {
+	e       *engine[S]
+	bus     *command.Bus
+	timers  *timers
+	opts    RunnerOptions
+	workers int
+	// sent counts the commands dispatched, for CatchUp to tell when
+	// nothing is left to do.
+	sent atomic.Int64
+
+	startOnce   sync.Once
+	startErr    error
+	consumers   atomic.Pointer[consumers]
+	deadLetters eventstore.DeadLetterStore
+
+	loadOnce sync.Mutex
+	loaded   bool
+}
+
+// NewRunner returns a runner of saga type t on store, whose commands go
+// through bus. It ends t's set-up: t must map at least one event type, bus
+// must route every command type t sends, and t's codec registry must be
+// valid (see [codec.Registry.Validate]); otherwise the error is a
+// [*SetupError].
+func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts RunnerOptions) (*Runner[S], error) {
+	if t == nil || store == nil {
+		return nil, fmt.Errorf("%w: a saga runner needs a saga type and an event store", eventstore.ErrInvalidArgument)
+	}
+	if err := t.freeze(bus); err != nil {
+		return nil, err
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = systemClock{}
+	}
+	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: opts.Logger, retry: opts.Retry, attempts: opts.Attempts, stats: &counters{}}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.attempts <= 0 {
+		e.attempts = DefaultAttempts
+	}
+	r := &Runner[S]{e: e, bus: bus, timers: newTimers(), opts: opts, workers: opts.Workers}
+	if r.workers <= 0 {
+		r.workers = DefaultWorkers
+	}
+	e.stored = func(id string, version uint64, rec *record) { r.timers.observe(id, version, rec.Deadlines) }
+	return r, nil
+}
+
+// Delivery is an event that reaches a saga from outside the event store:
+// from another service's broker or topic.
+type Delivery struct {
+	// Source names where the event comes from (a topic, a partition, the
+	// sender's stream); not empty and not starting with "$".
+	Source string
+	// Sequence numbers the source's messages for one instance 0, 1, 2, ...
+	// without gaps, so that the instance can put them in order and drop
+	// redeliveries. A message above the next expected one is held until
+	// the missing ones arrive (or [Runner.Release] gives up on them);
+	// event types mapped with AnyOrder are handled at once.
+	Sequence uint64
+	// ID is the event's ID, if the source gives one; it is recorded with
+	// the step.
+	ID uuid.UUID
+	// Event is the event: a value of a type mapped with [On].
+	Event any
+	// Metadata travels with the event into the instance's record.
+	Metadata eventstore.Metadata
+}
+
+// Outcome says what a runner did with a message.
+type Outcome int
+
+// Outcomes of [Runner.Deliver].
+const (
+	// Handled: the instance's handler ran and its step is stored.
+	Handled Outcome = Outcome(handled)
+	// Duplicate: the instance had handled (or held) this message before.
+	Duplicate Outcome = Outcome(duplicate)
+	// Ignored: the instance has not started and the event cannot start
+	// it, or the instance is complete.
+	Ignored Outcome = Outcome(ignored)
+	// Held: the message is early, or the instance has a parked message; it
+	// is kept in the instance's stream and handled in its turn.
+	Held Outcome = Outcome(heldBack)
+	// Parked: the handler kept failing; the message is parked for this
+	// instance, which holds later messages behind it.
+	Parked Outcome = Outcome(parkedOut)
+)
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	switch o {
+	case Handled:
+		return "handled"
+	case Duplicate:
+		return "duplicate"
+	case Ignored:
+		return "ignored"
+	case Held:
+		return "held"
+	case Parked:
+		return "parked"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Deliver hands one event from outside the store to its instance, through
+// the same steps as the store's events: duplicates are dropped, early
+// messages held until their turn, failing handlers retried and then parked.
+// When Deliver returns nil the outcome is durable, so the caller can
+// acknowledge the message to its broker. An event of an unmapped type, or
+// one whose mapping finds no instance, is a typed error and nothing is
+// stored.
+func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
+	t := r.e.t
+	switch {
+	case d.Source == "":
+		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "delivery source", Reason: "is empty"}
+	case strings.HasPrefix(d.Source, "$"):
+		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "delivery source", Reason: fmt.Sprintf(`%q starts with "$", which is reserved`, d.Source)}
+	}
+	m := t.events[typeOf(d.Event)]
+	if m == nil {
+		return 0, &HandlerError{Saga: t.name, Message: fmt.Sprintf("delivery #%d of %q", d.Sequence, d.Source),
+			Err: fmt.Errorf("%w: saga %q maps no event of type %T", eventstore.ErrInvalidArgument, t.name, d.Event)}
+	}
+	raw, err := t.reg.EncodeValue(d.Event)
+	if err != nil {
+		return 0, err
+	}
+	msg := &message{kind: kindEvent, in: heldMessage{Source: d.Source, Sequence: d.Sequence, EventID: d.ID, Event: toRaw(raw), Metadata: d.Metadata}}
+	id, err := r.instanceOf(m, d.Event, d.Metadata)
+	if err != nil {
+		return 0, &HandlerError{Saga: t.name, Message: msg.String(), Err: err}
+	}
+	out, err := r.e.process(ctx, id, msg)
+	return Outcome(out), err
+}
+
+// InstanceOf returns the ID of the instance that event goes to, by its
+// mapping's Instance function: the instance [Runner.Deliver] would step.
+func (r *Runner[S]) InstanceOf(event any, md eventstore.Metadata) (string, error) {
+	m := r.e.t.events[typeOf(event)]
+	if m == nil {
+		return "", fmt.Errorf("%w: saga %q maps no event of type %T", eventstore.ErrInvalidArgument, r.e.t.name, event)
+	}
+	return r.instanceOf(m, event, md)
+}
+
+// instanceOf runs a mapping's Instance function, which is user code: a
+// panic or an empty ID is an error.
+func (r *Runner[S]) instanceOf(m *eventMapping[S], v any, md eventstore.Metadata) (id string, err error) {
+	err = guard(func() error {
+		id = m.instance(deref(v), md)
+		return nil
+	})
+	if err == nil && id == "" {
+		err = fmt.Errorf("%w: the mapping of %s found no instance (an empty instance ID)", eventstore.ErrInvalidArgument, m.goType)
+	}
+	return id, err
+}

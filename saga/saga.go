@@ -1,0 +1,267 @@
+package saga
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// StreamPrefix starts the name of every saga instance stream. Aggregate
+// type names cannot contain ':', so no aggregate stream starts with it.
+const StreamPrefix = "saga:"
+
+// Type is a declared saga type whose instances hold a state S. Make one
+// with [New], declare what it reacts to with [On], [OnDeadline] and
+// [OnRejected], and what it sends with [Sends]; then run it with a
+// [Runner]. A Type must not be changed once a Runner uses it.
+type Type[S any] struct {
+	name     string
+	reg      *codec.Registry
+	newState func(id string) *S
+
+	mu        sync.Mutex
+	frozen    bool
+	events    map[reflect.Type]*eventMapping[S]
+	deadlines map[string]*deadlineMapping[S]
+	rejected  map[reflect.Type]*rejectionMapping[S]
+	sends     map[reflect.Type]bool
+}
+
+// Options configure a saga [Type]. The zero value is the default.
+type Options[S any] struct {
+	// New returns the state of a new instance; nil means a zero S.
+	New func(id string) *S
+}
+
+// New declares the saga type called name, whose instances live in streams
+// "saga:<name>-<instance ID>". The name follows the rules of an aggregate
+// type's name (no "-"). S is the instance state: it must be registered with
+// reg under a name and schema version of its own, so that the state
+// recorded by older code is upcast like an event.
+func New[S any](name string, reg *codec.Registry, opts Options[S]) (*Type[S], error) {
+	bad := func(reason string) error { return &SetupError{Saga: name, Reason: reason} }
+	switch {
+	case name == "":
+		return nil, bad("the saga type name is empty")
+	case strings.Contains(name, "-"):
+		return nil, bad(`the saga type name contains "-", which separates it from the instance ID in stream names`)
+	case reg == nil:
+		return nil, bad("no codec registry")
+	}
+	if err := eventstore.ValidateStream(StreamPrefix + name + "-x"); err != nil {
+		return nil, bad(fmt.Sprintf("the saga type name does not make valid stream names: %v", err))
+	}
+	if _, _, ok := codec.NameOf[S](reg); !ok {
+		var zero S
+		return nil, bad(fmt.Sprintf("its state type %T is not registered with the codec; register it with a name and schema version", zero))
+	}
+	return &Type[S]{
+		name: name, reg: reg, newState: opts.New,
+		events:    make(map[reflect.Type]*eventMapping[S]),
+		deadlines: make(map[string]*deadlineMapping[S]),
+		rejected:  make(map[reflect.Type]*rejectionMapping[S]),
+		sends:     make(map[reflect.Type]bool),
+	}, nil
+}
+
+// Name returns the saga type's name.
+func (t *Type[S]) Name() string { return t.name }
+
+// Stream returns the name of the stream of instance id.
+func (t *Type[S]) Stream(id string) string { return StreamPrefix + t.name + "-" + id }
+
+// Category returns the stream prefix of this type's instances.
+func (t *Type[S]) Category() string { return StreamPrefix + t.name + "-" }
+
+// Event maps event type E to a saga: how to find the instance an event is
+// for, whether it may start one, and what the instance does with it.
+type Event[S, E any] struct {
+	// Instance returns the ID of the instance that e is for, from the
+	// event and its metadata. An empty ID is an error of that event,
+	// parked like a failing handler, never a panic.
+	Instance func(e E, md eventstore.Metadata) string
+	// Starts lets the event start an instance that does not exist yet;
+	// without it such an event is ignored (and counted).
+	Starts bool
+	// AnyOrder handles the event when it arrives, even when messages of
+	// its source that come before it are still missing. Duplicates are
+	// still dropped, by the source's watermark.
+	AnyOrder bool
+	// Handle decides what the instance does: it may change the state and
+	// say, through out, which commands to send, which deadlines to set or
+	// cancel, and whether the instance is complete. An error is retried,
+	// then parks the event for this instance only.
+	Handle func(ctx context.Context, s *S, e E, out *Output) error
+}
+
+type eventMapping[S any] struct {
+	goType   reflect.Type
+	name     string // the registered type name
+	starts   bool
+	anyOrder bool
+	instance func(v any, md eventstore.Metadata) string
+	handle   func(ctx context.Context, s *S, v any, out *Output) error
+}
+
+// On maps event type E, which must be registered with the saga's codec
+// registry. Mapping a type twice, or a mapping without Instance or Handle,
+// is a [*SetupError].
+func On[S, E any](t *Type[S], m Event[S, E]) error {
+	et := reflect.TypeFor[E]()
+	name, _, ok := codec.NameOf[E](t.reg)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	bad := func(reason string) error {
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("event %s: %s", et, reason)}
+	}
+	switch {
+	case t.frozen:
+		return bad("the saga type is already in use by a runner")
+	case !ok:
+		return bad("is not registered with the codec")
+	case m.Instance == nil:
+		return bad("the mapping has no Instance function")
+	case m.Handle == nil:
+		return bad("the mapping has no Handle function")
+	case t.events[et] != nil:
+		return bad("is mapped twice")
+	}
+	t.events[et] = &eventMapping[S]{
+		goType: et, name: name, starts: m.Starts, anyOrder: m.AnyOrder,
+		instance: func(v any, md eventstore.Metadata) string { return m.Instance(v.(E), md) },
+		handle:   func(ctx context.Context, s *S, v any, out *Output) error { return m.Handle(ctx, s, v.(E), out) },
+	}
+	return nil
+}
+
+type deadlineMapping[S any] struct {
+	payload reflect.Type
+	handle  func(ctx context.Context, s *S, payload any, out *Output) error
+}
+
+// OnDeadline handles the deadline called name when it fires, with its
+// payload of type P (registered with the codec). A deadline fires at most
+// once, as a step of its instance, and never after it was cancelled or
+// rescheduled.
+func OnDeadline[S, P any](t *Type[S], name string, h func(ctx context.Context, s *S, payload P, out *Output) error) error {
+	pt := reflect.TypeFor[P]()
+	_, _, ok := codec.NameOf[P](t.reg)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	bad := func(reason string) error {
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("deadline %q: %s", name, reason)}
+	}
+	switch {
+	case t.frozen:
+		return bad("the saga type is already in use by a runner")
+	case name == "":
+		return bad("the deadline name is empty")
+	case !ok:
+		return bad(fmt.Sprintf("its payload type %s is not registered with the codec", pt))
+	case h == nil:
+		return bad("the handler is nil")
+	case t.deadlines[name] != nil:
+		return bad("is handled twice")
+	}
+	t.deadlines[name] = &deadlineMapping[S]{payload: pt, handle: func(ctx context.Context, s *S, p any, out *Output) error {
+		return h(ctx, s, p.(P), out)
+	}}
+	return nil
+}
+
+type rejectionMapping[S any] struct {
+	handle func(ctx context.Context, s *S, cmd any, reason error, out *Output) error
+}
+
+// OnRejected handles the rejection of a command of type C that the saga
+// sent: its aggregate refused it (Handle returned an error). This is where
+// compensation starts. The rejection reaches the instance exactly once, as
+// a step; reason carries the aggregate's error text. C is declared as sent
+// (see [Sends]).
+func OnRejected[S any, C command.Command](t *Type[S], h func(ctx context.Context, s *S, cmd C, reason error, out *Output) error) error {
+	ct := reflect.TypeFor[C]()
+	if err := Sends[S, C](t); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case h == nil:
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("rejections of %s: the handler is nil", ct)}
+	case t.rejected[ct] != nil:
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("rejections of %s are handled twice", ct)}
+	}
+	t.rejected[ct] = &rejectionMapping[S]{handle: func(ctx context.Context, s *S, cmd any, reason error, out *Output) error {
+		return h(ctx, s, cmd.(C), reason, out)
+	}}
+	return nil
+}
+
+// Sends declares that the saga sends commands of type C. C must be
+// registered with the codec (commands are recorded in the instance's
+// stream before they are sent), and a [Runner] checks that its bus routes
+// C. Sending an undeclared command type fails the step.
+func Sends[S any, C command.Command](t *Type[S]) error {
+	ct := reflect.TypeFor[C]()
+	_, _, ok := codec.NameOf[C](t.reg)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.frozen:
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("command %s: the saga type is already in use by a runner", ct)}
+	case ct.Kind() == reflect.Interface:
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("command %s is an interface type; declare concrete command types", ct)}
+	case !ok:
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("command %s is not registered with the codec", ct)}
+	}
+	t.sends[ct] = true
+	return nil
+}
+
+// freeze ends the set-up, so that a runner reads the mappings without
+// locks, and checks what can only be checked against a bus.
+func (t *Type[S]) freeze(bus *command.Bus) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.events) == 0 {
+		return &SetupError{Saga: t.name, Reason: "it maps no event type"}
+	}
+	if bus != nil {
+		for ct := range t.sends {
+			if !bus.Routes(ct) {
+				return &SetupError{Saga: t.name, Reason: fmt.Sprintf("it sends %s, which the command bus does not route", ct)}
+			}
+		}
+	}
+	if err := t.reg.Validate(); err != nil {
+		return &SetupError{Saga: t.name, Reason: "its codec registry is not set up right", Err: err}
+	}
+	t.frozen = true
+	return nil
+}
+
+// eventTypes returns the stored type names the saga reacts to, including
+// the older names that upcasters turn into them.
+func (t *Type[S]) eventTypes() []string {
+	names := make([]string, 0, len(t.events))
+	for _, m := range t.events {
+		names = append(names, m.name)
+	}
+	return t.reg.SourceTypes(names...)
+}
+
+// state returns the state of a new instance.
+func (t *Type[S]) initial(id string) *S {
+	if t.newState != nil {
+		if s := t.newState(id); s != nil {
+			return s
+		}
+	}
+	return new(S)
+}

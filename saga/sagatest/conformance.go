@@ -1,0 +1,306 @@
+package sagatest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/saga"
+)
+
+// Stores are what a saga runs on: an event store, and a store of its
+// consumers' checkpoints and dead letters (often the same store).
+type Stores struct {
+	Events    eventstore.Store
+	Consumers ConsumerStore
+}
+
+// ConsumerStore keeps a runner's checkpoints and dead letters.
+type ConsumerStore interface {
+	eventstore.CheckpointStore
+	eventstore.DeadLetterStore
+}
+
+// Factory returns fresh stores for one test, and registers their cleanup
+// with t.Cleanup.
+type Factory func(t *testing.T) Stores
+
+// Run is the saga conformance suite: the reservation flow (orders,
+// reservations, payments and the sale that coordinates them) on the stores
+// that newStores makes, with the checks every store must pass: each order
+// ends as its inputs dictate, each command takes effect once, redelivered
+// events are absorbed, two runners at once make one effect, and deadlines
+// outlive a restart.
+func Run(t *testing.T, newStores Factory) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, f *flow)
+	}{
+		{"FlowEndsAsExpected", testFlowEnds},
+		{"RedeliveredEventsAreAbsorbed", testRedelivered},
+		{"TwoRunnersMakeOneEffect", testTwoRunners},
+		{"DeadlinesOutliveARestart", testDeadlineRestart},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newFlow(t, newStores(t))) })
+	}
+}
+
+// flow is the reservation flow on one set of stores.
+type flow struct {
+	Stores
+	reg    *codec.Registry
+	bus    *command.Bus
+	clock  *Clock
+	orders []order
+}
+
+type order struct {
+	id            string
+	seats, amount int
+}
+
+func newFlow(t *testing.T, s Stores) *flow {
+	f := &flow{Stores: s, reg: codec.NewRegistry(codec.Options{}), clock: NewClock(Start)}
+	if err := reservation.Register(f.reg); err != nil {
+		t.Fatal(err)
+	}
+	f.bus = command.New(s.Events, f.reg, command.Options{})
+	if err := reservation.Route(f.bus); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// runner returns a new runner of the sale on the flow's stores, as a new
+// process would make it.
+func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
+	t.Helper()
+	sale, err := reservation.NewSale(f.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := saga.NewRunner(sale, f.Events, f.bus, saga.RunnerOptions{Clock: f.clock, Checkpoints: f.Consumers,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxBatchDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// place places n orders whose seats and amounts cover every outcome.
+func (f *flow) place(t *testing.T, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		o := order{id: fmt.Sprintf("%s-%d", prefix, i), seats: 1 + i%12, amount: 100 + 97*i}
+		f.orders = append(f.orders, o)
+		if _, err := f.bus.Dispatch(context.Background(), command.Message{ID: "place-" + o.id,
+			Command: reservation.PlaceOrder{OrderID: o.id, Seats: o.seats, Amount: o.amount}}); err != nil {
+			t.Fatalf("placing order %s: %v", o.id, err)
+		}
+	}
+}
+
+// check checks that every order ended as its inputs dictate, with exactly
+// the events that end stores: none twice. withDeadlines says whether the
+// payment deadline has had time to fire.
+func (f *flow) check(t *testing.T, withDeadlines bool) {
+	t.Helper()
+	ctx := context.Background()
+	orders, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
+	seats, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Reserves, aggregate.RepositoryOptions{})
+	pays, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
+	for _, o := range f.orders {
+		want := reservation.Expect(o.seats, o.amount)
+		if want.AfterDeadline && !withDeadlines {
+			want = reservation.Outcome{Reserved: true}
+		}
+		oi, err := orders.Load(ctx, o.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, err := seats.Load(ctx, o.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pi, err := pays.Load(ctx, o.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := reservation.Outcome{Confirmed: oi.State.Confirmed, Rejected: oi.State.Rejected, Reason: oi.State.Reason,
+			Reserved: si.State.Reserved, Cancelled: si.State.Cancelled, Paid: pi.State.Accepted, AfterDeadline: want.AfterDeadline}
+		if got != want {
+			t.Errorf("order %s (seats %d, amount %d): got %+v, want %+v", o.id, o.seats, o.amount, got, want)
+		}
+		// Each command took effect once: an order has at most placed and
+		// one final event, a reservation at most two, a payment one.
+		for stream, most := range map[string]int{"order-" + o.id: 2, "seats-" + o.id: 2, "payment-" + o.id: 1} {
+			n := 0
+			for _, err := range f.Events.ReadStream(ctx, stream, eventstore.Forward(0)) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+			if n > most {
+				t.Errorf("stream %s holds %d events, more than the %d the flow makes once", stream, n, most)
+			}
+		}
+	}
+}
+
+func catchUp(t *testing.T, r *saga.Runner[reservation.Sale]) {
+	t.Helper()
+	if err := r.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testFlowEnds(t *testing.T, f *flow) {
+	r := f.runner(t)
+	f.place(t, "a", 36)
+	catchUp(t, r)
+	f.check(t, false)
+	f.clock.Advance(reservation.PaymentWindow)
+	catchUp(t, r)
+	f.check(t, true)
+	st, err := r.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.DeadlinesPending != 0 {
+		t.Errorf("%d deadlines still pending after the flow ended", st.DeadlinesPending)
+	}
+}
+
+func testRedelivered(t *testing.T, f *flow) {
+	r := f.runner(t)
+	f.place(t, "b", 24)
+	catchUp(t, r)
+	f.clock.Advance(reservation.PaymentWindow)
+	catchUp(t, r)
+	f.check(t, true)
+
+	// Every event and record delivered again, as after a crash that lost
+	// both checkpoints: nothing changes.
+	ctx := context.Background()
+	for _, name := range []string{r.EventsConsumer(), r.OutboxConsumer()} {
+		cp, err := f.Consumers.Checkpoint(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Consumers.SaveCheckpoint(ctx, name, cp.Position, eventstore.Start, cp.Fence); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := f.runner(t)
+	catchUp(t, again)
+	f.check(t, true)
+	st, err := again.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Handled != 0 {
+		t.Errorf("redelivered events ran %d handlers", st.Handled)
+	}
+	if st.Duplicates == 0 && st.Ignored == 0 {
+		t.Error("no redelivered event was counted as a duplicate")
+	}
+}
+
+func testTwoRunners(t *testing.T, f *flow) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for range 2 { // staging and production, both consuming
+		r := f.runner(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- r.Run(ctx)
+		}()
+	}
+	f.place(t, "c", 30)
+	deadline := time.Now().Add(2 * time.Minute)
+	for !f.settled(t) {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	f.clock.Advance(reservation.PaymentWindow)
+	for !f.settledWithDeadlines(t) {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("runner: %v", err)
+		}
+	}
+	f.check(t, true)
+}
+
+// settled reports whether every order that needs no deadline has ended,
+// and the others have their reservation.
+func (f *flow) settled(t *testing.T) bool {
+	return f.ended(t, false)
+}
+
+func (f *flow) settledWithDeadlines(t *testing.T) bool {
+	return f.ended(t, true)
+}
+
+func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
+	t.Helper()
+	ctx := context.Background()
+	orders, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
+	for _, o := range f.orders {
+		want := reservation.Expect(o.seats, o.amount)
+		if want.AfterDeadline && !withDeadlines {
+			continue
+		}
+		inst, err := orders.Load(ctx, o.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inst.State.Confirmed && !inst.State.Rejected {
+			return false
+		}
+		if want.Cancelled {
+			seats, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Reserves, aggregate.RepositoryOptions{})
+			si, err := seats.Load(ctx, o.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !si.State.Cancelled {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func testDeadlineRestart(t *testing.T, f *flow) {
+	before := f.runner(t)
+	f.place(t, "d", 14) // orders 2 and 9 wait for their payment deadline
+	catchUp(t, before)
+	// The process stops; a new one starts, and later the deadlines fall due.
+	after := f.runner(t)
+	f.clock.Advance(reservation.PaymentWindow)
+	catchUp(t, after)
+	f.check(t, true)
+}

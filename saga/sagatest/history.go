@@ -1,0 +1,72 @@
+package sagatest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"testing"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/saga"
+)
+
+// CheckHistory runs recorded instance histories through the current code
+// of saga type t (see [saga.Replay]) and fails the test for every step
+// that the current code decides differently (other commands, other
+// deadlines, another completion) or cannot decide (the recorded state or
+// message no longer decodes). Record histories with [WriteHistory] from a
+// store that older code ran, keep them in testdata, and read them back
+// with [ReadHistory]: a model change is then checked in CI before it meets
+// the instances in production.
+func CheckHistory[S any](tb testing.TB, t *saga.Type[S], histories ...iter.Seq2[eventstore.Event, error]) {
+	tb.Helper()
+	for i, h := range histories {
+		divergences, err := saga.Replay(context.Background(), t, h)
+		if err != nil {
+			tb.Errorf("sagatest: history %d: %v", i, err)
+			continue
+		}
+		for _, d := range divergences {
+			tb.Errorf("sagatest: history %d: %s", i, d)
+		}
+	}
+}
+
+// WriteHistory writes the events of history (an instance stream read from
+// a store) to w, one JSON object a line.
+func WriteHistory(w io.Writer, history iter.Seq2[eventstore.Event, error]) error {
+	enc := json.NewEncoder(w)
+	for e, err := range history {
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadHistory reads back a history written by [WriteHistory].
+func ReadHistory(r io.Reader) iter.Seq2[eventstore.Event, error] {
+	return func(yield func(eventstore.Event, error) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 2*eventstore.MaxEventSize)
+		for line := 1; sc.Scan(); line++ {
+			var e eventstore.Event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				yield(eventstore.Event{}, fmt.Errorf("sagatest: history line %d: %w", line, err))
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(eventstore.Event{}, err)
+		}
+	}
+}

@@ -362,3 +362,18 @@ func Expect(seats, amount int) Outcome {
 	}
 	return Outcome{Confirmed: true, Reserved: true, Paid: true}
 }
+
+// Events returns how many events the order's, the reservation's and the
+// payment's streams hold once an order placed with seats and amount has
+// ended: each command of the flow took effect exactly once.
+func Events(seats, amount int) (order, reservation, payment int) {
+	switch want := Expect(seats, amount); {
+	case seats > MaxSeats:
+		return 2, 1, 0
+	case amount > MaxAmount:
+		return 2, 2, 0
+	case want.AfterDeadline:
+		return 2, 2, 1
+	}
+	return 2, 1, 1
+}

@@ -80,36 +80,59 @@ func eventDataProblem(e *EventData) (field, reason string) {
 	if e.Data == nil {
 		return "data", "is nil: an event without payload has empty, non-nil data"
 	}
-	size := len(e.Data)
-	for _, id := range [...]struct{ name, v string }{
-		{"correlation ID", e.Metadata.CorrelationID},
-		{"causation ID", e.Metadata.CausationID},
-		{"command ID", e.Metadata.CommandID},
-	} {
-		if !storableText(id.v) {
-			return id.name, fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(id.v))
-		}
-		size += len(id.v)
+	field, reason, size := metadataProblem(&e.Metadata)
+	if reason != "" {
+		return field, reason
 	}
-	if len(e.Metadata.CommandID) > MaxCommandIDLen {
-		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(e.Metadata.CommandID), MaxCommandIDLen)
-	}
-	for _, k := range slices.Sorted(maps.Keys(e.Metadata.Extra)) {
-		v := e.Metadata.Extra[k]
-		switch {
-		case k == "":
-			return "metadata", "has an empty key"
-		case !utf8.ValidString(k) || strings.ContainsFunc(k, isControl):
-			return "metadata", fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k))
-		case !storableText(v):
-			return "metadata", fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k))
-		}
-		size += len(k) + len(v)
-	}
+	size += len(e.Data)
 	if size > MaxEventSize {
 		return "data", fmt.Sprintf("with metadata is %d bytes, more than the limit of %d", size, MaxEventSize)
 	}
 	return "", ""
+}
+
+// ValidateMetadata checks an event's metadata as [PrepareAppend] does, so
+// that a caller (the command bus) can refuse a message before it decides:
+// the correlation, causation and command IDs, then the Extra keys in sorted
+// order, each valid UTF-8 without NUL bytes (and keys printable and not
+// empty), and a command ID of at most [MaxCommandIDLen] bytes. The error's
+// Field is "correlation ID", "causation ID", "command ID" or "metadata".
+func ValidateMetadata(md Metadata) error {
+	if field, reason, _ := metadataProblem(&md); reason != "" {
+		return &InvalidArgumentError{Index: -1, Field: field, Reason: reason}
+	}
+	return nil
+}
+
+// metadataProblem is the metadata part of eventDataProblem, in its fixed
+// order, and the size the metadata adds to the event.
+func metadataProblem(md *Metadata) (field, reason string, size int) {
+	for _, id := range [...]struct{ name, v string }{
+		{"correlation ID", md.CorrelationID},
+		{"causation ID", md.CausationID},
+		{"command ID", md.CommandID},
+	} {
+		if !storableText(id.v) {
+			return id.name, fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(id.v)), 0
+		}
+		size += len(id.v)
+	}
+	if len(md.CommandID) > MaxCommandIDLen {
+		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(md.CommandID), MaxCommandIDLen), 0
+	}
+	for _, k := range slices.Sorted(maps.Keys(md.Extra)) {
+		v := md.Extra[k]
+		switch {
+		case k == "":
+			return "metadata", "has an empty key", 0
+		case !utf8.ValidString(k) || strings.ContainsFunc(k, isControl):
+			return "metadata", fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k)), 0
+		case !storableText(v):
+			return "metadata", fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k)), 0
+		}
+		size += len(k) + len(v)
+	}
+	return "", "", size
 }
 
 // ValidateStream checks a stream name: not empty, at most [MaxStreamLen]

@@ -11,17 +11,8 @@ import (
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storetest"
 )
-
-func requireField(t *testing.T, err error, field, what string) *eventstore.InvalidArgumentError {
-	t.Helper()
-	require.ErrorIs(t, err, eventstore.ErrInvalidArgument, what)
-	var bad *eventstore.InvalidArgumentError
-	require.ErrorAs(t, err, &bad, what)
-	assert.Equal(t, field, bad.Field, "%s: %v", what, err)
-	assert.LessOrEqual(t, len(err.Error()), 512, "%s: the message quotes a long value in part: %s", what, err)
-	return bad
-}
 
 // TestBadInstancesAreRefused: an instance that no Load returned (nil, or
 // the zero Instance) is an error naming the instance, not a panic.
@@ -36,13 +27,13 @@ func TestBadInstancesAreRefused(t *testing.T) {
 		"zero instance": {},
 	} {
 		_, err := repo.Save(ctx, inst, []any{Added{N: 1}}, aggregate.SaveOptions{})
-		requireField(t, err, "instance", "Save: "+what)
+		storetest.RequireInvalid(t, err, "instance", "Save: "+what)
 		_, err = repo.Refresh(ctx, inst)
-		requireField(t, err, "instance", "Refresh: "+what)
+		storetest.RequireInvalid(t, err, "instance", "Refresh: "+what)
 		_, _, err = repo.PriorOutcome(ctx, inst, "c")
-		requireField(t, err, "instance", "PriorOutcome: "+what)
+		storetest.RequireInvalid(t, err, "instance", "PriorOutcome: "+what)
 		_, _, _, err = repo.RecentOutcome(ctx, inst, "c")
-		requireField(t, err, "instance", "RecentOutcome: "+what)
+		storetest.RequireInvalid(t, err, "instance", "RecentOutcome: "+what)
 	}
 }
 
@@ -56,11 +47,11 @@ func TestNilEventNamesStreamAndIndex(t *testing.T) {
 	inst, err := repo.Load(context.Background(), "n")
 	require.NoError(t, err)
 	_, err = repo.Save(context.Background(), inst, []any{Added{N: 1}, nil}, aggregate.SaveOptions{})
-	bad := requireField(t, err, "event", "a nil event")
+	bad := storetest.RequireInvalid(t, err, "event", "a nil event")
 	assert.Equal(t, "tally-n", bad.Stream)
 	assert.Equal(t, 1, bad.Index)
 	_, err = repo.Save(context.Background(), inst, []any{(*Added)(nil)}, aggregate.SaveOptions{})
-	requireField(t, err, "event", "a nil pointer event")
+	storetest.RequireInvalid(t, err, "event", "a nil pointer event")
 	for _, err := range store.ReadStream(context.Background(), "tally-n", eventstore.Forward(0)) {
 		require.NoError(t, err)
 		t.Fatal("a refused decision stored events")
@@ -77,8 +68,8 @@ func TestBadAggregateIDs(t *testing.T) {
 	require.NoError(t, err)
 	for _, id := range []string{"", "a\x00", "a\xff", strings.Repeat("i", 600), strings.Repeat("i", 4<<20)} {
 		_, err := repo.Load(context.Background(), id)
-		requireField(t, err, "aggregate ID", "Load")
-		requireField(t, typ.ValidateID(id), "aggregate ID", "ValidateID")
+		storetest.RequireInvalid(t, err, "aggregate ID", "Load")
+		storetest.RequireInvalid(t, typ.ValidateID(id), "aggregate ID", "ValidateID")
 	}
 	require.NoError(t, typ.ValidateID("ok"))
 }

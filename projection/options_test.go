@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storetest"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
@@ -43,21 +44,12 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"invalid UTF-8 holder", projection.Options{Leases: leases, Holder: "h\xff"}, "lease holder"},
 	} {
 		_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, c.opts)
-		requireField(t, err, c.field, "New: "+c.what)
+		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "New: "+c.what).Consumer)
 		_, err = projection.NewTx("p", events, reg, memory.NewConsumers(), noopTx, c.opts)
-		requireField(t, err, c.field, "NewTx: "+c.what)
+		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "NewTx: "+c.what).Consumer)
 	}
 	_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{BatchSize: projection.MaxBatchSize})
 	require.NoError(t, err, "the largest batch size is allowed")
-}
-
-func requireField(t *testing.T, err error, field, what string) {
-	t.Helper()
-	require.ErrorIs(t, err, eventstore.ErrInvalidArgument, what)
-	var bad *eventstore.InvalidArgumentError
-	require.ErrorAs(t, err, &bad, what)
-	assert.Equal(t, field, bad.Field, what)
-	assert.Equal(t, "p", bad.Consumer, what)
 }
 
 // refusingLeases is a lease store that refuses every request as invalid,

@@ -6,22 +6,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storetest"
 )
-
-// requireField checks that err is an [*eventstore.InvalidArgumentError]
-// naming field, with a message that stays short whatever the input.
-func requireField(t *testing.T, err error, field, what string) {
-	t.Helper()
-	require.ErrorIs(t, err, eventstore.ErrInvalidArgument, what)
-	var bad *eventstore.InvalidArgumentError
-	require.ErrorAs(t, err, &bad, what)
-	assert.Equal(t, field, bad.Field, "%s: %v", what, err)
-	assert.LessOrEqual(t, len(err.Error()), 512, "%s: the message quotes a long value in part: %s", what, err)
-}
 
 // testBadMessages: a message the store could not record, or whose
 // aggregate ID makes no valid stream name, is refused before anything is
@@ -50,7 +39,7 @@ func testBadMessages(t *testing.T, e *env) {
 		{"4 MB aggregate ID", command.Message{Command: Increment{ID: id + strings.Repeat("i", 4<<20)}}, "aggregate ID"},
 	} {
 		_, first := b.Dispatch(context.Background(), c.msg)
-		requireField(t, first, c.field, c.what)
+		storetest.RequireInvalid(t, first, c.field, c.what)
 		_, again := b.Dispatch(context.Background(), c.msg)
 		assert.Equal(t, first.Error(), again.Error(), "%s: one input, one message", c.what)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
 var errorTests = []test{
@@ -39,7 +40,7 @@ func testRouting(t *testing.T, e *env) {
 	assert.Contains(t, err.Error(), "commandtest.unrouted", "the error names the command type")
 
 	_, err = b.Dispatch(context.Background(), command.Message{})
-	requireField(t, err, "Message.Command", "a message without a command")
+	storetest.RequireInvalid(t, err, "Message.Command", "a message without a command")
 
 	// A pointer is another Go type: no route, rather than a guess.
 	_, err = b.Dispatch(context.Background(), command.Message{Command: &Increment{ID: e.id("x")}})
@@ -64,12 +65,12 @@ func testRouting(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.NoError(t, command.Route[*unrouted](pb, ptrType))
 	_, err = pb.Dispatch(context.Background(), command.Message{Command: (*unrouted)(nil)})
-	requireField(t, err, "Message.Command", "a nil pointer command")
+	storetest.RequireInvalid(t, err, "Message.Command", "a nil pointer command")
 	assert.Contains(t, err.Error(), "*commandtest.unrouted")
 
 	// A route to a nil aggregate type is refused, not a panic.
 	err = command.Route[unrouted, Counter](pb, nil)
-	requireField(t, err, "aggregate type", "a route to a nil aggregate type")
+	storetest.RequireInvalid(t, err, "aggregate type", "a route to a nil aggregate type")
 
 	// Snapshots of a type the codec cannot encode are refused at set-up.
 	other, err := aggregate.NewType[Counter]("othercounter", aggregate.Options[Counter]{SnapshotEvery: 10})

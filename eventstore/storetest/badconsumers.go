@@ -21,16 +21,19 @@ import (
 // and the error it must get, the same in kind on every store, and checks
 // that nothing was written.
 
-// requireInvalid checks that err is an [*eventstore.InvalidArgumentError]
-// whose Field is field and whose message stays short, whatever the input's
-// size.
-func requireInvalid(t *testing.T, err error, field, what string) {
+// RequireInvalid checks that err is an [*eventstore.InvalidArgumentError]
+// whose Field is field, and whose message stays short (512 bytes at most)
+// whatever the size of the input, and returns it. what says which case
+// failed. The bad-input tables of this package use it, and so can those of
+// the packages built on stores.
+func RequireInvalid(t testing.TB, err error, field, what string) *eventstore.InvalidArgumentError {
 	t.Helper()
 	require.ErrorIs(t, err, eventstore.ErrInvalidArgument, what)
 	var bad *eventstore.InvalidArgumentError
 	require.ErrorAs(t, err, &bad, what)
 	assert.Equal(t, field, bad.Field, "%s: %v", what, err)
 	assert.LessOrEqual(t, len(err.Error()), 512, "%s: the message quotes a long value in part: %s", what, err)
+	return bad
 }
 
 func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
@@ -50,9 +53,9 @@ func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
 		{"overlong holder", long, time.Minute, "lease holder"},
 	} {
 		_, _, err := s.AcquireLease(ctx, name, c.holder, c.ttl)
-		requireInvalid(t, err, c.field, "acquire: "+c.what)
+		RequireInvalid(t, err, c.field, "acquire: "+c.what)
 		_, err = s.RenewLease(ctx, eventstore.Lease{Name: name, Holder: c.holder, Fence: 1}, c.ttl)
-		requireInvalid(t, err, c.field, "renew: "+c.what)
+		RequireInvalid(t, err, c.field, "renew: "+c.what)
 	}
 	// Nothing was taken: another holder gets the lease at once.
 	_, ok := mustAcquire(t, s, name, "B", time.Minute)
@@ -63,7 +66,7 @@ func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
 	l, ok := mustAcquire(t, s, consumerName(t, "renew"), "A", time.Minute)
 	require.True(t, ok)
 	_, err := s.RenewLease(ctx, l, math.MaxInt64)
-	requireInvalid(t, err, "lease TTL", "renew for the largest TTL")
+	RequireInvalid(t, err, "lease TTL", "renew for the largest TTL")
 	_, ok = mustAcquire(t, s, l.Name, "B", time.Minute)
 	assert.False(t, ok, "the refused renewal released the lease")
 	assert.Less(t, time.Until(l.Expires), 2*time.Minute, "expires %s", l.Expires)
@@ -79,7 +82,7 @@ func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
 		{"NUL byte in holder", eventstore.Lease{Name: l.Name, Holder: "A\x00", Fence: l.Fence}, "lease holder"},
 		{"invalid UTF-8 holder", eventstore.Lease{Name: l.Name, Holder: "A\xff", Fence: l.Fence}, "lease holder"},
 	} {
-		requireInvalid(t, s.ReleaseLease(ctx, c.l), c.field, "release: "+c.what)
+		RequireInvalid(t, s.ReleaseLease(ctx, c.l), c.field, "release: "+c.what)
 	}
 	_, ok = mustAcquire(t, s, l.Name, "B", time.Minute)
 	assert.False(t, ok, "a refused release released the lease")
@@ -120,7 +123,7 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 		d := deadLetter(name, 1, 0)
 		c.mutate(&d)
 		_, err := s.ParkDeadLetter(ctx, d)
-		requireInvalid(t, err, c.field, c.what)
+		RequireInvalid(t, err, c.field, c.what)
 	}
 	assert.Empty(t, listDeadLetters(t, s, name), "a refused dead letter was stored")
 
@@ -142,7 +145,7 @@ func testDeadLetterIDTaken(t *testing.T, s eventstore.DeadLetterStore) {
 	other := deadLetter(name, 2, 0)
 	other.ID = first.ID
 	_, err := s.ParkDeadLetter(ctx, other)
-	requireInvalid(t, err, "dead letter ID", "an ID that names another event's dead letter")
+	RequireInvalid(t, err, "dead letter ID", "an ID that names another event's dead letter")
 	assert.Contains(t, err.Error(), name)
 	assert.Contains(t, err.Error(), first.ID)
 
@@ -168,7 +171,7 @@ func testDeadLetterLookups(t *testing.T, s eventstore.DeadLetterStore) {
 		require.ErrorIs(t, s.DeleteDeadLetter(ctx, name, id), eventstore.ErrDeadLetterNotFound, "DeleteDeadLetter(%q)", id)
 	}
 	_, err := s.DeadLetter(ctx, "bad\x00name", ulid.Make().String())
-	requireInvalid(t, err, "consumer name", "DeadLetter with a bad consumer name")
+	RequireInvalid(t, err, "consumer name", "DeadLetter with a bad consumer name")
 	assert.Len(t, listDeadLetters(t, s, name), 1)
 }
 
@@ -185,7 +188,7 @@ func testSnapshotBadTable(t *testing.T, s eventstore.SnapshotStore) {
 		{"largest version", eventstore.Snapshot{Stream: stream, Version: math.MaxUint64, Type: "t", Data: []byte("x")}, "snapshot version"},
 		{"version 2^63", eventstore.Snapshot{Stream: stream, Version: 1 << 63, Type: "t", Data: []byte("x")}, "snapshot version"},
 	} {
-		requireInvalid(t, s.SaveSnapshot(context.Background(), c.snap), c.field, c.what)
+		RequireInvalid(t, s.SaveSnapshot(context.Background(), c.snap), c.field, c.what)
 	}
 	_, ok, err := s.LoadSnapshot(context.Background(), stream)
 	require.NoError(t, err)
@@ -196,7 +199,7 @@ func testCheckpointBadFences(t *testing.T, s eventstore.CheckpointStore) {
 	name := consumerName(t, "fence")
 	for _, fence := range []eventstore.Fence{1 << 63, math.MaxUint64} {
 		err := s.SaveCheckpoint(context.Background(), name, eventstore.Start, checkpointAt(1, 0), fence)
-		requireInvalid(t, err, "checkpoint fence", fmt.Sprintf("fence %d", fence))
+		RequireInvalid(t, err, "checkpoint fence", fmt.Sprintf("fence %d", fence))
 	}
 	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a refused save moved the checkpoint")
 }
@@ -211,7 +214,7 @@ func testCommandUnstorableID(t *testing.T, s IndexedStore) {
 	}
 	_, err := s.Append(context.Background(), stream, eventstore.Any,
 		commandEvents(strings.Repeat("c", eventstore.MaxCommandIDLen+1), 1)...)
-	requireInvalid(t, err, "command ID", "an overlong command ID")
+	RequireInvalid(t, err, "command ID", "an overlong command ID")
 	evs := commandEvents(strings.Repeat("c", eventstore.MaxCommandIDLen), 1)
 	evs[0].ID = uuid.New()
 	mustAppend(t, s, stream, eventstore.Any, evs...)

@@ -2,10 +2,12 @@ package aggregate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/clip"
 )
 
 // Aggregate is what the pointer to a user's aggregate struct implements.
@@ -65,8 +67,10 @@ func NewType[T any, PT Root[T]](name string, opts Options[T]) (*Type[T, PT], err
 	case strings.Contains(name, ":"):
 		return nil, bad(`contains ":", which Cairn keeps for its own streams (saga instances are "saga:<type>-<id>")`)
 	}
-	if err := eventstore.ValidateStream(eventstore.Category(name) + "x"); err != nil {
-		return nil, bad(fmt.Sprintf("is not a valid stream category: %v", err))
+	var invalid *eventstore.InvalidArgumentError
+	if err := eventstore.ValidateStream(eventstore.Category(name) + "x"); errors.As(err, &invalid) {
+		// The reason only: the error's own message would quote the name again.
+		return nil, bad("is not a valid stream category: the stream names it makes " + invalid.Reason)
 	}
 	return &Type[T, PT]{name: name, opts: opts}, nil
 }
@@ -76,6 +80,26 @@ func (t *Type[T, PT]) Name() string { return t.name }
 
 // Stream returns the name of the stream of instance id.
 func (t *Type[T, PT]) Stream(id string) string { return t.name + "-" + id }
+
+// ValidateID checks an aggregate ID: not empty, and making with the type's
+// name a valid stream name (see [eventstore.ValidateStream]). A bad one is
+// an [*eventstore.InvalidArgumentError] whose Field is "aggregate ID", not
+// the "stream name" that the store would report, since the ID is what the
+// caller chose.
+func (t *Type[T, PT]) ValidateID(id string) error {
+	stream := t.Stream(id)
+	bad := func(reason string) error {
+		return &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "aggregate ID", Reason: reason}
+	}
+	if id == "" {
+		return bad("is empty")
+	}
+	var invalid *eventstore.InvalidArgumentError
+	if err := eventstore.ValidateStream(stream); errors.As(err, &invalid) {
+		return bad(fmt.Sprintf("%s makes a stream name that %s", clip.Quote(id), invalid.Reason))
+	}
+	return nil
+}
 
 // SnapshotEvery returns the snapshot interval in events; zero means none.
 func (t *Type[T, PT]) SnapshotEvery() uint64 { return t.opts.SnapshotEvery }

@@ -3,6 +3,8 @@ package aggregate
 import (
 	"errors"
 	"fmt"
+
+	"github.com/cairn-es/cairn/internal/clip"
 )
 
 var (
@@ -85,7 +87,7 @@ type TypeError struct {
 
 // Error implements error.
 func (e *TypeError) Error() string {
-	return fmt.Sprintf("aggregate: type %q: %s", e.Name, e.Reason)
+	return fmt.Sprintf("aggregate: type %s: %s", clip.Quote(e.Name), e.Reason)
 }
 
 // Is makes errors.Is(err, ErrInvalidType) true.

@@ -36,6 +36,9 @@ func (r *Repository[T, PT]) RecentOutcome(ctx context.Context, inst *Instance[T,
 // lookup finds the outcome of command commandID, scanning at most limit
 // events of a store without a command index (zero: no limit).
 func (r *Repository[T, PT]) lookup(ctx context.Context, inst *Instance[T, PT], commandID string, limit int) (out Outcome, found, certain bool, err error) {
+	if err := checkInstance(inst); err != nil {
+		return Outcome{}, false, false, err
+	}
 	if commandID == "" || !inst.Exists {
 		return Outcome{}, false, true, nil
 	}

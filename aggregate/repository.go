@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/clip"
 )
 
 // RepositoryOptions configure a [Repository]. The zero value is the
@@ -99,13 +100,10 @@ func (r *Repository[T, PT]) Type() *Type[T, PT] { return r.typ }
 // stream, version and type. A snapshot that cannot be trusted is logged and
 // ignored, never an error.
 func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, PT], error) {
-	stream := r.typ.Stream(id)
-	if id == "" {
-		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "aggregate ID", Reason: "is empty"}
-	}
-	if err := eventstore.ValidateStream(stream); err != nil {
+	if err := r.typ.ValidateID(id); err != nil {
 		return nil, err
 	}
+	stream := r.typ.Stream(id)
 	if snap, ok := r.restore(ctx, id, stream); ok {
 		inst, err := r.replay(ctx, snap)
 		if err != errSnapshotPastEnd {
@@ -127,11 +125,29 @@ func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, P
 // inst is updated in place and returned. On error inst must be discarded;
 // should its stream have been deleted and recreated, Refresh loads it anew.
 func (r *Repository[T, PT]) Refresh(ctx context.Context, inst *Instance[T, PT]) (*Instance[T, PT], error) {
+	if err := checkInstance(inst); err != nil {
+		return nil, err
+	}
 	fresh, err := r.replay(ctx, inst)
 	if err == errSnapshotPastEnd {
 		return r.Load(ctx, inst.ID)
 	}
 	return fresh, err
+}
+
+// checkInstance refuses an instance that no Load returned: nil, or without
+// a stream or a state.
+func checkInstance[T any, PT Root[T]](inst *Instance[T, PT]) error {
+	bad := func(reason string) error {
+		return &eventstore.InvalidArgumentError{Index: -1, Field: "instance", Reason: reason}
+	}
+	switch {
+	case inst == nil:
+		return bad("is nil: get instances from Repository.Load")
+	case inst.Stream == "" || inst.State == nil:
+		return bad(fmt.Sprintf("of aggregate ID %s has no stream or no state: get instances from Repository.Load", clip.Quote(inst.ID)))
+	}
+	return nil
 }
 
 func (r *Repository[T, PT]) empty(id, stream string) *Instance[T, PT] {

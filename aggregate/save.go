@@ -70,8 +70,17 @@ type Outcome struct {
 // the error is an [*ApplyError] and the returned Outcome is nonetheless
 // filled in: the events are stored, and inst must be discarded.
 func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], events []any, opts SaveOptions) (Outcome, error) {
+	if err := checkInstance(inst); err != nil {
+		return Outcome{}, err
+	}
 	if len(events) == 0 {
 		return Outcome{}, nil
+	}
+	for i, e := range events {
+		if isNil(e) {
+			return Outcome{}, &eventstore.InvalidArgumentError{Stream: inst.Stream, Index: i, Field: "event",
+				Reason: fmt.Sprintf("is nil (%d events to save): Handle must return event values", len(events))}
+		}
 	}
 	data, err := r.reg.EncodeAll(events...)
 	if err != nil {

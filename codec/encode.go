@@ -11,7 +11,7 @@ import (
 // Encode serializes a registered event value, a T or a *T, into the
 // event to append: its Type, SchemaVersion and Data. The caller sets ID
 // and Metadata. An unregistered Go type is an [*EncodeError] matching
-// [ErrUnregisteredType].
+// [ErrUnregisteredType]; a nil pointer one matching [ErrNilValue].
 func (r *Registry) Encode(v any) (eventstore.EventData, error) {
 	raw, err := r.EncodeValue(v)
 	if err != nil {
@@ -43,7 +43,7 @@ func (r *Registry) EncodeValue(v any) (upcast.Raw, error) {
 		return upcast.Raw{}, err
 	}
 	if v == nil {
-		return upcast.Raw{}, &EncodeError{GoType: "nil", Err: ErrUnregisteredType}
+		return upcast.Raw{}, &EncodeError{GoType: "nil", Err: fmt.Errorf("%w, of no %w", ErrNilValue, ErrUnregisteredType)}
 	}
 	t := reflect.TypeOf(v)
 	e, ok := r.byType[t]

@@ -44,6 +44,10 @@ var (
 	// ErrUnregisteredType matches an [*EncodeError] for a Go type that was
 	// never registered.
 	ErrUnregisteredType = errors.New("unregistered Go type")
+	// ErrNilValue matches an [*EncodeError] for a nil value: a nil pointer
+	// to a registered type, or nil itself (which also matches
+	// ErrUnregisteredType).
+	ErrNilValue = errors.New("nil value")
 )
 
 // DecodeError reports a stored event, or a stored value, that could not be

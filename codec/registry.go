@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/upcast"
@@ -77,8 +75,11 @@ func NewRegistry(opts Options) *Registry {
 // not pointers, so consumers switch on `case OrderPlaced:`. Encode accepts
 // both a T and a *T.
 //
-// It returns a [*RegistrationError] for an empty or malformed name, a
-// version of 0, an interface type, a name or a Go type already registered;
+// It returns a [*RegistrationError] for an empty or malformed name (see
+// eventstore.ValidateType), a version of 0, an interface, pointer, channel,
+// function or unsafe pointer type (a pointer would make Encode of a *T
+// ambiguous, and decoding yields values), a name or a Go type already
+// registered;
 // the problem is also kept, and [Registry.Validate] reports it again, so a
 // set-up that ignored the error cannot be used. After the registry is
 // frozen it returns [ErrFrozen].
@@ -97,11 +98,16 @@ func Register[T any](r *Registry, name string, version uint32) error {
 	if reason := checkName(name); reason != "" {
 		return fail(reason)
 	}
-	switch {
-	case version == 0:
-		return fail("version 0 is reserved for data written before versioning: registered versions start at 1")
-	case goType.Kind() == reflect.Interface:
+	switch goType.Kind() {
+	case reflect.Interface:
 		return fail("is an interface type: register the concrete types")
+	case reflect.Pointer:
+		return fail("is a pointer type: register the type it points to (" + goType.Elem().String() + "), and Encode takes pointers to it too")
+	case reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return fail("is a " + goType.Kind().String() + " type, which no serializer can store")
+	}
+	if version == 0 {
+		return fail("version 0 is reserved for data written before versioning: registered versions start at 1")
 	}
 	if old, ok := r.byName[name]; ok {
 		return fail(fmt.Sprintf("the name is already registered for %s", old.goType))
@@ -127,7 +133,7 @@ func Register[T any](r *Registry, name string, version uint32) error {
 				return ser.Marshal(x)
 			case *T:
 				if x == nil {
-					return nil, errors.New("nil pointer")
+					return nil, ErrNilValue
 				}
 				return ser.Marshal(*x)
 			}
@@ -140,13 +146,9 @@ func Register[T any](r *Registry, name string, version uint32) error {
 }
 
 func checkName(name string) string {
-	switch {
-	case name == "":
-		return "the type name is empty"
-	case len(name) > eventstore.MaxTypeLen:
-		return fmt.Sprintf("the type name is %d bytes long, more than the limit of %d", len(name), eventstore.MaxTypeLen)
-	case !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return "the type name is not printable UTF-8"
+	var bad *eventstore.InvalidArgumentError
+	if errors.As(eventstore.ValidateType(name), &bad) {
+		return "the type name " + bad.Reason
 	}
 	return ""
 }

@@ -124,10 +124,17 @@ func (b *Bus) Routes(ct reflect.Type) bool {
 // there, else lets the aggregate decide and appends its events.
 //
 // The aggregate's own rejection is returned unchanged. A command whose type
-// has no route is a [*NoRouteError]. Version conflicts that outlast
+// has no route is a [*NoRouteError]. A nil command, an ID, CorrelationID or
+// CausationID that no store can hold (not UTF-8, a NUL byte, an ID longer
+// than eventstore.MaxCommandIDLen), bad Extra metadata, or an aggregate ID
+// that makes no valid stream name is an [*eventstore.InvalidArgumentError]
+// naming the field, before anything is loaded. Version conflicts that outlast
 // Options.MaxAttempts are a [*ContentionError], which matches
 // [ErrContention] and wraps the store's last [*eventstore.WrongVersionError].
 func (b *Bus) Dispatch(ctx context.Context, msg Message) (Result, error) {
+	if err := msg.validate(); err != nil {
+		return Result{CommandID: msg.ID}, err
+	}
 	if msg.ID == "" {
 		msg.ID = eventstore.NewEventID().String()
 	}

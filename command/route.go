@@ -27,6 +27,10 @@ type route interface {
 // rather than at the first Dispatch.
 func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T, PT]) error {
 	ct := reflect.TypeFor[C]()
+	if typ == nil {
+		return &eventstore.InvalidArgumentError{Index: -1, Field: "aggregate type",
+			Reason: fmt.Sprintf("for command type %s is nil", ct)}
+	}
 	if ct.Kind() == reflect.Interface {
 		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(),
 			Reason: "is an interface type; commands are routed by their concrete Go type"}
@@ -68,9 +72,8 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 	}
 	stream := r.repo.Type().Stream(id)
 	res := Result{AggregateID: id, Stream: stream, CommandID: msg.ID}
-	if id == "" {
-		return res, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "aggregate ID",
-			Reason: fmt.Sprintf("of command %T is empty", msg.Command)}
+	if err := r.repo.Type().ValidateID(id); err != nil {
+		return res, fmt.Errorf("command %T: %w", msg.Command, err)
 	}
 	unlock, err := b.locks.Lock(ctx, stream)
 	if err != nil {

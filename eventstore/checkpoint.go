@@ -90,6 +90,18 @@ func CheckSave(consumer string, stored Checkpoint, expected Position, fence Fenc
 	return nil
 }
 
+// CheckFence checks the fence of a [CheckpointStore.SaveCheckpoint], as
+// every store does before [CheckSave]: below 2^63, as every fence that a
+// [LeaseStore] hands out is, so that SQL stores can keep it in a signed
+// 64-bit column and no store keeps a fence that another could not.
+func CheckFence(consumer string, fence Fence) error {
+	if fence > math.MaxInt64 {
+		return &InvalidArgumentError{Consumer: consumer, Index: -1, Field: "checkpoint fence",
+			Reason: fmt.Sprintf("is %d, not below 2^63", fence)}
+	}
+	return nil
+}
+
 // CheckpointStore keeps the checkpoints of named consumers (projections,
 // sagas): how far each has applied the global log.
 //

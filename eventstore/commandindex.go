@@ -16,3 +16,15 @@ type CommandIndex interface {
 	// versions, as the command bus appends them.
 	CommandResult(ctx context.Context, stream, commandID string) (r AppendResult, found bool, err error)
 }
+
+// CheckCommandLookup checks the arguments of [CommandIndex.CommandResult]
+// as every store does first: a stream name that is not valid is an
+// [*InvalidArgumentError]; ask is false when no event can carry commandID
+// (it is empty, or not valid UTF-8 without NUL bytes, which no store
+// holds), so that the answer is "not found" without asking the store.
+func CheckCommandLookup(stream, commandID string) (ask bool, err error) {
+	if err := ValidateStream(stream); err != nil {
+		return false, err
+	}
+	return commandID != "" && storableText(commandID), nil
+}

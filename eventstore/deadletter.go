@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/oklog/ulid/v2"
+
+	"github.com/cairn-es/cairn/internal/clip"
 )
 
 // DeadLetter is an event that a consumer's handler kept failing on, parked
@@ -45,7 +48,7 @@ type DeadLetterNotFoundError struct {
 }
 
 func (e *DeadLetterNotFoundError) Error() string {
-	return fmt.Sprintf("consumer %q has no dead letter %q", e.Consumer, e.ID)
+	return fmt.Sprintf("consumer %s has no dead letter %s", clip.Quote(e.Consumer), clip.Quote(e.ID))
 }
 
 // Is makes errors.Is(err, ErrDeadLetterNotFound) true.
@@ -78,30 +81,101 @@ type DeadLetterStore interface {
 	DeleteDeadLetter(ctx context.Context, consumer, id string) error
 }
 
-// CheckDeadLetter checks a dead letter to park: a valid consumer name, an
-// event with an ID, a stream and a position, a part that is not negative,
-// and an ID that is empty or a ULID. Every [DeadLetterStore] calls it first.
+// CheckDeadLetter checks a dead letter to park, as every
+// [DeadLetterStore] does first, so that all of them store the same dead
+// letters and refuse the others with the same [*InvalidArgumentError]:
+//
+//   - a valid consumer name, and an ID that is empty or a ULID;
+//   - an event that a store could have returned: an ID, a position other
+//     than the start, a version and a position major below 2^63, a valid
+//     stream name, and a type, metadata and size as [Store.Append] takes
+//     them (nil Data counts as empty);
+//   - a Part and Attempts from 0 to 2^31-1;
+//   - an Error that is valid UTF-8 without NUL bytes;
+//   - times (FirstFailure, LastFailure, Event.RecordedAt) that are zero or
+//     within the years 1678 to 2262, which every store can hold (SQLite
+//     keeps Unix nanoseconds).
+//
+// The Field of the error names the dead letter's field: "dead letter part",
+// "dead letter event type", "dead letter time", ...
 func CheckDeadLetter(d DeadLetter) error {
 	if err := ValidateConsumerName(d.Consumer); err != nil {
 		return err
 	}
 	bad := func(field, reason string) error {
-		return &InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: field, Reason: reason}
+		return &InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: "dead letter " + field, Reason: reason}
 	}
+	e := d.Event
 	switch {
-	case d.Event.ID == uuid.Nil:
-		return bad("dead letter event ID", "is zero")
-	case d.Event.StreamID == "":
-		return bad("dead letter stream", "is empty")
-	case d.Event.Position.IsZero():
-		return bad("dead letter position", "is the start position, which no event has")
-	case d.Part < 0:
-		return bad("dead letter part", fmt.Sprintf("is %d, below zero", d.Part))
+	case e.ID == uuid.Nil:
+		return bad("event ID", "is zero")
+	case e.StreamID == "":
+		return bad("stream", "is empty")
+	case e.Position.IsZero():
+		return bad("position", "is the start position, which no event has")
+	case e.Position.Major > math.MaxInt64:
+		return bad("position", fmt.Sprintf("is %s, beyond any stored event's (major below 2^63)", e.Position))
+	case e.Version > math.MaxInt64:
+		return bad("version", fmt.Sprintf("is %d, above the largest stream version, 2^63-1", e.Version))
+	case d.Part < 0 || d.Part > math.MaxInt32:
+		return bad("part", fmt.Sprintf("is %d, not from 0 to 2^31-1", d.Part))
+	case d.Attempts < 0 || d.Attempts > math.MaxInt32:
+		return bad("attempts", fmt.Sprintf("is %d, not from 0 to 2^31-1", d.Attempts))
+	case !storableText(d.Error):
+		return bad("error", fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(d.Error)))
+	}
+	if reason := streamNameProblem(e.StreamID); reason != "" {
+		return bad("stream", reason)
+	}
+	if e.Data == nil {
+		e.Data = []byte{}
+	}
+	if field, reason := eventDataProblem(&e.EventData); reason != "" {
+		return bad("event "+field, reason)
+	}
+	for _, t := range [...]struct {
+		name string
+		at   time.Time
+	}{{"first failure", d.FirstFailure}, {"last failure", d.LastFailure}, {"event recorded at", e.RecordedAt}} {
+		if !t.at.IsZero() && !time.Unix(0, t.at.UnixNano()).Equal(t.at) {
+			return bad("time", fmt.Sprintf("%s %s is outside the years 1678 to 2262, which every store can hold",
+				t.name, t.at.Format(time.RFC3339)))
+		}
 	}
 	if d.ID != "" {
 		if _, err := ulid.ParseStrict(d.ID); err != nil {
-			return bad("dead letter ID", fmt.Sprintf("%q is not a ULID: %v", d.ID, err))
+			return bad("ID", fmt.Sprintf("%s is not a ULID: %v", clip.Quote(d.ID), err))
 		}
+	}
+	return nil
+}
+
+// CheckDeadLetterID decides a park of d whose ID the store already holds for
+// the dead letter of (stream, eventID, part): nil when that is d's own key
+// (parking it again updates it); otherwise an [*InvalidArgumentError] with
+// Field "dead letter ID", since one ID cannot name two dead letters. Every
+// store calls it, and writes nothing when it refuses.
+func CheckDeadLetterID(d DeadLetter, stream string, eventID uuid.UUID, part int) error {
+	if stream == d.Event.StreamID && eventID == d.Event.ID && part == d.Part {
+		return nil
+	}
+	return &InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: "dead letter ID",
+		Reason: fmt.Sprintf("%s is already used by the dead letter of event %s (stream %s, part %d), not of event %s part %d",
+			clip.Quote(d.ID), eventID, clip.Quote(stream), part, d.Event.ID, d.Part)}
+}
+
+// CheckDeadLetterLookup checks the arguments of [DeadLetterStore.DeadLetter]
+// and [DeadLetterStore.DeleteDeadLetter] as every store does first: a
+// consumer name that is not valid is an [*InvalidArgumentError]; an ID that
+// is not a ULID, which no stored dead letter has, is a
+// [*DeadLetterNotFoundError] without asking the store (which might not even
+// be able to compare it, as PostgreSQL cannot text with a NUL byte).
+func CheckDeadLetterLookup(consumer, id string) error {
+	if err := ValidateConsumerName(consumer); err != nil {
+		return err
+	}
+	if _, err := ulid.ParseStrict(id); err != nil {
+		return &DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	return nil
 }

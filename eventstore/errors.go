@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/internal/clip"
 )
 
 var (
@@ -47,6 +49,8 @@ func (e *WrongVersionError) Is(target error) bool { return target == ErrWrongVer
 // InvalidArgumentError reports malformed input to a store. Nothing was
 // written. Its message names the argument that was wrong (Field), and where
 // the call was aimed: the stream, the consumer, the event of an append.
+// Values in the message are quoted up to 64 bytes, with the length of a
+// longer one, so that a huge argument does not make a huge message.
 type InvalidArgumentError struct {
 	// Stream is the stream the call named, if any.
 	Stream string
@@ -72,11 +76,11 @@ func (e *InvalidArgumentError) Error() string {
 		}
 	}
 	if e.Stream != "" {
-		fmt.Fprintf(&b, "stream %q", e.Stream)
+		b.WriteString("stream " + clip.Quote(e.Stream))
 	}
 	if e.Consumer != "" {
 		sep()
-		fmt.Fprintf(&b, "consumer %q", e.Consumer)
+		b.WriteString("consumer " + clip.Quote(e.Consumer))
 	}
 	if e.Index >= 0 {
 		sep()

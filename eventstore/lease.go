@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cairn-es/cairn/internal/clip"
 )
 
 // Lease is the right to run a named consumer, held by one process at a time
@@ -75,24 +77,56 @@ type LeaseStore interface {
 	ReleaseLease(ctx context.Context, l Lease) error
 }
 
-// MinLeaseTTL is the shortest TTL a [LeaseStore] grants: a shorter lease
-// would lapse before its holder could use it.
-const MinLeaseTTL = time.Millisecond
+// Limits on lease requests, the same in every [LeaseStore].
+const (
+	// MinLeaseTTL is the shortest TTL a [LeaseStore] grants: a shorter lease
+	// would lapse before its holder could use it.
+	MinLeaseTTL = time.Millisecond
+	// MaxLeaseTTL is the longest TTL a [LeaseStore] grants. A lease is how
+	// soon a waiting process takes over from one that died, so a day is
+	// already far more than any consumer needs; the bound also keeps every
+	// expiry within the times that every store can hold (SQLite's Unix
+	// nanoseconds end in 2262).
+	MaxLeaseTTL = 24 * time.Hour
+)
 
 // ValidateLease checks a lease request as every [LeaseStore] does first: a
-// valid consumer name, a holder, and a TTL of at least [MinLeaseTTL].
+// valid consumer name, a valid holder (see [ValidateHeldLease]), and a TTL
+// from [MinLeaseTTL] to [MaxLeaseTTL].
 func ValidateLease(name, holder string, ttl time.Duration) error {
-	if err := ValidateConsumerName(name); err != nil {
+	if err := ValidateHeldLease(Lease{Name: name, Holder: holder}); err != nil {
 		return err
 	}
-	bad := func(field, reason string) error {
-		return &InvalidArgumentError{Consumer: name, Index: -1, Field: field, Reason: reason}
+	bad := func(reason string) error {
+		return &InvalidArgumentError{Consumer: name, Index: -1, Field: "lease TTL", Reason: reason}
 	}
 	switch {
-	case holder == "":
-		return bad("lease holder", "is empty")
 	case ttl < MinLeaseTTL:
-		return bad("lease TTL", fmt.Sprintf("is %s, shorter than %s", ttl, MinLeaseTTL))
+		return bad(fmt.Sprintf("is %s, shorter than %s", ttl, MinLeaseTTL))
+	case ttl > MaxLeaseTTL:
+		return bad(fmt.Sprintf("is %s, longer than %s", ttl, MaxLeaseTTL))
+	}
+	return nil
+}
+
+// ValidateHeldLease checks the name and holder of a lease to renew or
+// release, as every [LeaseStore] does first: a valid consumer name, and a
+// holder that is not empty, at most [MaxStreamLen] bytes of valid UTF-8
+// without NUL bytes (text that every store can hold).
+func ValidateHeldLease(l Lease) error {
+	if err := ValidateConsumerName(l.Name); err != nil {
+		return err
+	}
+	bad := func(reason string) error {
+		return &InvalidArgumentError{Consumer: l.Name, Index: -1, Field: "lease holder", Reason: reason}
+	}
+	switch {
+	case l.Holder == "":
+		return bad("is empty")
+	case len(l.Holder) > MaxStreamLen:
+		return bad(fmt.Sprintf("is %d bytes long, more than the limit of %d", len(l.Holder), MaxStreamLen))
+	case !storableText(l.Holder):
+		return bad(fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(l.Holder)))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -42,9 +43,11 @@ type SnapshotStore interface {
 	LoadSnapshot(ctx context.Context, stream string) (Snapshot, bool, error)
 }
 
-// ValidateSnapshot checks a snapshot to save: a valid stream name, a type
-// name, non-nil data and a size within [MaxEventSize]. Every snapshot store
-// calls it first, so that all reject the same input with the same
+// ValidateSnapshot checks a snapshot to save: a valid stream name, a
+// version that a stream can reach (below 2^63, as SQL stores keep
+// versions), a type name as [Store.Append] takes one (see [ValidateType]),
+// non-nil data and a size within [MaxEventSize]. Every snapshot store calls
+// it first, so that all reject the same input with the same
 // [*InvalidArgumentError].
 func ValidateSnapshot(s Snapshot) error {
 	if err := ValidateStream(s.Stream); err != nil {
@@ -53,11 +56,12 @@ func ValidateSnapshot(s Snapshot) error {
 	bad := func(field, reason string) error {
 		return &InvalidArgumentError{Stream: s.Stream, Index: -1, Field: "snapshot " + field, Reason: reason}
 	}
+	if reason := typeNameProblem(s.Type); reason != "" {
+		return bad("type", reason)
+	}
 	switch {
-	case s.Type == "":
-		return bad("type", "is empty")
-	case len(s.Type) > MaxTypeLen:
-		return bad("type", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(s.Type), MaxTypeLen))
+	case s.Version > math.MaxInt64:
+		return bad("version", fmt.Sprintf("is %d, above the largest stream version, 2^63-1", s.Version))
 	case s.Data == nil:
 		return bad("data", "is nil: an empty state has empty, non-nil data")
 	case len(s.Data) > MaxEventSize:

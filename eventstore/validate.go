@@ -2,10 +2,14 @@ package eventstore
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/internal/clip"
 )
 
 // Limits every store enforces, so that an application can move between
@@ -20,6 +24,11 @@ const (
 	MaxEventSize = 1 << 20
 	// MaxAppendEvents is the largest number of events in one append.
 	MaxAppendEvents = 10_000
+	// MaxCommandIDLen is the longest command ID ([Metadata.CommandID]), in
+	// bytes. PostgreSQL indexes a stream's command IDs, and a B-tree entry
+	// of (stream, command ID) must stay under its 2,704-byte limit for the
+	// longest stream name; a queue's message ID is far shorter.
+	MaxCommandIDLen = 1024
 )
 
 // PrepareAppend checks an append's arguments and returns the events to
@@ -43,36 +52,8 @@ func PrepareAppend(stream string, events []EventData) ([]EventData, error) {
 		bad := func(field, reason string) error {
 			return &InvalidArgumentError{Stream: stream, Index: i, Field: field, Reason: reason}
 		}
-		if reason := typeNameProblem(e.Type); reason != "" {
-			return nil, bad("type", reason)
-		}
-		if e.Data == nil {
-			return nil, bad("data", "is nil: an event without payload has empty, non-nil data")
-		}
-		size := len(e.Data)
-		for name, v := range map[string]string{
-			"correlation ID": e.Metadata.CorrelationID,
-			"causation ID":   e.Metadata.CausationID,
-			"command ID":     e.Metadata.CommandID,
-		} {
-			if !storableText(v) {
-				return nil, bad("metadata", fmt.Sprintf("%s %q is not valid UTF-8 without NUL bytes", name, v))
-			}
-			size += len(v)
-		}
-		for k, v := range e.Metadata.Extra {
-			switch {
-			case k == "":
-				return nil, bad("metadata", "has an empty key")
-			case !utf8.ValidString(k) || strings.ContainsFunc(k, isControl):
-				return nil, bad("metadata", fmt.Sprintf("key %q is not printable UTF-8", k))
-			case !storableText(v):
-				return nil, bad("metadata", fmt.Sprintf("value of key %q is not valid UTF-8 without NUL bytes", k))
-			}
-			size += len(k) + len(v)
-		}
-		if size > MaxEventSize {
-			return nil, bad("data", fmt.Sprintf("with metadata is %d bytes, more than the limit of %d", size, MaxEventSize))
+		if field, reason := eventDataProblem(&e); reason != "" {
+			return nil, bad(field, reason)
 		}
 		e = e.Clone()
 		if e.ID == (uuid.UUID{}) {
@@ -87,22 +68,105 @@ func PrepareAppend(stream string, events []EventData) ([]EventData, error) {
 	return out, nil
 }
 
+// eventDataProblem says which field of an event to append (or of a dead
+// letter's event) is wrong and why, or "" for the reason when none is:
+// PrepareAppend and CheckDeadLetter apply the one rule. Metadata is checked
+// in a fixed order (correlation ID, causation ID, command ID, then Extra by
+// sorted key), so that one input always gets one message.
+func eventDataProblem(e *EventData) (field, reason string) {
+	if reason := typeNameProblem(e.Type); reason != "" {
+		return "type", reason
+	}
+	if e.Data == nil {
+		return "data", "is nil: an event without payload has empty, non-nil data"
+	}
+	field, reason, size := metadataProblem(&e.Metadata)
+	if reason != "" {
+		return field, reason
+	}
+	size += len(e.Data)
+	if size > MaxEventSize {
+		return "data", fmt.Sprintf("with metadata is %d bytes, more than the limit of %d", size, MaxEventSize)
+	}
+	return "", ""
+}
+
+// ValidateMetadata checks an event's metadata as [PrepareAppend] does, so
+// that a caller (the command bus) can refuse a message before it decides:
+// the correlation, causation and command IDs, then the Extra keys in sorted
+// order, each valid UTF-8 without NUL bytes (and keys printable and not
+// empty), and a command ID of at most [MaxCommandIDLen] bytes. The error's
+// Field is "correlation ID", "causation ID", "command ID" or "metadata".
+func ValidateMetadata(md Metadata) error {
+	if field, reason, _ := metadataProblem(&md); reason != "" {
+		return &InvalidArgumentError{Index: -1, Field: field, Reason: reason}
+	}
+	return nil
+}
+
+// metadataProblem is the metadata part of eventDataProblem, in its fixed
+// order, and the size the metadata adds to the event.
+func metadataProblem(md *Metadata) (field, reason string, size int) {
+	for _, id := range [...]struct{ name, v string }{
+		{"correlation ID", md.CorrelationID},
+		{"causation ID", md.CausationID},
+		{"command ID", md.CommandID},
+	} {
+		if !storableText(id.v) {
+			return id.name, fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(id.v)), 0
+		}
+		size += len(id.v)
+	}
+	if len(md.CommandID) > MaxCommandIDLen {
+		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(md.CommandID), MaxCommandIDLen), 0
+	}
+	for _, k := range slices.Sorted(maps.Keys(md.Extra)) {
+		v := md.Extra[k]
+		switch {
+		case k == "":
+			return "metadata", "has an empty key", 0
+		case !utf8.ValidString(k) || strings.ContainsFunc(k, isControl):
+			return "metadata", fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k)), 0
+		case !storableText(v):
+			return "metadata", fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k)), 0
+		}
+		size += len(k) + len(v)
+	}
+	return "", "", size
+}
+
 // ValidateStream checks a stream name: not empty, at most [MaxStreamLen]
 // bytes of printable UTF-8, and not starting with "$", which KurrentDB
 // reserves for its own streams.
 func ValidateStream(stream string) error {
-	bad := func(reason string) error {
+	if reason := streamNameProblem(stream); reason != "" {
 		return &InvalidArgumentError{Stream: stream, Index: -1, Field: "stream name", Reason: reason}
 	}
+	return nil
+}
+
+// streamNameProblem says what is wrong with a stream name, or "".
+func streamNameProblem(stream string) string {
 	switch {
 	case stream == "":
-		return bad("is empty")
+		return "is empty"
 	case len(stream) > MaxStreamLen:
-		return bad(fmt.Sprintf("is %d bytes long, more than the limit of %d", len(stream), MaxStreamLen))
+		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(stream), MaxStreamLen)
 	case !utf8.ValidString(stream) || strings.ContainsFunc(stream, isControl):
-		return bad("is not printable UTF-8")
+		return "is not printable UTF-8"
 	case strings.HasPrefix(stream, "$"):
-		return bad(`starts with "$", which is reserved for system streams`)
+		return `starts with "$", which is reserved for system streams`
+	}
+	return ""
+}
+
+// ValidateType checks an event type name as [Store.Append] takes it: not
+// empty, at most [MaxTypeLen] bytes of printable UTF-8. The codec checks
+// registered names, and upcasters' names, with it, so that every name it
+// accepts can be stored; snapshots' types follow the same rule.
+func ValidateType(typ string) error {
+	if reason := typeNameProblem(typ); reason != "" {
+		return &InvalidArgumentError{Index: -1, Field: "type", Reason: reason}
 	}
 	return nil
 }
@@ -116,7 +180,7 @@ func typeNameProblem(typ string) string {
 	case len(typ) > MaxTypeLen:
 		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(typ), MaxTypeLen)
 	case !utf8.ValidString(typ) || strings.ContainsFunc(typ, isControl):
-		return fmt.Sprintf("%q is not printable UTF-8", typ)
+		return fmt.Sprintf("%s is not printable UTF-8", clip.Quote(typ))
 	}
 	return ""
 }

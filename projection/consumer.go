@@ -118,7 +118,7 @@ func sameStore(a, b any) bool {
 }
 
 func newConsumer(name string, events eventstore.Store, reg *codec.Registry, checkpoints eventstore.CheckpointStore, opts Options) (*Consumer, error) {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+	if err := opts.validate(name); err != nil {
 		return nil, err
 	}
 	switch {

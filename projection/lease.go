@@ -31,7 +31,8 @@ func stopBy(since time.Time, ttl time.Duration) time.Time { return since.Add(ttl
 // acquire waits until this consumer holds its lease, polling a few times
 // per TTL so that it takes over soon after the holder's lease lapses. A
 // request that has not answered when the lease it asks for would have to
-// be given up is abandoned and tried again.
+// be given up is abandoned and tried again; one that the store refuses as
+// invalid is returned, as retrying it cannot help.
 func (c *Consumer) acquire(ctx context.Context) (heldLease, error) {
 	holder := c.opts.Holder
 	if holder == "" {
@@ -47,6 +48,9 @@ func (c *Consumer) acquire(ctx context.Context) (heldLease, error) {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return heldLease{}, ctx.Err()
+		case errors.Is(err, eventstore.ErrInvalidArgument):
+			// The store refuses this request, and will refuse it again.
+			return heldLease{}, err
 		case err != nil:
 			c.log.WarnContext(ctx, "projection: acquiring the lease failed; retrying", slog.Any("error", err))
 		case ok:

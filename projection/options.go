@@ -1,6 +1,8 @@
 package projection
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,6 +16,11 @@ const (
 	DefaultMaxBatchDelay = 100 * time.Millisecond
 	DefaultAttempts      = 5
 	DefaultLeaseTTL      = 10 * time.Second
+	// MaxBatchSize is the largest Options.BatchSize: a consumer holds a
+	// batch's events in memory, and its channel and buffer are sized by it,
+	// so a huge size would exhaust memory before the first event. It is
+	// [eventstore.MaxAppendEvents], the most events one append writes.
+	MaxBatchSize = eventstore.MaxAppendEvents
 )
 
 // FailureMode says what a consumer does with an event its handler still
@@ -64,7 +71,7 @@ type Options struct {
 	Filter eventstore.Filter
 	// BatchSize is how many stored events the consumer handles before it
 	// moves the checkpoint (in one transaction, for a transactional
-	// consumer); zero means [DefaultBatchSize].
+	// consumer); zero means [DefaultBatchSize]. At most [MaxBatchSize].
 	BatchSize int
 	// MaxBatchDelay bounds how long an event waits for its batch to fill
 	// before the batch is handled; zero means [DefaultMaxBatchDelay].
@@ -83,7 +90,8 @@ type Options struct {
 	Leases eventstore.LeaseStore
 	// LeaseTTL is how long a lease lasts without renewal, and so how soon
 	// a waiting process takes over from one that died; zero means
-	// [DefaultLeaseTTL]. The holder renews it every third of the TTL; when
+	// [DefaultLeaseTTL]; it must be from eventstore.MinLeaseTTL to
+	// eventstore.MaxLeaseTTL. The holder renews it every third of the TTL; when
 	// no renewal succeeds (or one hangs) until a fifth of the TTL before
 	// the lease could lapse, it stops handling events.
 	LeaseTTL time.Duration
@@ -96,6 +104,37 @@ type Options struct {
 	// StatsInterval is how often a running consumer logs its [Stats] at
 	// info level; zero means every 30 seconds, negative never.
 	StatsInterval time.Duration
+}
+
+// validate checks the options of consumer name where New can still say
+// what is wrong, instead of the first run: the name, the batch size, the
+// filter, and with a lease store the lease's TTL and holder (as every
+// [eventstore.LeaseStore] checks them).
+func (o Options) validate(name string) error {
+	if err := eventstore.ValidateConsumerName(name); err != nil {
+		return err
+	}
+	if o.BatchSize > MaxBatchSize {
+		return &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "batch size",
+			Reason: fmt.Sprintf("is %d, more than the limit of %d", o.BatchSize, MaxBatchSize)}
+	}
+	if err := o.Filter.Validate(); err != nil {
+		var bad *eventstore.InvalidArgumentError
+		if errors.As(err, &bad) && bad.Consumer == "" {
+			named := *bad
+			named.Consumer = name
+			return &named
+		}
+		return err
+	}
+	if o.Leases == nil {
+		return nil
+	}
+	holder := o.Holder
+	if holder == "" {
+		holder = "ulid" // each Run makes up a valid one
+	}
+	return eventstore.ValidateLease(name, holder, o.leaseTTL())
 }
 
 func (o Options) batchSize() int {

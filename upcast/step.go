@@ -2,9 +2,12 @@ package upcast
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/cairn-es/cairn/eventstore"
 )
 
 // Kind says what a [Step] does.
@@ -129,13 +132,23 @@ func (s *Step) outputs() []Key {
 	return nil
 }
 
+// typeProblem says what is wrong with a step's type name, by the rule of
+// stored type names (eventstore.ValidateType), or "".
+func typeProblem(name string) string {
+	var bad *eventstore.InvalidArgumentError
+	if errors.As(eventstore.ValidateType(name), &bad) {
+		return bad.Reason
+	}
+	return ""
+}
+
 // check reports what is wrong with s on its own, without the chain.
 func (s *Step) check() string {
 	switch {
 	case s.kind < KindTransform || s.kind > KindDrop:
 		return "is not a step: build steps with Transform, Rename, Split or Drop"
-	case s.from.Type == "":
-		return "has an empty type name"
+	case typeProblem(s.from.Type) != "":
+		return "has a type name that " + typeProblem(s.from.Type)
 	case s.kind == KindTransform && s.transform == nil:
 		return "has a nil function"
 	case s.kind == KindTransform && s.from.Version == math.MaxUint32:
@@ -144,14 +157,14 @@ func (s *Step) check() string {
 		return "has a nil function"
 	case s.kind != KindSplit && s.into != nil:
 		return "declares Into outputs, but only a split has them"
-	case s.kind == KindRename && s.to.Type == "":
-		return "renames to an empty type name"
+	case s.kind == KindRename && typeProblem(s.to.Type) != "":
+		return "renames to a type name that " + typeProblem(s.to.Type)
 	case s.kind == KindRename && s.to == s.from:
 		return "renames to itself"
 	}
 	for _, k := range s.into {
-		if k.Type == "" {
-			return "declares an output with an empty type name"
+		if reason := typeProblem(k.Type); reason != "" {
+			return "declares an output whose type name " + reason
 		}
 	}
 	return ""

@@ -40,14 +40,27 @@ type Fixture[T any, PT aggregate.Root[T]] struct {
 	given []any
 }
 
-// For starts a test of aggregate type typ, reporting failures to t.
+// For starts a test of aggregate type typ, reporting failures to t. A nil
+// typ (a NewType whose error was ignored) is a fatal failure of t.
 func For[T any, PT aggregate.Root[T]](t testing.TB, typ *aggregate.Type[T, PT]) *Fixture[T, PT] {
+	t.Helper()
+	if typ == nil {
+		t.Fatalf("aggregatetest: For: the aggregate type is nil (did aggregate.NewType fail?)")
+	}
 	return &Fixture[T, PT]{t: t, typ: typ, id: "test"}
 }
 
 // WithID sets the aggregate's ID, given to the type's constructor; the
-// default is "test".
+// default is "test". An ID that the command bus would refuse (empty, or
+// making no valid stream name: see [aggregate.Type.ValidateID]) is a fatal
+// failure of the test, since no dispatch could reach such an aggregate.
 func (f *Fixture[T, PT]) WithID(id string) *Fixture[T, PT] {
+	f.t.Helper()
+	if f.typ != nil {
+		if err := f.typ.ValidateID(id); err != nil {
+			f.t.Fatalf("aggregatetest: WithID: %v", err)
+		}
+	}
 	f.id = id
 	return f
 }
@@ -68,6 +81,9 @@ func (f *Fixture[T, PT]) Given(events ...any) *Fixture[T, PT] {
 // When builds the aggregate from the given events and lets it handle cmd.
 func (f *Fixture[T, PT]) When(cmd any) *Outcome[T, PT] {
 	f.t.Helper()
+	if f.typ == nil { // For has failed the test, with a TB that goes on
+		return &Outcome[T, PT]{t: f.t, f: f, cmd: cmd, broken: true}
+	}
 	o := &Outcome[T, PT]{t: f.t, f: f, cmd: cmd, state: f.typ.New(f.id)}
 	given, err := f.roundTrip(f.given)
 	if err != nil {

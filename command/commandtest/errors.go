@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
 var errorTests = []test{
@@ -23,6 +24,7 @@ var errorTests = []test{
 	{"UnregisteredStoredType", testUnregisteredStoredType},
 	{"ConflictsAreBounded", testConflictsBounded},
 	{"EmptyAggregateID", testEmptyAggregateID},
+	{"BadMessages", testBadMessages},
 }
 
 type unrouted struct{ ID string }
@@ -38,7 +40,7 @@ func testRouting(t *testing.T, e *env) {
 	assert.Contains(t, err.Error(), "commandtest.unrouted", "the error names the command type")
 
 	_, err = b.Dispatch(context.Background(), command.Message{})
-	assert.ErrorIs(t, err, command.ErrNoRoute, "a message without a command")
+	storetest.RequireInvalid(t, err, "Message.Command", "a message without a command")
 
 	// A pointer is another Go type: no route, rather than a guess.
 	_, err = b.Dispatch(context.Background(), command.Message{Command: &Increment{ID: e.id("x")}})
@@ -57,13 +59,18 @@ func testRouting(t *testing.T, e *env) {
 	err = command.Route[command.Command](b, counterType(t, 0))
 	assert.ErrorIs(t, err, command.ErrDuplicateRoute, "an interface type can never match a command")
 
-	// A command whose AggregateID panics (a nil pointer) is an error.
+	// A nil pointer command is refused before its AggregateID is called.
 	pb := e.bus(command.Options{}, 0)
 	ptrType, err := aggregate.NewType[Counter]("ptrcounter", aggregate.Options[Counter]{})
 	require.NoError(t, err)
 	require.NoError(t, command.Route[*unrouted](pb, ptrType))
 	_, err = pb.Dispatch(context.Background(), command.Message{Command: (*unrouted)(nil)})
-	assert.ErrorIs(t, err, aggregate.ErrPanicked)
+	storetest.RequireInvalid(t, err, "Message.Command", "a nil pointer command")
+	assert.Contains(t, err.Error(), "*commandtest.unrouted")
+
+	// A route to a nil aggregate type is refused, not a panic.
+	err = command.Route[unrouted, Counter](pb, nil)
+	storetest.RequireInvalid(t, err, "aggregate type", "a route to a nil aggregate type")
 
 	// Snapshots of a type the codec cannot encode are refused at set-up.
 	other, err := aggregate.NewType[Counter]("othercounter", aggregate.Options[Counter]{SnapshotEvery: 10})

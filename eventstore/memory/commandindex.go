@@ -16,11 +16,8 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (ev
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, false, err
 	}
-	if err := eventstore.ValidateStream(stream); err != nil {
+	if ask, err := eventstore.CheckCommandLookup(stream, commandID); !ask {
 		return eventstore.AppendResult{}, false, err
-	}
-	if commandID == "" {
-		return eventstore.AppendResult{}, false, nil
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -64,6 +64,9 @@ func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, n
 	if err := eventstore.ValidateConsumerName(name); err != nil {
 		return err
 	}
+	if err := eventstore.CheckFence(name, fence); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -90,7 +93,19 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.idTakenLocked(d); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
 	return copyLetter(c.parkLocked(d)), nil
+}
+
+// idTakenLocked refuses a dead letter whose ID names another event's dead
+// letter (see [eventstore.CheckDeadLetterID]).
+func (c *Consumers) idTakenLocked(d eventstore.DeadLetter) error {
+	if old, ok := c.dead[d.Consumer][d.ID]; ok && d.ID != "" {
+		return eventstore.CheckDeadLetterID(d, old.Event.StreamID, old.Event.ID, old.Part)
+	}
+	return nil
 }
 
 // keyedLocked prepares d to be stored: with the ID and first failure of
@@ -150,7 +165,7 @@ func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[
 
 // DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
 func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -180,7 +195,7 @@ func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int,
 
 // DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
 func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -249,6 +264,9 @@ func (c *Consumers) RenewLease(ctx context.Context, l eventstore.Lease, ttl time
 
 // ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
 func (c *Consumers) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
+	if err := eventstore.ValidateHeldLease(l); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

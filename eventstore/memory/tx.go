@@ -124,6 +124,9 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 // SaveCheckpointTx implements [eventstore.TxCheckpointStore.SaveCheckpointTx].
 // A move that would fail now fails at once; the commit checks it again.
 func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+	if err := eventstore.CheckFence(name, fence); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -164,8 +167,14 @@ func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 		return eventstore.DeadLetter{}, errTxDone
 	}
 	c.mu.Lock()
-	d = c.keyedLocked(d)
+	err := c.idTakenLocked(d)
+	if err == nil {
+		d = c.keyedLocked(d)
+	}
 	c.mu.Unlock()
+	if err != nil {
+		return eventstore.DeadLetter{}, err
+	}
 	tx.parks = append(tx.parks, d)
 	return copyLetter(d), nil
 }

@@ -16,7 +16,7 @@ func TestTxCommitsEverythingOrNothing(t *testing.T) {
 	ctx := context.Background()
 	c := memory.NewConsumers()
 	d, err := c.ParkDeadLetter(ctx, eventstore.DeadLetter{Consumer: "p",
-		Event: eventstore.Event{EventData: eventstore.EventData{ID: eventstore.NewEventID()}, StreamID: "s-1", Position: eventstore.Position{Major: 1}}})
+		Event: eventstore.Event{EventData: eventstore.EventData{ID: eventstore.NewEventID(), Type: "t"}, StreamID: "s-1", Position: eventstore.Position{Major: 1}}})
 	require.NoError(t, err)
 
 	// A failing function keeps nothing of its writes, moves or deletions.

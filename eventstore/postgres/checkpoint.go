@@ -70,9 +70,8 @@ func (s *Store) saveCheckpoint(ctx context.Context, q querier, name string, expe
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if fence > eventstore.Fence(1<<63-1) {
-		return &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "checkpoint fence",
-			Reason: fmt.Sprintf("is %d, not below 2^63", fence)}
+	if err := eventstore.CheckFence(name, fence); err != nil {
+		return err
 	}
 	for range maxRaces {
 		tag, err := q.Exec(ctx, s.fill(`UPDATE {{s}}.checkpoints SET major = $2, minor = $3, fence = $4, updated_at = statement_timestamp()

@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/oklog/ulid/v2"
 
@@ -51,10 +53,6 @@ func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.Dead
 		return eventstore.DeadLetter{}, err
 	}
 	e := d.Event
-	if e.Version > math.MaxInt64 {
-		return eventstore.DeadLetter{}, &eventstore.InvalidArgumentError{Stream: e.StreamID, Index: -1, Field: "dead letter version",
-			Reason: fmt.Sprintf("is %d, more than PostgreSQL's bigint holds", e.Version)}
-	}
 	// JSON goes as text: bytes would be sent as bytea when the pool does
 	// not prepare statements.
 	var extra *string
@@ -68,6 +66,8 @@ func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.Dead
 	}
 	if d.ID == "" {
 		d.ID = ulid.Make().String()
+	} else if err := s.letterIDFree(ctx, q, d); err != nil {
+		return eventstore.DeadLetter{}, err
 	}
 	data := e.Data
 	if data == nil {
@@ -85,6 +85,13 @@ func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.Dead
 		e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
 		extra, e.RecordedAt, d.Error, d.Attempts, d.FirstFailure, d.LastFailure,
 	).Scan(&d.ID, &d.FirstFailure)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dead_letters_id" {
+		// Another transaction took the ID since letterIDFree looked.
+		if idErr := s.letterIDFree(ctx, q, d); idErr != nil {
+			return eventstore.DeadLetter{}, idErr
+		}
+	}
 	if err != nil {
 		return eventstore.DeadLetter{}, fmt.Errorf("postgres: consumer %q parking event %s (stream %q, version %d, type %q): %w",
 			d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err)
@@ -92,6 +99,24 @@ func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.Dead
 	d.FirstFailure = d.FirstFailure.UTC()
 	d.Event.EventData = d.Event.EventData.Clone()
 	return d, nil
+}
+
+// letterIDFree refuses d when its ID names another event's dead letter,
+// before the unique key on (consumer, id) refuses the insert with a bare
+// constraint error (which would also abort the caller's transaction).
+func (s *Store) letterIDFree(ctx context.Context, q querier, d eventstore.DeadLetter) error {
+	var stream string
+	var eventID pgtype.UUID
+	var part int
+	err := q.QueryRow(ctx, s.fill(`SELECT stream, event_id, part FROM {{s}}.dead_letters WHERE consumer = $1 AND id = $2`),
+		d.Consumer, d.ID).Scan(&stream, &eventID, &part)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: consumer %q looking up dead letter %q: %w", d.Consumer, d.ID, err)
+	}
+	return eventstore.CheckDeadLetterID(d, stream, eventID.Bytes, part)
 }
 
 // DeadLetters implements [eventstore.DeadLetterStore.DeadLetters], oldest
@@ -140,7 +165,7 @@ func (s *Store) deadLetters(ctx context.Context, consumer string) ([]eventstore.
 
 // DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
 func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -178,7 +203,7 @@ func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, err
 
 // DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
 func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -188,6 +213,9 @@ func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error
 }
 
 func (s *Store) deleteDeadLetter(ctx context.Context, q querier, consumer, id string) error {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+		return err
+	}
 	tag, err := q.Exec(ctx, s.fill(`DELETE FROM {{s}}.dead_letters WHERE consumer = $1 AND id = $2`), consumer, id)
 	if err != nil {
 		return fmt.Errorf("postgres: deleting dead letter %q of consumer %q: %w", id, consumer, err)

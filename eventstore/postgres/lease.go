@@ -48,7 +48,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		return l, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return eventstore.Lease{}, false, s.closedOr(fmt.Errorf("postgres: %s acquiring lease %q: %w", holder, name, err))
+		return eventstore.Lease{}, false, s.closedOr(fmt.Errorf("postgres: %q acquiring lease %q: %w", holder, name, err))
 	}
 	// Someone else holds it: report who. The row may have changed since,
 	// which only makes the answer older; the caller tries again later.
@@ -77,14 +77,14 @@ func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Dur
 		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	if err != nil {
-		return eventstore.Lease{}, s.closedOr(fmt.Errorf("postgres: %s renewing lease %q: %w", l.Holder, l.Name, err))
+		return eventstore.Lease{}, s.closedOr(fmt.Errorf("postgres: %q renewing lease %q: %w", l.Holder, l.Name, err))
 	}
 	return renewed, nil
 }
 
 // ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
 func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
-	if err := eventstore.ValidateConsumerName(l.Name); err != nil {
+	if err := eventstore.ValidateHeldLease(l); err != nil {
 		return err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -93,7 +93,7 @@ func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
 	tag, err := s.pool.Exec(ctx, s.fill(`UPDATE {{s}}.leases SET expires_at = NULL
 		WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at IS NOT NULL`), l.Name, l.Holder, l.Fence.Int64())
 	if err != nil {
-		return s.closedOr(fmt.Errorf("postgres: %s releasing lease %q: %w", l.Holder, l.Name, err))
+		return s.closedOr(fmt.Errorf("postgres: %q releasing lease %q: %w", l.Holder, l.Name, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}

@@ -33,10 +33,6 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap eventstore.Snapshot) erro
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if snap.Version > math.MaxInt64 {
-		return &eventstore.InvalidArgumentError{Stream: snap.Stream, Index: -1, Field: "snapshot version",
-			Reason: fmt.Sprintf("is %d, more than PostgreSQL's bigint holds", snap.Version)}
-	}
 	_, err := s.pool.Exec(ctx, s.fill(`INSERT INTO {{s}}.snapshots (stream, version, type, schema_version, data)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (stream) DO UPDATE SET version = excluded.version, type = excluded.type,

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -34,20 +33,12 @@ func (s *Store) SaveCheckpoint(ctx context.Context, name string, expected, next 
 	if err := eventstore.ValidateConsumerName(name); err != nil {
 		return err
 	}
-	if err := checkFence(name, fence); err != nil {
+	if err := eventstore.CheckFence(name, fence); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *writeTx) error {
 		return saveCheckpoint(tx.conn, name, expected, next, fence)
 	})
-}
-
-func checkFence(name string, fence eventstore.Fence) error {
-	if fence > math.MaxInt64 {
-		return &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "checkpoint fence",
-			Reason: fmt.Sprintf("is %d, not below 2^63", fence)}
-	}
-	return nil
 }
 
 func readCheckpoint(q querier, name string) (eventstore.Checkpoint, error) {
@@ -76,7 +67,7 @@ func readCheckpoint(q querier, name string) (eventstore.Checkpoint, error) {
 // it matches nothing, the stored checkpoint says why, or, for a consumer
 // without one, an INSERT creates it.
 func saveCheckpoint(q execer, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := checkFence(name, fence); err != nil {
+	if err := eventstore.CheckFence(name, fence); err != nil {
 		return err
 	}
 	now := time.Now().UnixNano()

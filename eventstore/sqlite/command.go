@@ -22,11 +22,8 @@ const sqlCommandResult = `SELECT min(version), max(version), max(position)
 // It assumes, as the command bus guarantees, that one command's events are
 // appended together.
 func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (r eventstore.AppendResult, found bool, err error) {
-	if err := eventstore.ValidateStream(stream); err != nil {
-		return r, false, err
-	}
-	if commandID == "" {
-		return r, false, nil // no command: events without one are nobody's
+	if ask, err := eventstore.CheckCommandLookup(stream, commandID); !ask {
+		return r, false, err // no command: events without one are nobody's
 	}
 	if err := s.readable(ctx); err != nil {
 		return r, false, err

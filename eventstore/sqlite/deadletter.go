@@ -3,11 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"iter"
 	"math"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -27,7 +29,7 @@ const letterColumns = `id, consumer, part, error, attempts, first_failure, last_
 // and first failure that were stored first.
 func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	var parked eventstore.DeadLetter
-	err := checkLetter(d)
+	err := eventstore.CheckDeadLetter(d)
 	if err == nil {
 		err = s.write(ctx, func(tx *writeTx) error {
 			parked, err = parkDeadLetter(tx.conn, d)
@@ -41,7 +43,7 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 // the upsert of [Store.ParkDeadLetter] in tx, the transaction of a running
 // [Store.InTx].
 func (s *Store) ParkDeadLetterTx(ctx context.Context, tx *sql.Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
-	if err := checkLetter(d); err != nil {
+	if err := eventstore.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -51,28 +53,6 @@ func (s *Store) ParkDeadLetterTx(ctx context.Context, tx *sql.Tx, d eventstore.D
 		return eventstore.DeadLetter{}, errNilTx
 	}
 	return parkDeadLetter(tx, d)
-}
-
-// checkLetter checks a dead letter as every store does, and what SQLite's
-// signed integers can hold.
-func checkLetter(d eventstore.DeadLetter) error {
-	if err := eventstore.CheckDeadLetter(d); err != nil {
-		return err
-	}
-	e := d.Event
-	bad := func(field, reason string) error {
-		return &eventstore.InvalidArgumentError{Stream: e.StreamID, Index: -1, Field: field, Reason: reason}
-	}
-	switch {
-	case e.Version > math.MaxInt64:
-		return bad("dead letter version", fmt.Sprintf("is %d, more than SQLite's integers hold", e.Version))
-	case e.Position.Major > math.MaxInt64:
-		return bad("dead letter position", fmt.Sprintf("is %s, more than SQLite's integers hold", e.Position))
-	}
-	if _, err := encodeExtra(e.Metadata.Extra); err != nil {
-		return bad("dead letter metadata", err.Error())
-	}
-	return nil
 }
 
 // parkDeadLetter runs the upsert of a checked dead letter in a write
@@ -85,6 +65,8 @@ func parkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, 
 	}
 	if d.ID == "" {
 		d.ID = ulid.Make().String()
+	} else if err := letterIDFree(q, d); err != nil {
+		return eventstore.DeadLetter{}, err
 	}
 	data := e.Data
 	if data == nil {
@@ -114,8 +96,32 @@ func parkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, 
 	return d, nil
 }
 
+// letterIDFree refuses d when its ID names another event's dead letter:
+// the unique key on (consumer, id) would refuse the insert with a bare
+// constraint error. It runs in the write transaction of the insert, so
+// nothing comes in between.
+func letterIDFree(q querier, d eventstore.DeadLetter) error {
+	var stream string
+	var eventID []byte
+	var part int
+	err := q.QueryRowContext(noInterrupt, `SELECT stream, event_id, part FROM cairn_dead_letters WHERE consumer = ? AND id = ?`,
+		d.Consumer, d.ID).Scan(&stream, &eventID, &part)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: consumer %q looking up dead letter %q: %w", d.Consumer, d.ID, err)
+	}
+	id, err := uuid.FromBytes(eventID)
+	if err != nil {
+		return fmt.Errorf("%w: dead letter %q of consumer %q has event ID %x", eventstore.ErrCorrupt, d.ID, d.Consumer, eventID)
+	}
+	return eventstore.CheckDeadLetterID(d, stream, id, part)
+}
+
 // unixNanos stores a time as Unix nanoseconds, the zero time as 0 (its
-// UnixNano is out of range).
+// UnixNano is out of range). eventstore.CheckDeadLetter refuses the other
+// times that UnixNano cannot hold (before 1678, after 2262).
 func unixNanos(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -150,6 +156,9 @@ func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[even
 
 // DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
 func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
 	letters, err := s.letters(ctx, consumer, id, true)
 	if err != nil {
 		return eventstore.DeadLetter{}, err
@@ -248,13 +257,16 @@ func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, err
 
 // DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
 func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *writeTx) error { return deleteDeadLetter(tx.conn, consumer, id) })
 }
 
 func deleteDeadLetter(q execer, consumer, id string) error {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+		return err
+	}
 	res, err := q.ExecContext(noInterrupt, `DELETE FROM cairn_dead_letters WHERE consumer = ? AND id = ?`, consumer, id)
 	if err != nil {
 		return fmt.Errorf("sqlite: delete dead letter %q of consumer %q: %w", id, consumer, err)

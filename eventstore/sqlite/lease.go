@@ -60,7 +60,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		return err
 	})
 	if err != nil {
-		return eventstore.Lease{}, false, fmt.Errorf("sqlite: %s acquiring lease %q: %w", holder, name, err)
+		return eventstore.Lease{}, false, fmt.Errorf("sqlite: %q acquiring lease %q: %w", holder, name, err)
 	}
 	return l, got, nil
 }
@@ -84,14 +84,14 @@ func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Dur
 		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	if err != nil {
-		return eventstore.Lease{}, fmt.Errorf("sqlite: %s renewing lease %q: %w", l.Holder, l.Name, err)
+		return eventstore.Lease{}, fmt.Errorf("sqlite: %q renewing lease %q: %w", l.Holder, l.Name, err)
 	}
 	return renewed, nil
 }
 
 // ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
 func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
-	if err := eventstore.ValidateConsumerName(l.Name); err != nil {
+	if err := eventstore.ValidateHeldLease(l); err != nil {
 		return err
 	}
 	var n int64
@@ -105,7 +105,7 @@ func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: %s releasing lease %q: %w", l.Holder, l.Name, err)
+		return fmt.Errorf("sqlite: %q releasing lease %q: %w", l.Holder, l.Name, err)
 	}
 	if n == 0 {
 		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}

@@ -20,10 +20,6 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap eventstore.Snapshot) erro
 	if err := eventstore.ValidateSnapshot(snap); err != nil {
 		return err
 	}
-	if snap.Version > math.MaxInt64 {
-		return &eventstore.InvalidArgumentError{Stream: snap.Stream, Index: -1, Field: "snapshot version",
-			Reason: fmt.Sprintf("is %d, more than SQLite's integers hold", snap.Version)}
-	}
 	return s.write(ctx, func(tx *writeTx) error {
 		_, err := tx.conn.ExecContext(noInterrupt, `INSERT INTO cairn_snapshots (stream, version, type, schema_version, data, recorded_at)
 			VALUES (?, ?, ?, ?, ?, ?)

@@ -54,12 +54,26 @@ func testBadAppends(t *testing.T, s eventstore.Store) {
 		{"empty metadata key", n.stream("m"), withEvent(0, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"": "v"} }), "metadata", 0},
 		{"invalid UTF-8 metadata value", n.stream("m"), withEvent(1, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"k": "bad\xff"} }), "metadata", 1},
 		{"control character in metadata key", n.stream("m"), withEvent(2, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"a\nb": "v"} }), "metadata", 2},
-		{"NUL byte in command ID", n.stream("m"), withEvent(0, func(e *eventstore.EventData) { e.Metadata.CommandID = "cmd\x00" }), "metadata", 0},
-		{"invalid UTF-8 correlation ID", n.stream("m"), withEvent(1, func(e *eventstore.EventData) { e.Metadata.CorrelationID = "\xc3" }), "metadata", 1},
+		{"NUL byte in command ID", n.stream("m"), withEvent(0, func(e *eventstore.EventData) { e.Metadata.CommandID = "cmd\x00" }), "command ID", 0},
+		{"invalid UTF-8 correlation ID", n.stream("m"), withEvent(1, func(e *eventstore.EventData) { e.Metadata.CorrelationID = "\xc3" }), "correlation ID", 1},
+		// One input, one message: the IDs are checked in a fixed order.
+		{"bad correlation, causation and command IDs", n.stream("m"), withEvent(2, func(e *eventstore.EventData) {
+			e.Metadata = eventstore.Metadata{CorrelationID: "x\x00", CausationID: "y\x00", CommandID: "z\x00"}
+		}), "correlation ID", 2},
+		{"bad causation and command IDs", n.stream("m"), withEvent(0, func(e *eventstore.EventData) {
+			e.Metadata = eventstore.Metadata{CausationID: "y\xff", CommandID: "z\x00"}
+		}), "causation ID", 0},
+		{"overlong command ID", n.stream("m"), withEvent(1, func(e *eventstore.EventData) {
+			e.Metadata.CommandID = strings.Repeat("c", eventstore.MaxCommandIDLen+1)
+		}), "command ID", 1},
 		{"repeated ID in one append", n.stream("id"), dup, "id", 2},
 	}
 	for _, c := range cases {
+		// Twice: a message that depended on map order would differ.
+		_, first := s.Append(ctx, c.stream, eventstore.Any, c.events...)
 		_, err := s.Append(ctx, c.stream, eventstore.Any, c.events...)
+		require.Error(t, first, c.name)
+		assert.Equal(t, first.Error(), err.Error(), c.name)
 		require.Error(t, err, c.name)
 		require.ErrorIs(t, err, eventstore.ErrInvalidArgument, c.name)
 		var bad *eventstore.InvalidArgumentError
@@ -67,6 +81,7 @@ func testBadAppends(t *testing.T, s eventstore.Store) {
 		assert.Equal(t, c.stream, bad.Stream, c.name)
 		assert.Equal(t, c.index, bad.Index, c.name)
 		assert.Contains(t, bad.Field, c.field, c.name)
+		assert.LessOrEqual(t, len(err.Error()), 512, "%s: the message quotes a long value in part: %s", c.name, err)
 	}
 	requireNothingWritten(t, s, n, "every append was invalid")
 }

@@ -29,6 +29,7 @@ func RunCheckpoints(t *testing.T, newStore CheckpointFactory) {
 		{"NamesAreIndependent", testCheckpointNames},
 		{"RacingSavesOneWins", testCheckpointRace},
 		{"BadNames", testCheckpointBadNames},
+		{"BadFences", testCheckpointBadFences},
 		{"CanceledContext", testCheckpointCanceled},
 	})
 }

@@ -36,6 +36,7 @@ func RunCommandIndex(t *testing.T, newStore CommandIndexFactory) {
 		{"SameIDInOtherStreams", testCommandOtherStreams},
 		{"AfterLaterAppends", testCommandAfterLater},
 		{"BadStreamName", testCommandBadStream},
+		{"UnstorableCommandID", testCommandUnstorableID},
 		{"CanceledContext", testCommandCanceled},
 	})
 }

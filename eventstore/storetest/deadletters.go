@@ -27,6 +27,9 @@ func RunDeadLetters(t *testing.T, newStore DeadLetterFactory) {
 		{"ListsOldestFirstPerConsumer", testDeadLetterList},
 		{"DeleteAndNotFound", testDeadLetterDelete},
 		{"BadInput", testDeadLetterBadInput},
+		{"BadInputTable", testDeadLetterBadTable},
+		{"IDOfAnotherEvent", testDeadLetterIDTaken},
+		{"LookupsByUnstorableID", testDeadLetterLookups},
 	})
 }
 

@@ -27,6 +27,7 @@ func RunLeases(t *testing.T, newStore LeaseFactory) {
 		{"ReleaseHandsOverAtOnce", testLeaseRelease},
 		{"RacingAcquiresOneWins", testLeaseRace},
 		{"BadRequests", testLeaseBadRequests},
+		{"BadInputTable", testLeaseBadTable},
 	})
 }
 

@@ -29,6 +29,7 @@ func RunSnapshots(t *testing.T, newStore SnapshotFactory) {
 		{"StreamsAreIndependent", testSnapshotStreamsIndependent},
 		{"SharesNoMemory", testSnapshotSharesNoMemory},
 		{"BadInputStoresNothing", testSnapshotBadInput},
+		{"BadInputTable", testSnapshotBadTable},
 		{"ConcurrentSaves", testSnapshotConcurrent},
 		{"CanceledContext", testSnapshotCanceled},
 	})

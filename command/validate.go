@@ -1,0 +1,40 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// validate refuses a message before anything is loaded or decided, naming
+// the field of Message that is wrong: the bus copies ID, CorrelationID,
+// CausationID and Extra into the events' metadata, where the store would
+// refuse them as "command ID", "correlation ID", ... after the aggregate
+// had decided, and with the ID copied three times into the size.
+func (m *Message) validate() error {
+	bad := func(field, reason string) error {
+		return &eventstore.InvalidArgumentError{Index: -1, Field: field, Reason: reason}
+	}
+	if m.Command == nil {
+		return bad("Message.Command", "is nil")
+	}
+	if v := reflect.ValueOf(m.Command); v.Kind() == reflect.Pointer && v.IsNil() {
+		return bad("Message.Command", fmt.Sprintf("is a nil %T", m.Command))
+	}
+	err := eventstore.ValidateMetadata(eventstore.Metadata{
+		CorrelationID: m.CorrelationID, CausationID: m.CausationID, CommandID: m.ID, Extra: m.Extra,
+	})
+	var invalid *eventstore.InvalidArgumentError
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	field := map[string]string{
+		"correlation ID": "Message.CorrelationID",
+		"causation ID":   "Message.CausationID",
+		"command ID":     "Message.ID",
+		"metadata":       "Message.Extra",
+	}[invalid.Field]
+	return bad(field, invalid.Reason)
+}

@@ -14,8 +14,8 @@ import (
 // goroutine each: the runner waits for the earliest only.
 type timers struct {
 	mu      sync.Mutex
-	pending map[string][]due              // instance -> its pending deadlines (few: a slice beats a map)
-	version map[string]uint64               // instance -> version of the record the entry came from
+	pending map[string][]due  // instance -> its pending deadlines (few: a slice beats a map)
+	version map[string]uint64 // instance -> version of the record the entry came from
 	heap    dueHeap
 	changed chan struct{} // closed and replaced when an earlier deadline arrives
 }

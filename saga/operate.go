@@ -18,7 +18,7 @@ func (r *Runner[S]) Retry(ctx context.Context, id string) (Outcome, error) {
 		return 0, err
 	}
 	defer unlock()
-	in, err := r.e.load(ctx, id)
+	in, err := r.e.read(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -96,7 +96,7 @@ func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *inst
 	}
 	defer unlock()
 	for conflicts := 0; ; conflicts++ {
-		in, err := r.e.load(ctx, id)
+		in, err := r.e.read(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -115,9 +115,10 @@ func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *inst
 		}
 		_, err = r.e.store.Append(ctx, in.stream, in.expected(), data)
 		if err == nil {
-			r.e.notify(id, in.version+1, &rec)
+			r.e.stepped(in, in.version+1, &rec)
 			return r.e.drain(ctx, id)
 		}
+		r.e.cache.Evict(in.stream)
 		if !isConflict(err) || conflicts >= maxConflicts {
 			return err
 		}

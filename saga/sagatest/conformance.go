@@ -57,6 +57,7 @@ func Run(t *testing.T, newStores Factory) {
 // flow is the reservation flow on one set of stores.
 type flow struct {
 	Stores
+	log    *slog.Logger
 	reg    *codec.Registry
 	bus    *command.Bus
 	clock  *Clock
@@ -89,7 +90,7 @@ func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
 		t.Fatal(err)
 	}
 	r, err := saga.NewRunner(sale, f.Events, f.bus, saga.RunnerOptions{Clock: f.clock, Checkpoints: f.Consumers,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxBatchDelay: time.Millisecond})
+		Logger: f.logger(), MaxBatchDelay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +218,13 @@ func testRedelivered(t *testing.T, f *flow) {
 }
 
 func testTwoRunners(t *testing.T, f *flow) {
+	logs := &lockedWriter{}
+	f.log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -251,7 +259,35 @@ func testTwoRunners(t *testing.T, f *flow) {
 			t.Errorf("runner: %v", err)
 		}
 	}
+	if !f.settledWithDeadlines(t) {
+		f.explainUnsettled(t)
+	}
 	f.check(t, true)
+}
+
+// explainUnsettled reports, for a test that failed, the saga instances of
+// the orders that did not end.
+func (f *flow) explainUnsettled(t *testing.T) {
+	r := f.runner(t)
+	for _, o := range f.orders {
+		x, err := r.Explain(context.Background(), o.id)
+		if err != nil {
+			t.Errorf("explaining %s: %v", o.id, err)
+			continue
+		}
+		if x.Completed {
+			cp, _ := f.Consumers.Checkpoint(context.Background(), r.OutboxConsumer())
+			for st, err := range r.History(context.Background(), o.id) {
+				if err == nil && len(st.Commands) > 0 {
+					t.Logf("instance %s step %d (%s) at %s sent %d commands; outbox checkpoint %s", o.id, st.Version, st.Kind, st.Recorded, len(st.Commands), cp.Position)
+				}
+			}
+		}
+		if !x.Completed {
+			t.Errorf("instance %s did not complete: version %d, last step %+v, deadlines %+v, held %+v, parked %+v",
+				o.id, x.Version, x.LastStep, x.Deadlines, x.Held, x.Parked)
+		}
+	}
 }
 
 // settled reports whether every order that needs no deadline has ended,
@@ -303,4 +339,29 @@ func testDeadlineRestart(t *testing.T, f *flow) {
 	f.clock.Advance(reservation.PaymentWindow)
 	catchUp(t, after)
 	f.check(t, true)
+}
+
+func (f *flow) logger() *slog.Logger {
+	if f.log != nil {
+		return f.log
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
 }

@@ -2,8 +2,8 @@ package projection
 
 import (
 	"context"
-	"iter"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"

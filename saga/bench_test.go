@@ -35,7 +35,9 @@ type (
 
 func (c Pong) AggregateID() string { return c.ID }
 
-func (p *PongCount) Handle(context.Context, any) ([]any, error) { return []any{Ponged{N: p.N + 1}}, nil }
+func (p *PongCount) Handle(context.Context, any) ([]any, error) {
+	return []any{Ponged{N: p.N + 1}}, nil
+}
 func (p *PongCount) Apply(e any) error {
 	if e, ok := e.(Ponged); ok {
 		p.N = e.N

@@ -155,11 +155,19 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		if in.exists {
 			next = in.version + 1
 		}
-		data, err := encodeRecord(in.stream, next, rec, msg.in.Metadata)
+		data, err := encodeRecord(in.stream, next, msg.key(), rec, msg.in.Metadata)
 		if err != nil {
 			return 0, nil, fmt.Errorf("saga %q, instance %q: encoding the step record: %w", e.t.name, id, err)
 		}
-		_, err = e.store.Append(ctx, in.stream, in.expected(), data)
+		res, err := e.store.Append(ctx, in.stream, in.expected(), data)
+		if err == nil && res.Duplicate {
+			// This step of this message was stored already (an earlier
+			// attempt whose reply was lost, or another runner deciding the
+			// same): the store's record counts, not the one decided here.
+			e.cache.Evict(in.stream)
+			e.stats.count(duplicate)
+			return duplicate, nil, nil
+		}
 		if err == nil {
 			e.stats.count(out)
 			e.stepped(in, next, rec)

@@ -109,11 +109,17 @@ func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *inst
 			return err
 		}
 		rec.Handled.At = r.e.now().UTC()
-		data, err := encodeRecord(in.stream, in.version+1, &rec, eventstore.Metadata{})
+		h := rec.Handled
+		key := "op/" + h.Kind + "/" + h.Source + "/" + uitoa(h.Sequence) + "/" + h.Deadline
+		data, err := encodeRecord(in.stream, in.version+1, key, &rec, eventstore.Metadata{})
 		if err != nil {
 			return err
 		}
-		_, err = r.e.store.Append(ctx, in.stream, in.expected(), data)
+		res, err := r.e.store.Append(ctx, in.stream, in.expected(), data)
+		if err == nil && res.Duplicate {
+			r.e.cache.Evict(in.stream)
+			return r.e.drain(ctx, id)
+		}
 		if err == nil {
 			r.e.stepped(in, in.version+1, &rec)
 			return r.e.drain(ctx, id)

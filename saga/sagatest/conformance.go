@@ -275,8 +275,16 @@ func (f *flow) explainUnsettled(t *testing.T) {
 			t.Errorf("explaining %s: %v", o.id, err)
 			continue
 		}
-		if x.Completed {
+		if !x.Completed {
 			cp, _ := f.Consumers.Checkpoint(context.Background(), r.OutboxConsumer())
+			ecp, _ := f.Consumers.Checkpoint(context.Background(), r.EventsConsumer())
+			var pays []string
+			for e, err := range f.Events.ReadStream(context.Background(), "payment-"+o.id, eventstore.Forward(0)) {
+				if err == nil {
+					pays = append(pays, e.Type+"@"+e.Position.String())
+				}
+			}
+			t.Logf("instance %s: outbox at %s, events at %s, payment events %v", o.id, cp.Position, ecp.Position, pays)
 			for st, err := range r.History(context.Background(), o.id) {
 				if err == nil && len(st.Commands) > 0 {
 					t.Logf("instance %s step %d (%s) at %s sent %d commands; outbox checkpoint %s", o.id, st.Version, st.Kind, st.Recorded, len(st.Commands), cp.Position)
@@ -304,9 +312,19 @@ func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
 	t.Helper()
 	ctx := context.Background()
 	orders, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
+	pays, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
 	for _, o := range f.orders {
 		want := reservation.Expect(o.seats, o.amount)
 		if want.AfterDeadline && !withDeadlines {
+			// Its deadline must be set before the clock moves: the step
+			// that sets it also sends the payment, which stays pending.
+			pi, err := pays.Load(ctx, o.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pi.State.Pending {
+				return false
+			}
 			continue
 		}
 		inst, err := orders.Load(ctx, o.id)

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/keylock"
+	"github.com/cairn-es/cairn/internal/lru"
 )
 
 // Backoff is the retry schedule after a version conflict: its zero value
@@ -65,11 +66,15 @@ type Options struct {
 // Bus dispatches commands to aggregates. Create it with [New], set up its
 // routes with [Route], then dispatch from any number of goroutines.
 type Bus struct {
-	store   eventstore.Store
-	reg     *codec.Registry
-	opts    Options
-	log     *slog.Logger
-	cache   *cache
+	store eventstore.Store
+	reg   *codec.Registry
+	opts  Options
+	log   *slog.Logger
+	// cache holds loaded aggregate instances by stream. An instance taken
+	// from it is used only under its stream's lock, so it is never shared
+	// by two dispatches at once; whatever makes it stale (a conflict, a
+	// failed or uncertain append) evicts it.
+	cache   *lru.Cache[any]
 	locks   keylock.Locks
 	handler Handler
 
@@ -95,7 +100,7 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 		reg:    reg,
 		opts:   opts,
 		log:    opts.Logger,
-		cache:  newCache(opts.CacheSize),
+		cache:  lru.New[any](opts.CacheSize),
 		routes: make(map[reflect.Type]route),
 		types:  make(map[string]any),
 		repos:  make(map[any]route),
@@ -156,4 +161,4 @@ func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
 }
 
 // CachedAggregates returns how many loaded aggregates the bus keeps now.
-func (b *Bus) CachedAggregates() int { return b.cache.len() }
+func (b *Bus) CachedAggregates() int { return b.cache.Len() }

@@ -108,7 +108,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 			return res, err
 		}
 		if found {
-			b.cache.put(stream, inst)
+			b.cache.Put(stream, inst)
 			res.Version, res.Events, res.Duplicate = prior.LastVersion, prior.Events, true
 			return res, nil
 		}
@@ -118,34 +118,34 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 			// refuse it: look without the bound before returning it, for
 			// the command may have produced events long ago.
 			if prior, found, perr := r.repo.PriorOutcome(ctx, inst, msg.ID); perr != nil || found {
-				b.cache.evict(stream) // Handle may have panicked half-way
+				b.cache.Evict(stream) // Handle may have panicked half-way
 				res.Version, res.Events, res.Duplicate = prior.LastVersion, prior.Events, found
 				return res, perr
 			}
 		}
 		if errors.Is(err, aggregate.ErrPanicked) {
-			b.cache.evict(stream) // a Handle that panicked may have left the state half-changed
+			b.cache.Evict(stream) // a Handle that panicked may have left the state half-changed
 			return res, err
 		}
 		if err != nil {
-			b.cache.put(stream, inst)
+			b.cache.Put(stream, inst)
 			res.Rejected = true
 			return res, err
 		}
 		if len(events) == 0 {
-			b.cache.put(stream, inst)
+			b.cache.Put(stream, inst)
 			res.Version = inst.Version
 			return res, nil
 		}
 		out, err := r.repo.Save(ctx, inst, events, aggregate.SaveOptions{CommandID: msg.ID, Metadata: md})
 		if err == nil {
-			b.cache.put(stream, inst)
+			b.cache.Put(stream, inst)
 			res.Version, res.Events, res.Duplicate = out.LastVersion, out.Events, out.Duplicate
 			return res, nil
 		}
 		// The instance is stale, or its state or the append's outcome is
 		// uncertain: the next dispatch must load it again.
-		b.cache.evict(stream)
+		b.cache.Evict(stream)
 		if out.Events != nil {
 			res.Version, res.Events = out.LastVersion, out.Events
 			return res, err
@@ -181,10 +181,11 @@ func aggregateID(cmd Command) (id string, err error) {
 // load returns the cached instance of stream, brought up to date with the
 // events others appended since, or loads it.
 func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string) (*aggregate.Instance[T, PT], error) {
-	if inst, ok := b.cache.get(stream).(*aggregate.Instance[T, PT]); ok {
+	cached, _ := b.cache.Get(stream)
+	if inst, ok := cached.(*aggregate.Instance[T, PT]); ok {
 		fresh, err := r.repo.Refresh(ctx, inst)
 		if err != nil {
-			b.cache.evict(stream) // partly refreshed: no longer a state of the stream
+			b.cache.Evict(stream) // partly refreshed: no longer a state of the stream
 			return nil, err
 		}
 		return fresh, nil

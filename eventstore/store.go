@@ -65,6 +65,10 @@ type ReadOptions struct {
 	From uint64
 	// Backward reads from From towards version 0.
 	Backward bool
+	// Limit, when positive, ends the read after that many events, and the
+	// store reads no more than that: Backward(End) with Limit 1 is the
+	// stream's last event, at the cost of one.
+	Limit int
 }
 
 // Forward returns options to read forward from version from.

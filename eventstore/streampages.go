@@ -32,8 +32,13 @@ func ReadStreamPages(ctx context.Context, stream string, opts ReadOptions, read 
 			}
 			from = math.MaxInt64
 		}
+		remaining := opts.Limit
 		for {
-			page, err := read(ctx, stream, from, opts.Backward, pageSize)
+			size := pageSize
+			if opts.Limit > 0 {
+				size = min(size, remaining)
+			}
+			page, err := read(ctx, stream, from, opts.Backward, size)
 			if err != nil {
 				yield(Event{}, err)
 				return
@@ -43,7 +48,12 @@ func ReadStreamPages(ctx context.Context, stream string, opts ReadOptions, read 
 					return
 				}
 			}
-			if len(page) < pageSize {
+			if opts.Limit > 0 {
+				if remaining -= len(page); remaining <= 0 {
+					return
+				}
+			}
+			if len(page) < size {
 				return
 			}
 			last := page[len(page)-1].Version

@@ -109,3 +109,40 @@ func TestBatchConsumerRetriesAFailingBatchThenStops(t *testing.T) {
 	_, err = projection.NewBatch("nil", store, consumers, nil, projection.Options{})
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 }
+
+// TestAConsumerThatLosesItsCheckpointStartsOverWithoutWaitingForACommit
+// moves a live consumer's checkpoint from outside (as another process
+// running the same consumer does) while it handles a batch: its save then
+// fails, and it must start over from the moved checkpoint at once, not
+// when the next event happens to be appended.
+func TestAConsumerThatLosesItsCheckpointStartsOverWithoutWaitingForACommit(t *testing.T) {
+	store := memory.New()
+	t.Cleanup(func() { _ = store.Close() })
+	consumers := memory.NewConsumers()
+	appendN(t, store, "d-1", 2)
+	var all []eventstore.Event
+	for e, err := range store.ReadAll(context.Background(), eventstore.Start, eventstore.Filter{}) {
+		require.NoError(t, err)
+		all = append(all, e)
+	}
+	inBatch, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c, err := projection.NewBatch("lost", store, consumers, func(context.Context, []eventstore.Event) error {
+		once.Do(func() { close(inBatch); <-release })
+		return nil
+	}, projection.Options{BatchSize: 1, MaxBatchDelay: time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	<-inBatch
+	// Another process handled both events meanwhile.
+	require.NoError(t, consumers.SaveCheckpoint(context.Background(), "lost", eventstore.Start, all[1].Position, 0))
+	close(release)
+	require.Eventually(t, func() bool {
+		st, err := c.Stats(context.Background())
+		return err == nil && st.Checkpoint == all[1].Position
+	}, 10*time.Second, time.Millisecond, "the consumer started over from the moved checkpoint without a new commit")
+}

@@ -161,7 +161,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}()
 	for {
 		err := c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
-			_, err := c.consume(ctx, c.events.Subscribe(ctx, from, c.opts.Filter), from, fence, nil)
+			_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
+				return c.events.Subscribe(ctx, from, c.opts.Filter)
+			}, from, fence, nil)
 			return err
 		})
 		switch {
@@ -182,7 +184,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 // returns. It takes the lease as Run does; losing it is an error.
 func (c *Consumer) CatchUp(ctx context.Context) error {
 	return c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
-		_, err := c.consume(ctx, c.events.ReadAll(ctx, from, c.opts.Filter), from, fence, nil)
+		_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
+			return c.events.ReadAll(ctx, from, c.opts.Filter)
+		}, from, fence, nil)
 		return err
 	})
 }
@@ -265,10 +269,14 @@ type item struct {
 	err error
 }
 
-// consume handles the events of src in batches until src ends (it returns
-// nil) or fails, or ctx ends. from is the checkpoint src starts after;
-// progress, if set, is told how many stored events each batch handled.
-func (c *Consumer) consume(ctx context.Context, src iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int)) (eventstore.Position, error) {
+// consume handles the events that open yields in batches until they end
+// (it returns nil) or fail, or ctx ends. from is the checkpoint they start
+// after; progress, if set, is told how many stored events each batch
+// handled. open gets a context that ends when consume returns, so that a
+// live subscription waiting for the next commit lets go at once, rather
+// than holding consume (and the session after it) until something is
+// appended.
+func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int)) (eventstore.Position, error) {
 	pend, err := c.pendingLetters(ctx, from)
 	if err != nil {
 		return from, err
@@ -282,7 +290,7 @@ func (c *Consumer) consume(ctx context.Context, src iter.Seq2[eventstore.Event, 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.read(ctx, src, ch)
+		c.read(ctx, open(ctx), ch)
 	}()
 	defer func() {
 		cancel()

@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -116,7 +117,9 @@ func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack fu
 			}
 			opts.Progress(p)
 		}
-		_, err := c.consume(ctx, c.events.ReadAll(ctx, opts.From, c.opts.Filter), opts.From, fence, report)
+		_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
+			return c.events.ReadAll(ctx, opts.From, c.opts.Filter)
+		}, opts.From, fence, report)
 		return err
 	})
 }

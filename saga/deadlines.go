@@ -3,6 +3,7 @@ package saga
 import (
 	"container/heap"
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -13,14 +14,31 @@ import (
 // goroutine each: the runner waits for the earliest only.
 type timers struct {
 	mu      sync.Mutex
-	pending map[string]map[string]time.Time // instance -> deadline ID -> due
-	version map[string]uint64               // instance -> version of the record the entry came from
-	due     dueHeap
+	pending map[string][]due  // instance -> its pending deadlines (few: a slice beats a map)
+	version map[string]uint64 // instance -> version of the record the entry came from
+	heap    dueHeap
 	changed chan struct{} // closed and replaced when an earlier deadline arrives
 }
 
+// due is one pending deadline of an instance.
+type due struct {
+	id string
+	at time.Time
+}
+
+// find returns when deadline id of instance is due, and whether it is
+// pending.
+func (t *timers) find(instance, id string) (time.Time, bool) {
+	for _, d := range t.pending[instance] {
+		if d.id == id {
+			return d.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 func newTimers() *timers {
-	return &timers{pending: make(map[string]map[string]time.Time), version: make(map[string]uint64), changed: make(chan struct{})}
+	return &timers{pending: make(map[string][]due), version: make(map[string]uint64), changed: make(chan struct{})}
 }
 
 // observe records the deadlines pending after record version of instance
@@ -37,15 +55,15 @@ func (t *timers) observe(id string, version uint64, deadlines []deadline) {
 		return
 	}
 	t.version[id] = version
-	set := make(map[string]time.Time, len(deadlines))
+	set := make([]due, 0, len(deadlines))
 	earliest := t.earliest()
 	wake := false
 	for _, d := range deadlines {
-		set[d.ID] = d.At
-		if old, had := t.pending[id][d.ID]; had && old.Equal(d.At) {
+		set = append(set, due{id: d.ID, at: d.At})
+		if old, had := t.find(id, d.ID); had && old.Equal(d.At) {
 			continue // already in the heap
 		}
-		heap.Push(&t.due, dueEntry{at: d.At, instance: id, id: d.ID})
+		heap.Push(&t.heap, dueEntry{at: d.At, instance: id, id: d.ID})
 		wake = wake || earliest.IsZero() || d.At.Before(earliest)
 	}
 	t.pending[id] = set
@@ -58,12 +76,12 @@ func (t *timers) observe(id string, version uint64, deadlines []deadline) {
 // earliest returns when the first live deadline is due, zero for none,
 // dropping heap entries that are no longer pending on the way.
 func (t *timers) earliest() time.Time {
-	for t.due.Len() > 0 {
-		top := t.due[0]
-		if at, ok := t.pending[top.instance][top.id]; ok && at.Equal(top.at) {
+	for t.heap.Len() > 0 {
+		top := t.heap[0]
+		if at, ok := t.find(top.instance, top.id); ok && at.Equal(top.at) {
 			return top.at
 		}
-		heap.Pop(&t.due)
+		heap.Pop(&t.heap)
 	}
 	return time.Time{}
 }
@@ -86,10 +104,12 @@ func (t *timers) popDue(now time.Time) []dueEntry {
 		if at.IsZero() || at.After(now) {
 			return out
 		}
-		e := heap.Pop(&t.due).(dueEntry)
-		delete(t.pending[e.instance], e.id)
-		if len(t.pending[e.instance]) == 0 {
+		e := heap.Pop(&t.heap).(dueEntry)
+		rest := slices.DeleteFunc(t.pending[e.instance], func(d due) bool { return d.id == e.id })
+		if len(rest) == 0 {
 			delete(t.pending, e.instance)
+		} else {
+			t.pending[e.instance] = rest
 		}
 		out = append(out, e)
 	}
@@ -103,11 +123,8 @@ func (t *timers) again(e dueEntry) {
 	if _, live := t.version[e.instance]; !live {
 		return
 	}
-	if t.pending[e.instance] == nil {
-		t.pending[e.instance] = make(map[string]time.Time)
-	}
-	t.pending[e.instance][e.id] = e.at
-	heap.Push(&t.due, e)
+	t.pending[e.instance] = append(t.pending[e.instance], due{id: e.id, at: e.at})
+	heap.Push(&t.heap, e)
 }
 
 // count returns the number of pending deadlines and when the next is due.

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/keylock"
+	"github.com/cairn-es/cairn/internal/lru"
 )
 
 // engine runs the steps of one saga type's instances on a store: the one
@@ -27,6 +28,10 @@ type engine[S any] struct {
 	stats    *counters
 	// stored, when set, is told of every record this engine appends.
 	stored func(id string, version uint64, rec *record)
+	// cache holds the latest record of hot instances, by stream. An entry
+	// is replaced by each step this engine stores, and dropped when an
+	// append finds that another process stepped the instance.
+	cache *lru.Cache[*instance[S]]
 }
 
 // message is one thing for an instance to handle.
@@ -130,11 +135,18 @@ func (e *engine[S]) retried(ctx context.Context, id string, msg *message) (outco
 // parked instead of handling it.
 func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *parkedMessage) (out outcome, herr, err error) {
 	for conflicts := 0; ; conflicts++ {
-		in, err := e.load(ctx, id)
+		in, cached, err := e.load(ctx, id)
 		if err != nil {
 			return 0, nil, err
 		}
 		rec, out, herr := e.decide(ctx, in, msg, park)
+		if herr == nil && rec == nil && cached {
+			// Nothing to store, judged on what this process last saw: another
+			// process may have stepped the instance since (set the deadline
+			// that fires, say), which no append would reveal. Look again.
+			e.cache.Evict(in.stream)
+			continue
+		}
 		if herr != nil || rec == nil {
 			e.stats.count(out)
 			return out, herr, nil
@@ -143,16 +155,25 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		if in.exists {
 			next = in.version + 1
 		}
-		data, err := encodeRecord(in.stream, next, rec, msg.in.Metadata)
+		data, err := encodeRecord(in.stream, next, msg.key(), rec, msg.in.Metadata)
 		if err != nil {
 			return 0, nil, fmt.Errorf("saga %q, instance %q: encoding the step record: %w", e.t.name, id, err)
 		}
-		_, err = e.store.Append(ctx, in.stream, in.expected(), data)
+		res, err := e.store.Append(ctx, in.stream, in.expected(), data)
+		if err == nil && res.Duplicate {
+			// This step of this message was stored already (an earlier
+			// attempt whose reply was lost, or another runner deciding the
+			// same): the store's record counts, not the one decided here.
+			e.cache.Evict(in.stream)
+			e.stats.count(duplicate)
+			return duplicate, nil, nil
+		}
 		if err == nil {
 			e.stats.count(out)
-			e.notify(id, next, rec)
+			e.stepped(in, next, rec)
 			return out, nil, nil
 		}
+		e.cache.Evict(in.stream)
 		if !isConflict(err) || conflicts >= maxConflicts {
 			return 0, nil, fmt.Errorf("saga %q, instance %q: storing the step of %s: %w", e.t.name, id, msg, err)
 		}
@@ -168,7 +189,7 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 // each, until none is left that it can.
 func (e *engine[S]) drain(ctx context.Context, id string) error {
 	for {
-		in, err := e.load(ctx, id)
+		in, _, err := e.load(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -187,9 +208,11 @@ func isConflict(err error) bool {
 	return errors.Is(err, eventstore.ErrWrongVersion) || errors.Is(err, eventstore.ErrEventIDConflict)
 }
 
-// notify tells the engine's observer of a record it appended.
-func (e *engine[S]) notify(id string, version uint64, rec *record) {
+// stepped records that the engine appended rec at version of instance in:
+// in the cache, and to the engine's observer.
+func (e *engine[S]) stepped(in *instance[S], version uint64, rec *record) {
+	e.cache.Put(in.stream, &instance[S]{id: in.id, stream: in.stream, exists: true, version: version, rec: *rec})
 	if e.stored != nil {
-		e.stored(id, version, rec)
+		e.stored(in.id, version, rec)
 	}
 }

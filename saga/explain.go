@@ -89,6 +89,9 @@ type Step struct {
 	Commands []SentCommand
 	// Completed says the step completed the instance.
 	Completed bool
+	// Recorded is the position of the step's own record in the store (zero
+	// in [Explanation.LastStep]).
+	Recorded eventstore.Position
 }
 
 // SentCommand is a command a step sent.
@@ -101,7 +104,7 @@ type SentCommand struct {
 
 // Explain returns instance id as its latest step left it.
 func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], error) {
-	in, err := r.e.load(ctx, id)
+	in, err := r.e.read(ctx, id)
 	if err != nil {
 		return Explanation[S]{}, err
 	}
@@ -158,6 +161,7 @@ func (r *Runner[S]) History(ctx context.Context, id string) iter.Seq2[Step, erro
 				return
 			}
 			s, err := r.step(ev.Version, rec)
+			s.Recorded = ev.Position
 			if !yield(s, err) || err != nil {
 				return
 			}

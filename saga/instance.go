@@ -26,11 +26,39 @@ func (in *instance[S]) expected() eventstore.ExpectedVersion {
 	return eventstore.Exact(in.version)
 }
 
-// load reads the latest record of instance id: one event, however long the
-// instance's history.
-func (e *engine[S]) load(ctx context.Context, id string) (*instance[S], error) {
+// load returns instance id as its latest record left it, for a step: from
+// the cache, or read from the store (one event, however long the
+// instance's history) and cached. The caller holds the instance's lock, so
+// no step of this process lands between the read and the Put. cached says
+// the instance came from the cache: another process may have stepped it
+// since, which the step's append will find out, but a step that decides to
+// store nothing must look again (see engine.step).
+func (e *engine[S]) load(ctx context.Context, id string) (in *instance[S], cached bool, err error) {
+	stream := e.t.Stream(id)
+	if in, ok := e.cache.Get(stream); ok {
+		return in, true, nil
+	}
+	in, err = e.read(ctx, id)
+	if err == nil && in.exists {
+		e.cache.Put(stream, in)
+	}
+	return in, false, err
+}
+
+// peek returns instance id as this process last saw it, or as the store
+// has it, without caching what it reads: for readers that do not hold the
+// instance's lock.
+func (e *engine[S]) peek(ctx context.Context, id string) (*instance[S], error) {
+	if in, ok := e.cache.Get(e.t.Stream(id)); ok {
+		return in, nil
+	}
+	return e.read(ctx, id)
+}
+
+// read reads the latest record of instance id from the store.
+func (e *engine[S]) read(ctx context.Context, id string) (*instance[S], error) {
 	in := &instance[S]{id: id, stream: e.t.Stream(id)}
-	for ev, err := range e.store.ReadStream(ctx, in.stream, eventstore.Backward(eventstore.End)) {
+	for ev, err := range e.store.ReadStream(ctx, in.stream, eventstore.ReadOptions{From: eventstore.End, Backward: true, Limit: 1}) {
 		if err != nil {
 			return nil, err
 		}

@@ -18,7 +18,7 @@ func (r *Runner[S]) Retry(ctx context.Context, id string) (Outcome, error) {
 		return 0, err
 	}
 	defer unlock()
-	in, err := r.e.load(ctx, id)
+	in, err := r.e.read(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -96,7 +96,7 @@ func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *inst
 	}
 	defer unlock()
 	for conflicts := 0; ; conflicts++ {
-		in, err := r.e.load(ctx, id)
+		in, err := r.e.read(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -109,15 +109,22 @@ func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *inst
 			return err
 		}
 		rec.Handled.At = r.e.now().UTC()
-		data, err := encodeRecord(in.stream, in.version+1, &rec, eventstore.Metadata{})
+		h := rec.Handled
+		key := "op/" + h.Kind + "/" + h.Source + "/" + uitoa(h.Sequence) + "/" + h.Deadline
+		data, err := encodeRecord(in.stream, in.version+1, key, &rec, eventstore.Metadata{})
 		if err != nil {
 			return err
 		}
-		_, err = r.e.store.Append(ctx, in.stream, in.expected(), data)
-		if err == nil {
-			r.e.notify(id, in.version+1, &rec)
+		res, err := r.e.store.Append(ctx, in.stream, in.expected(), data)
+		if err == nil && res.Duplicate {
+			r.e.cache.Evict(in.stream)
 			return r.e.drain(ctx, id)
 		}
+		if err == nil {
+			r.e.stepped(in, in.version+1, &rec)
+			return r.e.drain(ctx, id)
+		}
+		r.e.cache.Evict(in.stream)
 		if !isConflict(err) || conflicts >= maxConflicts {
 			return err
 		}

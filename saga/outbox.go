@@ -26,7 +26,7 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 	if r.bus == nil {
 		return fmt.Errorf("saga %q: instance %q has commands to send, and the runner has no command bus", r.e.t.name, id)
 	}
-	in, err := r.e.load(ctx, id)
+	in, err := r.e.peek(ctx, id)
 	if err != nil {
 		return err
 	}

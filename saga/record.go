@@ -152,13 +152,13 @@ type deadline struct {
 }
 
 // encodeRecord turns a record into the event that stores it.
-func encodeRecord(stream string, version uint64, r *record, md eventstore.Metadata) (eventstore.EventData, error) {
+func encodeRecord(stream string, version uint64, key string, r *record, md eventstore.Metadata) (eventstore.EventData, error) {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return eventstore.EventData{}, err
 	}
 	return eventstore.EventData{
-		ID:            recordID(stream, version),
+		ID:            recordID(stream, version, key),
 		Type:          recordType,
 		SchemaVersion: recordVersion,
 		Data:          data,
@@ -180,10 +180,14 @@ func decodeRecord(e eventstore.Event) (*record, error) {
 
 var idSpace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/cairn-es/cairn/saga/v1"))
 
-// recordID is the event ID of the record at version of stream: the same on
-// every retry, so that a retried append of one step is absorbed.
-func recordID(stream string, version uint64) uuid.UUID {
-	return uuid.NewSHA1(idSpace, []byte(stream+"\x00record\x00"+uitoa(version)))
+// recordID is the event ID of the step at version of stream that handled
+// the message with key: the same on every retry of that step, so that an
+// append retried after a lost reply is absorbed, and different for any
+// other step at that version, so that two runners that decided different
+// messages from one version conflict instead of one taking the other's
+// record for its own.
+func recordID(stream string, version uint64, key string) uuid.UUID {
+	return uuid.NewSHA1(idSpace, []byte(stream+"\x00record\x00"+uitoa(version)+"\x00"+key))
 }
 
 // commandID is the ID of the index-th command that the step handling key

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/lru"
 )
 
 // Clock tells a runner the time, and wakes it when a deadline falls due.
@@ -48,6 +49,10 @@ type RunnerOptions struct {
 	// slog.Default().
 	Logger *slog.Logger
 
+	// CacheSize is how many instances' latest steps the runner keeps in
+	// memory; zero means [DefaultCacheSize], negative none. A step by
+	// another process is found at the next append, which then reloads.
+	CacheSize int
 	// Workers bounds how many instances Run steps at once; zero means
 	// [DefaultWorkers]. One instance's messages are always stepped one at
 	// a time, in order.
@@ -77,9 +82,14 @@ type RunnerOptions struct {
 	MaxBatchDelay time.Duration
 }
 
-// DefaultAttempts is how many times a failing handler runs, by default,
-// before its message is parked.
-const DefaultAttempts = 5
+// Defaults of [RunnerOptions].
+const (
+	// DefaultAttempts is how many times a failing handler runs before its
+	// message is parked.
+	DefaultAttempts = 5
+	// DefaultCacheSize is how many instances a runner keeps loaded.
+	DefaultCacheSize = 1024
+)
 
 // Runner runs one saga type on an event store: it takes messages (events
 // from the store, or delivered from outside with [Runner.Deliver]) to their
@@ -126,6 +136,12 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	}
 	if e.attempts <= 0 {
 		e.attempts = DefaultAttempts
+	}
+	switch {
+	case opts.CacheSize == 0:
+		e.cache = lru.New[*instance[S]](DefaultCacheSize)
+	case opts.CacheSize > 0:
+		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
 	r := &Runner[S]{e: e, bus: bus, timers: newTimers(), opts: opts, workers: opts.Workers}
 	if r.workers <= 0 {

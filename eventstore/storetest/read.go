@@ -16,6 +16,7 @@ var readTests = []test{
 	{"AbsentStreamYieldsNothing", testReadAbsent},
 	{"LongStreamsAreReadWhole", testReadLong},
 	{"StoppingEarlyReleasesTheStore", testReadStopEarly},
+	{"LimitEndsTheRead", testReadLimit},
 	{"ReadAllInPositionOrder", testReadAllOrder},
 	{"ReadAllFilters", testReadAllFilters},
 	{"ReadAllAfterEveryPosition", testReadAllAfter},
@@ -193,4 +194,29 @@ func testReadAllAfter(t *testing.T, s eventstore.Store) {
 		require.Equal(t, recordedIDs(all[i+1:]), recordedIDs(rest), "reading after event %d at %s", i, e.Position)
 	}
 	assert.Empty(t, readAll(t, s, all[len(all)-1].Position, n.filter()))
+}
+
+func testReadLimit(t *testing.T, s eventstore.Store) {
+	n := newNames(t)
+	stream := n.stream("limited")
+	const total = eventstore.DefaultPageSize + 88
+	for i := 0; i < total; i += 100 {
+		mustAppend(t, s, stream, eventstore.Any, events("x", min(100, total-i))...)
+	}
+	cases := []struct {
+		opts eventstore.ReadOptions
+		want []uint64
+	}{
+		{eventstore.ReadOptions{From: eventstore.End, Backward: true, Limit: 1}, []uint64{total - 1}},
+		{eventstore.ReadOptions{From: 10, Limit: 3}, []uint64{10, 11, 12}},
+		{eventstore.ReadOptions{From: 5, Backward: true, Limit: 3}, []uint64{5, 4, 3}},
+		{eventstore.ReadOptions{From: total - 2, Limit: 10}, []uint64{total - 2, total - 1}},
+		{eventstore.ReadOptions{From: 1, Backward: true, Limit: 10}, []uint64{1, 0}},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, versionsOf(readStream(t, s, stream, c.opts)), "%+v", c.opts)
+	}
+	across := readStream(t, s, stream, eventstore.ReadOptions{From: 0, Limit: eventstore.DefaultPageSize + 10})
+	assert.Len(t, across, eventstore.DefaultPageSize+10, "a limit beyond one page reads exactly that many")
+	assert.Len(t, readStream(t, s, stream, eventstore.ReadOptions{Limit: -1}), total, "a limit that is not positive reads everything")
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStores Factory) {
 // flow is the reservation flow on one set of stores.
 type flow struct {
 	Stores
+	log    *slog.Logger
 	reg    *codec.Registry
 	bus    *command.Bus
 	clock  *Clock
@@ -89,7 +90,7 @@ func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
 		t.Fatal(err)
 	}
 	r, err := saga.NewRunner(sale, f.Events, f.bus, saga.RunnerOptions{Clock: f.clock, Checkpoints: f.Consumers,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxBatchDelay: time.Millisecond})
+		Logger: f.logger(), MaxBatchDelay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +218,13 @@ func testRedelivered(t *testing.T, f *flow) {
 }
 
 func testTwoRunners(t *testing.T, f *flow) {
+	logs := &lockedWriter{}
+	f.log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	defer func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -251,7 +259,43 @@ func testTwoRunners(t *testing.T, f *flow) {
 			t.Errorf("runner: %v", err)
 		}
 	}
+	if !f.settledWithDeadlines(t) {
+		f.explainUnsettled(t)
+	}
 	f.check(t, true)
+}
+
+// explainUnsettled reports, for a test that failed, the saga instances of
+// the orders that did not end.
+func (f *flow) explainUnsettled(t *testing.T) {
+	r := f.runner(t)
+	for _, o := range f.orders {
+		x, err := r.Explain(context.Background(), o.id)
+		if err != nil {
+			t.Errorf("explaining %s: %v", o.id, err)
+			continue
+		}
+		if !x.Completed {
+			cp, _ := f.Consumers.Checkpoint(context.Background(), r.OutboxConsumer())
+			ecp, _ := f.Consumers.Checkpoint(context.Background(), r.EventsConsumer())
+			var pays []string
+			for e, err := range f.Events.ReadStream(context.Background(), "payment-"+o.id, eventstore.Forward(0)) {
+				if err == nil {
+					pays = append(pays, e.Type+"@"+e.Position.String())
+				}
+			}
+			t.Logf("instance %s: outbox at %s, events at %s, payment events %v", o.id, cp.Position, ecp.Position, pays)
+			for st, err := range r.History(context.Background(), o.id) {
+				if err == nil && len(st.Commands) > 0 {
+					t.Logf("instance %s step %d (%s) at %s sent %d commands; outbox checkpoint %s", o.id, st.Version, st.Kind, st.Recorded, len(st.Commands), cp.Position)
+				}
+			}
+		}
+		if !x.Completed {
+			t.Errorf("instance %s did not complete: version %d, last step %+v, deadlines %+v, held %+v, parked %+v",
+				o.id, x.Version, x.LastStep, x.Deadlines, x.Held, x.Parked)
+		}
+	}
 }
 
 // settled reports whether every order that needs no deadline has ended,
@@ -268,9 +312,19 @@ func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
 	t.Helper()
 	ctx := context.Background()
 	orders, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
+	pays, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
 	for _, o := range f.orders {
 		want := reservation.Expect(o.seats, o.amount)
 		if want.AfterDeadline && !withDeadlines {
+			// Its deadline must be set before the clock moves: the step
+			// that sets it also sends the payment, which stays pending.
+			pi, err := pays.Load(ctx, o.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pi.State.Pending {
+				return false
+			}
 			continue
 		}
 		inst, err := orders.Load(ctx, o.id)
@@ -303,4 +357,29 @@ func testDeadlineRestart(t *testing.T, f *flow) {
 	f.clock.Advance(reservation.PaymentWindow)
 	catchUp(t, after)
 	f.check(t, true)
+}
+
+func (f *flow) logger() *slog.Logger {
+	if f.log != nil {
+		return f.log
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
 }

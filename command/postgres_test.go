@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/command/commandtest"
@@ -22,18 +21,9 @@ import (
 func TestBusOnPostgres(t *testing.T) {
 	server := pgtest.ForTest(t, pgtest.Options{})
 	commandtest.RunWith(t, func(t *testing.T) eventstore.Store {
-		ctx := context.Background()
-		schema := server.NewSchema("bus")
-		s, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
+		s, err := postgres.Open(context.Background(), server.URL, postgres.Options{Schema: server.TempSchema(t, "bus")})
 		require.NoError(t, err)
-		t.Cleanup(func() {
-			_ = s.Close()
-			conn, err := pgx.Connect(ctx, server.URL)
-			require.NoError(t, err)
-			defer conn.Close(ctx)
-			_, err = conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			require.NoError(t, err)
-		})
+		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}, commandtest.Options{HotWorkers: 16, HotIncrements: 50})
 }

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore/memory"
@@ -35,18 +34,9 @@ func TestConformanceOnSQLite(t *testing.T) {
 func TestConformanceOnPostgres(t *testing.T) {
 	server := pgtest.ForTest(t, pgtest.Options{})
 	sagatest.Run(t, func(t *testing.T) sagatest.Stores {
-		ctx := context.Background()
-		schema := server.NewSchema("saga")
-		s, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
+		s, err := postgres.Open(context.Background(), server.URL, postgres.Options{Schema: server.TempSchema(t, "saga")})
 		require.NoError(t, err)
-		t.Cleanup(func() {
-			_ = s.Close()
-			conn, err := pgx.Connect(ctx, server.URL)
-			require.NoError(t, err)
-			defer conn.Close(ctx)
-			_, err = conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			require.NoError(t, err)
-		})
+		t.Cleanup(func() { _ = s.Close() })
 		return sagatest.Stores{Events: s, Consumers: s}
 	})
 }

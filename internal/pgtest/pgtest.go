@@ -356,6 +356,27 @@ func (s *Server) NewSchema(prefix string) string {
 	return strings.ToLower(prefix) + "_" + hex.EncodeToString(b[:])
 }
 
+// TempSchema returns a new schema name (see [Server.NewSchema]) and drops
+// the schema, with everything a store made in it, when tb ends. Run it
+// before the store is opened, so that the store is closed (by its own
+// cleanup, which runs first) before the schema is dropped.
+func (s *Server) TempSchema(tb testing.TB, prefix string) string {
+	schema := s.NewSchema(prefix)
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, s.URL)
+		if err != nil {
+			tb.Errorf("pgtest: dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			tb.Errorf("pgtest: dropping schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
 // Stop stops a throwaway server (fast shutdown, then SIGKILL after 30 s) and
 // removes its folder. It does nothing to an external server.
 func (s *Server) Stop() error {

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -170,18 +171,8 @@ func (e *engine[S]) decision(rec *record) (Decision, error) {
 		if c := a.At.Compare(b.At); c != 0 {
 			return c
 		}
-		return cmpString(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 	d.Completed = rec.Completed
 	return d, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -2,6 +2,7 @@ package sagatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -62,6 +63,10 @@ type flow struct {
 	bus    *command.Bus
 	clock  *Clock
 	orders []order
+	// The aggregates the flow's commands go to, to check how orders end.
+	orderRepo   *aggregate.Repository[reservation.Order, *reservation.Order]
+	seatsRepo   *aggregate.Repository[reservation.Seats, *reservation.Seats]
+	paymentRepo *aggregate.Repository[reservation.Payment, *reservation.Payment]
 }
 
 type order struct {
@@ -76,6 +81,13 @@ func newFlow(t *testing.T, s Stores) *flow {
 	}
 	f.bus = command.New(s.Events, f.reg, command.Options{})
 	if err := reservation.Route(f.bus); err != nil {
+		t.Fatal(err)
+	}
+	var errs [3]error
+	f.orderRepo, errs[0] = aggregate.NewRepository(s.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
+	f.seatsRepo, errs[1] = aggregate.NewRepository(s.Events, f.reg, reservation.Reserves, aggregate.RepositoryOptions{})
+	f.paymentRepo, errs[2] = aggregate.NewRepository(s.Events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
+	if err := errors.Join(errs[:]...); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -116,9 +128,7 @@ func (f *flow) place(t *testing.T, prefix string, n int) {
 func (f *flow) check(t *testing.T, withDeadlines bool) {
 	t.Helper()
 	ctx := context.Background()
-	orders, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
-	seats, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Reserves, aggregate.RepositoryOptions{})
-	pays, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
+	orders, seats, pays := f.orderRepo, f.seatsRepo, f.paymentRepo
 	for _, o := range f.orders {
 		want := reservation.Expect(o.seats, o.amount)
 		if want.AfterDeadline && !withDeadlines {
@@ -238,14 +248,14 @@ func testTwoRunners(t *testing.T, f *flow) {
 	}
 	f.place(t, "c", 30)
 	deadline := time.Now().Add(2 * time.Minute)
-	for !f.settled(t) {
+	for !f.ended(t, false) {
 		if time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	f.clock.Advance(reservation.PaymentWindow)
-	for !f.settledWithDeadlines(t) {
+	for !f.ended(t, true) {
 		if time.Now().After(deadline) {
 			break
 		}
@@ -259,7 +269,7 @@ func testTwoRunners(t *testing.T, f *flow) {
 			t.Errorf("runner: %v", err)
 		}
 	}
-	if !f.settledWithDeadlines(t) {
+	if !f.ended(t, true) {
 		f.explainUnsettled(t)
 	}
 	f.check(t, true)
@@ -298,27 +308,19 @@ func (f *flow) explainUnsettled(t *testing.T) {
 	}
 }
 
-// settled reports whether every order that needs no deadline has ended,
-// and the others have their reservation.
-func (f *flow) settled(t *testing.T) bool {
-	return f.ended(t, false)
-}
-
-func (f *flow) settledWithDeadlines(t *testing.T) bool {
-	return f.ended(t, true)
-}
-
+// ended reports whether every order has ended as its inputs dictate
+// (with its reservation cancelled where it must be), leaving out, unless
+// withDeadlines, the orders that wait for their payment deadline: those
+// must only have their deadline set.
 func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
 	t.Helper()
 	ctx := context.Background()
-	orders, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
-	pays, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
 	for _, o := range f.orders {
 		want := reservation.Expect(o.seats, o.amount)
 		if want.AfterDeadline && !withDeadlines {
 			// Its deadline must be set before the clock moves: the step
 			// that sets it also sends the payment, which stays pending.
-			pi, err := pays.Load(ctx, o.id)
+			pi, err := f.paymentRepo.Load(ctx, o.id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -327,7 +329,7 @@ func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
 			}
 			continue
 		}
-		inst, err := orders.Load(ctx, o.id)
+		inst, err := f.orderRepo.Load(ctx, o.id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,8 +337,7 @@ func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
 			return false
 		}
 		if want.Cancelled {
-			seats, _ := aggregate.NewRepository(f.Events, f.reg, reservation.Reserves, aggregate.RepositoryOptions{})
-			si, err := seats.Load(ctx, o.id)
+			si, err := f.seatsRepo.Load(ctx, o.id)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -224,20 +224,15 @@ func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	case strings.HasPrefix(d.Source, "$"):
 		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "delivery source", Reason: fmt.Sprintf(`%q starts with "$", which is reserved`, d.Source)}
 	}
-	m := t.events[typeOf(d.Event)]
-	if m == nil {
-		return 0, &HandlerError{Saga: t.name, Message: fmt.Sprintf("delivery #%d of %q", d.Sequence, d.Source),
-			Err: fmt.Errorf("%w: saga %q maps no event of type %T", eventstore.ErrInvalidArgument, t.name, d.Event)}
+	id, err := r.InstanceOf(d.Event, d.Metadata)
+	if err != nil {
+		return 0, &HandlerError{Saga: t.name, Message: fmt.Sprintf("delivery #%d of %q (%T)", d.Sequence, d.Source, d.Event), Err: err}
 	}
 	raw, err := t.reg.EncodeValue(d.Event)
 	if err != nil {
 		return 0, err
 	}
 	msg := &message{kind: kindEvent, in: heldMessage{Source: d.Source, Sequence: d.Sequence, EventID: d.ID, Event: toRaw(raw), Metadata: d.Metadata}}
-	id, err := r.instanceOf(m, d.Event, d.Metadata)
-	if err != nil {
-		return 0, &HandlerError{Saga: t.name, Message: msg.String(), Err: err}
-	}
 	out, err := r.e.process(ctx, id, msg)
 	return Outcome(out), err
 }

@@ -16,7 +16,7 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 	r := in.next()
 	now := e.now().UTC()
 	r.Handled = cause{Kind: msg.kind, Source: msg.in.Source, Sequence: msg.in.Sequence, EventID: msg.in.EventID,
-		Type: msg.in.Event.Type, Position: msg.in.Position, Deadline: msg.deadline, Command: msg.in.Command,
+		Type: msg.in.Event.Type, Position: msg.in.Position, Ordered: msg.in.Ordered, Deadline: msg.deadline, Command: msg.in.Command,
 		Reason: msg.in.Reason, Metadata: msg.in.Metadata, At: now}
 	if msg.kind != kindDeadline {
 		ev := msg.in.Event

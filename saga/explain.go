@@ -3,6 +3,7 @@ package saga
 import (
 	"context"
 	"iter"
+	"slices"
 	"sort"
 	"time"
 
@@ -35,6 +36,12 @@ type Explanation[S any] struct {
 	Parked *ParkedMessage
 	// Deadlines are the pending deadlines, soonest first.
 	Deadlines []Deadline
+	// Unsent are the commands that steps recorded and the outbox has not
+	// yet confirmed sent (it has not moved its checkpoint past their
+	// steps), oldest first, less those whose rejection was fed back
+	// already. They go out when the outbox runs; nil when the runner has no
+	// checkpoint store to ask.
+	Unsent []SentCommand
 	// LastStep is the latest step.
 	LastStep Step
 }
@@ -75,7 +82,8 @@ type Deadline struct {
 type Step struct {
 	Version uint64
 	// Kind is what the step did: "event", "deadline", "rejected" (a
-	// handler ran), "held", "parked", "skipped" or "released".
+	// handler ran), "held", "parked", "skipped", "released" or "redriven"
+	// (see [Runner.Redrive]).
 	Kind     string
 	Source   string
 	Sequence uint64
@@ -117,15 +125,7 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 		return x, err
 	}
 	for _, h := range in.rec.Held {
-		wait := h.Sequence
-		if mark, seen := in.rec.Marks[h.Source]; !h.Ordered && h.Kind != kindRejected {
-			switch {
-			case !seen:
-				wait = 0
-			case mark+1 < h.Sequence:
-				wait = mark + 1
-			}
-		}
+		wait, _ := waitsFor(&in.rec, h)
 		x.Held = append(x.Held, HeldMessage{Source: h.Source, Sequence: h.Sequence, Type: h.Event.Type, EventID: h.EventID, WaitsFor: wait, Since: h.Since})
 	}
 	if p := in.rec.Parked; p != nil {
@@ -143,8 +143,50 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 		x.Deadlines = append(x.Deadlines, Deadline{ID: d.ID, Name: d.Name, At: d.At})
 	}
 	sort.Slice(x.Deadlines, func(i, j int) bool { return x.Deadlines[i].At.Before(x.Deadlines[j].At) })
-	x.LastStep, err = r.step(in.version, &in.rec)
+	if x.LastStep, err = r.step(in.version, &in.rec); err != nil {
+		return x, err
+	}
+	x.Unsent, err = r.unsent(ctx, in)
 	return x, err
+}
+
+// unsent returns the commands of the steps of instance in that the outbox
+// has not passed, oldest first, reading the instance's history backward
+// only as far as the outbox's checkpoint.
+func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand, error) {
+	checkpoints := r.checkpoints()
+	if checkpoints == nil {
+		return nil, nil
+	}
+	cp, err := checkpoints.Checkpoint(ctx, r.OutboxConsumer())
+	if err != nil {
+		return nil, err
+	}
+	rejectedThrough := in.rec.Marks[rejectionSource]
+	var out []SentCommand
+	for ev, err := range r.e.store.ReadStream(ctx, in.stream, eventstore.ReadOptions{From: eventstore.End, Backward: true}) {
+		if err != nil {
+			return nil, err
+		}
+		if !cp.Position.Before(ev.Position) {
+			break
+		}
+		rec, err := decodeRecord(ev)
+		if err != nil {
+			return nil, err
+		}
+		s, err := r.step(ev.Version, rec)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(s.Commands) - 1; i >= 0; i-- {
+			if rejectionSeq(ev.Version, i) > rejectedThrough {
+				out = append(out, s.Commands[i])
+			}
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // History yields every step of instance id, oldest first.

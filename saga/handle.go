@@ -49,10 +49,6 @@ func (e *engine[S]) run(ctx context.Context, in *instance[S], r *record, msg *me
 	if len(out.commands) > maxCommandsPerStep {
 		return nil, 0, fmt.Errorf("the step sends %d commands, more than the limit of %d", len(out.commands), maxCommandsPerStep)
 	}
-	next := uint64(0)
-	if in.exists {
-		next = in.version + 1
-	}
 	for i, cmd := range out.commands {
 		if cmd == nil || !e.t.sends[typeOf(cmd)] {
 			return nil, 0, fmt.Errorf("command %d of the step, %T, is not declared with saga.Sends", i, cmd)
@@ -78,7 +74,7 @@ func (e *engine[S]) run(ctx context.Context, in *instance[S], r *record, msg *me
 			return nil, 0, fmt.Errorf("the payload of deadline %q: %w", sc.name, err)
 		}
 		r.Deadlines = slices.DeleteFunc(r.Deadlines, func(d deadline) bool { return d.Name == sc.name })
-		r.Deadlines = append(r.Deadlines, deadline{ID: deadlineID(next, sc.name), Name: sc.name, At: sc.at, Payload: toRaw(raw)})
+		r.Deadlines = append(r.Deadlines, deadline{ID: deadlineID(msg.key(), sc.name), Name: sc.name, At: sc.at, Payload: toRaw(raw)})
 	}
 	if out.complete {
 		r.Completed, r.Deadlines, r.Held = true, nil, nil

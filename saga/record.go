@@ -68,6 +68,7 @@ const (
 	kindParked   = "parked"   // a message failed and was parked
 	kindSkipped  = "skipped"  // an operator skipped the parked message
 	kindReleased = "released" // an operator released a gap
+	kindRedriven = "redriven" // an operator set the instance back to re-run its messages
 )
 
 // cause says what a step did, and to which message.
@@ -78,6 +79,10 @@ type cause struct {
 	EventID  uuid.UUID           `json:"event_id"`
 	Type     string              `json:"type,omitempty"`
 	Position eventstore.Position `json:"position"`
+	// Ordered says the message came in its source's order (a stored event,
+	// read by the runner's subscription), so a gap in its sequence is
+	// expected rather than waited for.
+	Ordered bool `json:"ordered,omitempty"`
 	// Deadline is the ID of the deadline that fired.
 	Deadline string `json:"deadline,omitempty"`
 	// Command is the ID of the rejected command.
@@ -197,8 +202,14 @@ func commandID(stream, key string, index int) string {
 	return uuid.NewSHA1(idSpace, []byte(stream+"\x00command\x00"+key+"\x00"+uitoa(uint64(index)))).String()
 }
 
-// deadlineID identifies one scheduling of a deadline: the record version
-// that set it and its name.
-func deadlineID(version uint64, name string) string { return uitoa(version) + "/" + name }
+// deadlineID identifies one scheduling of a deadline: the key of the
+// message whose step set it, and its name. Each message is decided once,
+// so a later scheduling of the same name has another ID (and the earlier
+// one's timer is recognised as stale); and the same message decided again
+// by [Runner.Redrive] schedules the same ID, so that the commands of its
+// firing keep their IDs too and the bus absorbs them. (Records written
+// before this rule hold "<version>/<name>" IDs, which still match
+// themselves.)
+func deadlineID(key, name string) string { return key + "/" + name }
 
 func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }

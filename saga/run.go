@@ -28,10 +28,7 @@ type consumers struct {
 func (r *Runner[S]) start() (*consumers, error) {
 	r.startOnce.Do(func() {
 		opts := r.opts
-		checkpoints := opts.Checkpoints
-		if checkpoints == nil {
-			checkpoints, _ = r.e.store.(eventstore.CheckpointStore)
-		}
+		checkpoints := r.checkpoints()
 		if checkpoints == nil {
 			r.startErr = &SetupError{Saga: r.e.t.name, Reason: "no checkpoint store: the event store is none, and RunnerOptions.Checkpoints is nil"}
 			return
@@ -57,6 +54,16 @@ func (r *Runner[S]) start() (*consumers, error) {
 		r.consumers.Store(c)
 	})
 	return r.consumers.Load(), r.startErr
+}
+
+// checkpoints returns where the runner's consumers keep their checkpoints,
+// or nil for nowhere.
+func (r *Runner[S]) checkpoints() eventstore.CheckpointStore {
+	if r.opts.Checkpoints != nil {
+		return r.opts.Checkpoints
+	}
+	c, _ := r.e.store.(eventstore.CheckpointStore)
+	return c
 }
 
 // EventsConsumer is the name of the consumer of the events the saga maps:
@@ -88,7 +95,7 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{c.events.Run, c.outbox.Run, r.fireWhenDue} {
+	for _, run := range []func(context.Context) error{c.events.Run, c.outbox.Run, r.fireWhenDue, r.watchGaps} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -208,7 +215,7 @@ func (r *Runner[S]) handleRecords(ctx context.Context, events []eventstore.Event
 			if err != nil {
 				return err
 			}
-			r.timers.observe(id, ev.Version, rec.Deadlines)
+			r.observe(id, ev.Version, rec)
 			if err := r.send(ctx, ev, rec); err != nil {
 				return err
 			}
@@ -265,8 +272,9 @@ func (r *Runner[S]) park(ctx context.Context, ev eventstore.Event, id string, ca
 	return err
 }
 
-// loadDeadlines fills the deadline index from the latest step of every
-// instance, read from the store. It reads the saga's step records once.
+// loadDeadlines fills the deadline and gap indexes from the latest step of
+// every instance, read from the store. It reads the saga's step records
+// once.
 func (r *Runner[S]) loadDeadlines(ctx context.Context) error {
 	r.loadOnce.Lock()
 	defer r.loadOnce.Unlock()
@@ -285,14 +293,14 @@ func (r *Runner[S]) loadDeadlines(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if len(rec.Deadlines) == 0 {
+		if len(rec.Deadlines) == 0 && len(rec.Held) == 0 {
 			delete(latest, id)
 			continue
 		}
 		latest[id], versions[id] = rec, ev.Version
 	}
 	for id, rec := range latest {
-		r.timers.observe(id, versions[id], rec.Deadlines)
+		r.observe(id, versions[id], rec)
 	}
 	r.loaded = true
 	return nil

@@ -158,3 +158,22 @@ func TestAnEventThatReachesNoInstanceIsParkedAndTheOthersGoOn(t *testing.T) {
 		assert.Contains(t, d.Error, "empty instance ID")
 	}
 }
+
+func TestExplainNamesTheCommandsTheOutboxHasNotSent(t *testing.T) {
+	f := newFlow(t)
+	ctx := context.Background()
+	_, err := f.runner.Deliver(ctx, saga.Delivery{Source: "order-1", Event: OrderPlaced{OrderID: "1"}})
+	require.NoError(t, err)
+	x, err := f.runner.Explain(ctx, "1")
+	require.NoError(t, err)
+	require.Len(t, x.Unsent, 1, "recorded, and no outbox has run")
+	assert.Equal(t, MakeReservation{OrderID: "1"}, x.Unsent[0].Command)
+	assert.Equal(t, x.LastStep.Commands[0].ID, x.Unsent[0].ID)
+	assert.Zero(t, f.order(t, "1").Reserved)
+
+	require.NoError(t, f.runner.CatchUp(ctx))
+	x, err = f.runner.Explain(ctx, "1")
+	require.NoError(t, err)
+	assert.Empty(t, x.Unsent, "the outbox passed every step")
+	assert.Equal(t, 1, f.order(t, "1").Reserved)
+}

@@ -75,6 +75,11 @@ type RunnerOptions struct {
 	// LeaseTTL and Holder are the leases' (see projection.Options).
 	LeaseTTL time.Duration
 	Holder   string
+	// GapAlert is how long a held message may wait for a missing message of
+	// its source before Run warns about the gap (once, through Logger);
+	// zero means [DefaultGapAlert], negative never. Open gaps are in
+	// [Runner.Gaps] and [Stats] whatever their age.
+	GapAlert time.Duration
 	// BatchSize and MaxBatchDelay size the consumers' batches (see
 	// projection.Options); the instances of one batch are stepped in
 	// parallel.
@@ -99,6 +104,7 @@ type Runner[S any] struct {
 	e       *engine[S]
 	bus     *command.Bus
 	timers  *timers
+	gaps    *gapIndex
 	opts    RunnerOptions
 	workers int
 	// sent counts the commands dispatched, for CatchUp to tell when
@@ -143,11 +149,11 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	case opts.CacheSize > 0:
 		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
-	r := &Runner[S]{e: e, bus: bus, timers: newTimers(), opts: opts, workers: opts.Workers}
+	r := &Runner[S]{e: e, bus: bus, timers: newTimers(), gaps: newGapIndex(), opts: opts, workers: opts.Workers}
 	if r.workers <= 0 {
 		r.workers = DefaultWorkers
 	}
-	e.stored = func(id string, version uint64, rec *record) { r.timers.observe(id, version, rec.Deadlines) }
+	e.stored = r.observe
 	return r, nil
 }
 
@@ -258,4 +264,11 @@ func (r *Runner[S]) instanceOf(m *eventMapping[S], v any, md eventstore.Metadata
 		err = fmt.Errorf("%w: the mapping of %s found no instance (an empty instance ID)", eventstore.ErrInvalidArgument, m.goType)
 	}
 	return id, err
+}
+
+// observe tells the runner's indexes (deadlines, gaps) of record version
+// of instance id: one it stored, or one its outbox read.
+func (r *Runner[S]) observe(id string, version uint64, rec *record) {
+	r.timers.observe(id, version, rec.Deadlines)
+	r.gaps.observe(id, version, rec)
 }

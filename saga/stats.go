@@ -21,6 +21,10 @@ type Stats struct {
 	// and NextDeadline is when the soonest is due (zero for none).
 	DeadlinesPending int
 	NextDeadline     time.Time
+	// Gaps counts the open gaps (see [Runner.Gaps]) and OldestGap is when
+	// the oldest of them opened (zero for none).
+	Gaps      int
+	OldestGap time.Time
 	// Events and Outbox are the runner's two consumers (checkpoint, lag,
 	// rate, lease), once Run or CatchUp has started them.
 	Events, Outbox projection.Stats
@@ -32,6 +36,9 @@ func (r *Runner[S]) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{Saga: r.e.t.name, Handled: c.handled.Load(), Duplicates: c.duplicates.Load(), Ignored: c.ignored.Load(),
 		Held: c.held.Load(), Parked: c.parked.Load()}
 	s.DeadlinesPending, s.NextDeadline = r.timers.count()
+	if gaps := r.gaps.list(); len(gaps) > 0 {
+		s.Gaps, s.OldestGap = len(gaps), gaps[0].Since
+	}
 	if cs := r.consumers.Load(); cs != nil {
 		var err error
 		if s.Events, err = cs.events.Stats(ctx); err != nil {

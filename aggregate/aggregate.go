@@ -81,6 +81,14 @@ func (t *Type[T, PT]) Name() string { return t.name }
 // Stream returns the name of the stream of instance id.
 func (t *Type[T, PT]) Stream(id string) string { return t.name + "-" + id }
 
+// ID returns the ID of the instance whose stream is stream, and false for a
+// stream of another category: what a projection needs to key a read model
+// by aggregate from an event's StreamID.
+func (t *Type[T, PT]) ID(stream string) (string, bool) {
+	id, ok := strings.CutPrefix(stream, t.name+"-")
+	return id, ok && id != ""
+}
+
 // ValidateID checks an aggregate ID: not empty, and making with the type's
 // name a valid stream name (see [eventstore.ValidateStream]). A bad one is
 // an [*eventstore.InvalidArgumentError] whose Field is "aggregate ID", not

@@ -69,6 +69,13 @@ func TestNewTypeRejectsBadNames(t *testing.T) {
 	typ := tallyType(t, 0)
 	assert.Equal(t, "tally-7", typ.Stream("7"))
 	assert.Equal(t, eventstore.Category("tally")+"7", typ.Stream("7"), "streams are in the type's category")
+	id, ok := typ.ID("tally-7-b")
+	assert.True(t, ok)
+	assert.Equal(t, "7-b", id, "ID undoes Stream")
+	for _, stream := range []string{"tallyx-7", "other-7", "tally-", "tally"} {
+		_, ok := typ.ID(stream)
+		assert.False(t, ok, "%q is not a tally stream", stream)
+	}
 }
 
 func TestRepositoryLoadAndSave(t *testing.T) {

@@ -55,11 +55,11 @@ func (c *Consumer) acquire(ctx context.Context) (heldLease, error) {
 			c.log.WarnContext(ctx, "projection: acquiring the lease failed; retrying", slog.Any("error", err))
 		case ok:
 			c.stats.setLease(true)
-			c.log.InfoContext(ctx, "projection: lease acquired", slog.String("holder", holder), slog.Uint64("fence", uint64(l.Fence)))
+			c.log.DebugContext(ctx, "projection: lease acquired", slog.String("holder", holder), slog.Uint64("fence", uint64(l.Fence)))
 			return heldLease{Lease: l, since: since}, nil
 		case !waiting:
 			waiting = true
-			c.log.InfoContext(ctx, "projection: lease held by another process; waiting",
+			c.log.DebugContext(ctx, "projection: lease held by another process; waiting",
 				slog.String("holder", l.Holder), slog.Time("expires", l.Expires))
 		}
 		if err := backoff.Wait(ctx, ttl/5); err != nil {

@@ -78,6 +78,8 @@ type recorder struct {
 	windowEvents int
 	rate         float64
 	leader       bool
+	// moved wakes WaitFor when this process moves the checkpoint.
+	moved eventstore.Notifier
 }
 
 func (r *recorder) resetPending() {
@@ -103,6 +105,7 @@ func (r *recorder) setCheckpoint(p eventstore.Position) {
 	if r.head.Before(p) {
 		r.head = p
 	}
+	r.moved.Notify()
 }
 
 func (r *recorder) setLease(held bool) {
@@ -115,6 +118,7 @@ func (r *recorder) checkpointed(_, to eventstore.Position, n int, recordedAt tim
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.checkpoint = to
+	r.moved.Notify()
 	r.doneAt = recordedAt
 	r.done += n
 	r.handled += uint64(n)

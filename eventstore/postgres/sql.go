@@ -13,7 +13,7 @@ type statements struct {
 	// which also refuse to write behind a younger transaction (txorder.go).
 	appendTx, appendOneTx         string
 	readAll, streamFwd, streamBwd string
-	lag                           string
+	lag, head                     string
 }
 
 // Expected-version kinds, as the append statement receives them.
@@ -142,6 +142,7 @@ func newStatements(schema string) statements {
 		streamBwd: fill(`SELECT ` + eventColumns + ` FROM {{s}}.events
 			WHERE stream = $1 AND version <= $2 ORDER BY version DESC LIMIT $3`),
 
+		head: fill(`SELECT tx_id, seq FROM {{s}}.events ORDER BY tx_id DESC, seq DESC LIMIT 1`),
 		lag: fill(`WITH h AS MATERIALIZED (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin)
 			SELECT h.xmin,
 				(SELECT count(*) FROM {{s}}.events WHERE tx_id >= h.xmin),

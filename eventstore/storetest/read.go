@@ -20,6 +20,7 @@ var readTests = []test{
 	{"ReadAllInPositionOrder", testReadAllOrder},
 	{"ReadAllFilters", testReadAllFilters},
 	{"ReadAllAfterEveryPosition", testReadAllAfter},
+	{"HeadIsTheNewestEvent", testHead},
 }
 
 // versionsOf returns the stream versions of events, in order.

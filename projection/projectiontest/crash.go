@@ -82,7 +82,7 @@ func runChild[Tx any](t *testing.T, h Harness[Tx]) bool {
 	case "lease":
 		c, err := projection.NewTx("pair", st.Events, reg, st.Consumers, countingTx(h, nil), projection.Options{
 			BatchSize: 50, MaxBatchDelay: 10 * time.Millisecond, Leases: st.Consumers, LeaseTTL: childLeaseTTL,
-			Holder: os.Getenv(envArg), Logger: slog.New(slog.NewTextHandler(os.Stdout, nil)),
+			Holder: os.Getenv(envArg), Logger: slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
 		require.NoError(t, err)
 		require.NoError(t, c.Run(ctx)) // until killed

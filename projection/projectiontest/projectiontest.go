@@ -87,6 +87,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"Rebuild", testRebuild[Tx]},
 		{"RebuildTx", testRebuildTx[Tx]},
 		{"Stats", testStats[Tx]},
+		{"WaitFor", testWaitFor[Tx]},
 		{"ParkThenCrash", testParkThenCrash[Tx]},
 		{"DecodeErrorParkedOnce", testDecodeErrorParkedOnce[Tx]},
 		{"RetryRespectsLease", testRetryRespectsLease[Tx]},

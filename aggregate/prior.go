@@ -8,7 +8,9 @@ import (
 )
 
 // PriorOutcome returns what command commandID did to inst's aggregate
-// before, and true; or false when it produced no events there.
+// before, and true; or false when it produced no events there. A command
+// whose rejection was recorded (see [Repository.SaveRejection]) is found
+// too: the Outcome's Rejection says so, and it has no Events.
 //
 // It answers from the instance when it can: it remembers the commands of
 // the last events it replayed or saved (see [RememberedCommands]). For the
@@ -79,6 +81,15 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 		}
 		if e.Version > s.last || e.Metadata.CommandID != commandID {
 			break
+		}
+		if IsRejection(&e) {
+			// A recorded rejection is the command's one event.
+			rej, err := DecodeRejection(&e)
+			if err != nil {
+				return Outcome{}, false, err
+			}
+			out.Rejection, out.LastVersion = &rej, e.Version
+			return out, true, nil
 		}
 		if buf, err = r.reg.DecodeAppend(buf[:0], e); err != nil {
 			return Outcome{}, false, err

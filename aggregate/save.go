@@ -52,6 +52,10 @@ type Outcome struct {
 	// Duplicate reports that the store already held these events: an
 	// identical decision was appended before.
 	Duplicate bool
+	// Rejection, when not nil, says that the command was rejected and its
+	// rejection recorded, as the one event at FirstVersion (see
+	// [Repository.SaveRejection]); Events is then empty.
+	Rejection *Rejection
 }
 
 // Save appends events to inst's stream, expecting inst's version, and on
@@ -63,7 +67,9 @@ type Outcome struct {
 // ID), the stored events are what happened, and they may differ from the
 // events given here when the decision reads the clock or makes up IDs. The
 // Outcome is then read from the store, and inst is brought up to date with
-// the stream, never given the events passed in.
+// the stream, never given the events passed in. That Outcome may be a
+// recorded rejection of the command (Rejection set, no Events): another
+// dispatch of it was rejected first, and that is its outcome.
 //
 // A version conflict is the store's [*eventstore.WrongVersionError]: inst is
 // stale and must be loaded again. Should Apply reject an event just stored,

@@ -88,7 +88,7 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 			if err != nil {
 				return Outcome{}, false, err
 			}
-			out.Rejection, out.LastVersion = &rej, e.Version
+			out.Rejection, out.LastVersion, out.Position = &rej, e.Version, e.Position
 			return out, true, nil
 		}
 		if buf, err = r.reg.DecodeAppend(buf[:0], e); err != nil {
@@ -97,7 +97,7 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 		for _, d := range buf {
 			out.Events = append(out.Events, d.Value)
 		}
-		out.LastVersion, found = e.Version, true
+		out.LastVersion, out.Position, found = e.Version, e.Position, true
 	}
 	return out, found, nil
 }

@@ -132,5 +132,5 @@ func (r *Repository[T, PT]) SaveRejection(ctx context.Context, inst *Instance[T,
 		return Outcome{}, err // unreachable: a rejection is not decoded
 	}
 	r.maybeSnapshot(ctx, inst)
-	return Outcome{FirstVersion: res.FirstVersion, LastVersion: res.FirstVersion, Rejection: &rej}, nil
+	return Outcome{FirstVersion: res.FirstVersion, LastVersion: res.FirstVersion, Position: res.Position, Rejection: &rej}, nil
 }

@@ -56,6 +56,10 @@ type Outcome struct {
 	// rejection recorded, as the one event at FirstVersion (see
 	// [Repository.SaveRejection]); Events is then empty.
 	Rejection *Rejection
+	// Position is the global position of the command's last event: a
+	// projection that has passed it shows the command's effect (see
+	// projection.Consumer.WaitFor).
+	Position eventstore.Position
 }
 
 // Save appends events to inst's stream, expecting inst's version, and on
@@ -110,7 +114,7 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 	if res.Duplicate {
 		return r.storedOutcome(ctx, inst, opts.CommandID, res.FirstVersion)
 	}
-	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Events: make([]any, 0, len(data))}
+	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Position: res.Position, Events: make([]any, 0, len(data))}
 	var buf []codec.Decoded
 	for i := range data {
 		e := eventstore.Event{EventData: data[i], StreamID: inst.Stream, Version: res.FirstVersion + uint64(i)}

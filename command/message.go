@@ -1,5 +1,7 @@
 package command
 
+import "github.com/cairn-es/cairn/eventstore"
+
 // Command is a command: a request to one aggregate, which it names.
 type Command interface {
 	// AggregateID returns the ID of the aggregate the command is for.
@@ -42,6 +44,11 @@ type Result struct {
 	// its last event, or of its recorded rejection. It is meaningless for
 	// an aggregate that has no events.
 	Version uint64
+	// Position is the global position of the command's last event (or of
+	// its recorded rejection): pass it to projection.Consumer.WaitFor to
+	// read a read model that shows the command's effect. It is zero when
+	// the command appended nothing.
+	Position eventstore.Position
 	// Events are the events the command produced, as decoded from the store
 	// (the values a replay applies): none when it decided that nothing
 	// happens.

@@ -42,7 +42,7 @@ func (e *RecordedRejectionError) Is(target error) bool { return target == ErrRec
 // priorResult is the result of a command whose ID had an outcome before
 // this dispatch: its events, or its recorded rejection.
 func priorResult(res Result, prior aggregate.Outcome) (Result, error) {
-	res.Version, res.Events, res.Duplicate = prior.LastVersion, prior.Events, true
+	res.Version, res.Position, res.Events, res.Duplicate = prior.LastVersion, prior.Position, prior.Events, true
 	if prior.Rejection == nil {
 		return res, nil
 	}

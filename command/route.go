@@ -155,17 +155,17 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 				return priorResult(res, out) // another dispatch's outcome came first
 			}
 			if rejection != nil {
-				res.Version, res.Rejected = out.LastVersion, true
+				res.Version, res.Position, res.Rejected = out.LastVersion, out.Position, true
 				return res, rejection
 			}
-			res.Version, res.Events = out.LastVersion, out.Events
+			res.Version, res.Position, res.Events = out.LastVersion, out.Position, out.Events
 			return res, nil
 		}
 		// The instance is stale, or its state or the append's outcome is
 		// uncertain: the next dispatch must load it again.
 		b.cache.Evict(stream)
 		if out.Events != nil {
-			res.Version, res.Events = out.LastVersion, out.Events
+			res.Version, res.Position, res.Events = out.LastVersion, out.Position, out.Events
 			return res, err
 		}
 		if !errors.Is(err, eventstore.ErrWrongVersion) && !errors.Is(err, eventstore.ErrEventIDConflict) {

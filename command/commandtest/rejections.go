@@ -67,6 +67,7 @@ func testRecordedRejectionIsFinal(t *testing.T, e *env) {
 	assert.Equal(t, aggregate.EventID(stream, msg.ID, 0), rec.ID, "its ID derives from the command ID, as a command's first event's")
 	assert.Equal(t, msg.ID, rec.Metadata.CommandID)
 	assert.Equal(t, "flow-1", rec.Metadata.CorrelationID)
+	assert.Equal(t, rec.Position, first.Position, "the position of the recorded rejection")
 	want, err := json.Marshal(map[string]string{"reason": reason, "command": "commandtest.IncrementAt"})
 	require.NoError(t, err)
 	assert.JSONEq(t, string(want), string(rec.Data))
@@ -85,6 +86,7 @@ func testRecordedRejectionIsFinal(t *testing.T, e *env) {
 		again, err := c.bus.Dispatch(ctx, m)
 		requireRecordedRejection(t, again, err, msg, 0, reason, c.what)
 		assert.Equal(t, 1, again.Attempts, "%s: found without deciding", c.what)
+		assert.Equal(t, rec.Position, again.Position, "%s", c.what)
 	}
 	assert.Len(t, e.events(id), 2, "no re-send appended anything")
 	assert.Equal(t, 1, e.load(id).Count)

@@ -9,6 +9,9 @@
 // stream category, so that instance id lives in stream "<name>-<id>".
 // A [Repository] loads and saves instances of one type; the command bus
 // (package command) builds on it to route, retry and deduplicate commands.
+// [Repository.SaveRejection] records a rejected command in its aggregate's
+// stream, as one event of Cairn's own ([RejectionType]) that loads never
+// decode nor apply, so that the command's ID keeps that outcome for good.
 //
 // Cairn never lets a user's bug or a stored event it cannot read take the
 // process down: a panic in Handle or Apply is recovered into a

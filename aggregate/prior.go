@@ -8,7 +8,9 @@ import (
 )
 
 // PriorOutcome returns what command commandID did to inst's aggregate
-// before, and true; or false when it produced no events there.
+// before, and true; or false when it produced no events there. A command
+// whose rejection was recorded (see [Repository.SaveRejection]) is found
+// too: the Outcome's Rejection says so, and it has no Events.
 //
 // It answers from the instance when it can: it remembers the commands of
 // the last events it replayed or saved (see [RememberedCommands]). For the
@@ -80,13 +82,22 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 		if e.Version > s.last || e.Metadata.CommandID != commandID {
 			break
 		}
+		if IsRejection(&e) {
+			// A recorded rejection is the command's one event.
+			rej, err := DecodeRejection(&e)
+			if err != nil {
+				return Outcome{}, false, err
+			}
+			out.Rejection, out.LastVersion, out.Position = &rej, e.Version, e.Position
+			return out, true, nil
+		}
 		if buf, err = r.reg.DecodeAppend(buf[:0], e); err != nil {
 			return Outcome{}, false, err
 		}
 		for _, d := range buf {
 			out.Events = append(out.Events, d.Value)
 		}
-		out.LastVersion, found = e.Version, true
+		out.LastVersion, out.Position, found = e.Version, e.Position, true
 	}
 	return out, found, nil
 }

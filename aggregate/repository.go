@@ -182,15 +182,20 @@ func (r *Repository[T, PT]) replay(ctx context.Context, inst *Instance[T, PT]) (
 	return inst, nil
 }
 
-// apply decodes one stored event and applies its values to inst.
+// apply decodes one stored event and applies its values to inst. A
+// recorded rejection (see [RejectionType]) is not decoded nor applied: it
+// only moves inst's version, and inst remembers its command ID as any
+// command's, so that the command is found again.
 func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, buf []codec.Decoded) ([]codec.Decoded, error) {
-	buf, err := r.reg.DecodeAppend(buf, *e)
-	if err != nil {
-		return buf, err
-	}
-	for _, d := range buf {
-		if err := inst.apply(d.Value); err != nil {
-			return buf, &ApplyError{Stream: e.StreamID, Version: e.Version, Type: d.Event.Type, SchemaVersion: d.Event.SchemaVersion, Err: err}
+	if !IsRejection(e) {
+		var err error
+		if buf, err = r.reg.DecodeAppend(buf, *e); err != nil {
+			return buf, err
+		}
+		for _, d := range buf {
+			if err := inst.apply(d.Value); err != nil {
+				return buf, &ApplyError{Stream: e.StreamID, Version: e.Version, Type: d.Event.Type, SchemaVersion: d.Event.SchemaVersion, Err: err}
+			}
 		}
 	}
 	inst.Version, inst.Exists = e.Version, true

@@ -52,6 +52,14 @@ type Outcome struct {
 	// Duplicate reports that the store already held these events: an
 	// identical decision was appended before.
 	Duplicate bool
+	// Rejection, when not nil, says that the command was rejected and its
+	// rejection recorded, as the one event at FirstVersion (see
+	// [Repository.SaveRejection]); Events is then empty.
+	Rejection *Rejection
+	// Position is the global position of the command's last event: a
+	// projection that has passed it shows the command's effect (see
+	// projection.Consumer.WaitFor).
+	Position eventstore.Position
 }
 
 // Save appends events to inst's stream, expecting inst's version, and on
@@ -63,7 +71,9 @@ type Outcome struct {
 // ID), the stored events are what happened, and they may differ from the
 // events given here when the decision reads the clock or makes up IDs. The
 // Outcome is then read from the store, and inst is brought up to date with
-// the stream, never given the events passed in.
+// the stream, never given the events passed in. That Outcome may be a
+// recorded rejection of the command (Rejection set, no Events): another
+// dispatch of it was rejected first, and that is its outcome.
 //
 // A version conflict is the store's [*eventstore.WrongVersionError]: inst is
 // stale and must be loaded again. Should Apply reject an event just stored,
@@ -104,7 +114,7 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 	if res.Duplicate {
 		return r.storedOutcome(ctx, inst, opts.CommandID, res.FirstVersion)
 	}
-	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Events: make([]any, 0, len(data))}
+	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Position: res.Position, Events: make([]any, 0, len(data))}
 	var buf []codec.Decoded
 	for i := range data {
 		e := eventstore.Event{EventData: data[i], StreamID: inst.Stream, Version: res.FirstVersion + uint64(i)}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -76,7 +77,7 @@ func NewRegistry(opts Options) *Registry {
 // both a T and a *T.
 //
 // It returns a [*RegistrationError] for an empty or malformed name (see
-// eventstore.ValidateType), a version of 0, an interface, pointer, channel,
+// eventstore.ValidateType), a name with the [ReservedPrefix], a version of 0, an interface, pointer, channel,
 // function or unsafe pointer type (a pointer would make Encode of a *T
 // ambiguous, and decoding yields values), a name or a Go type already
 // registered;
@@ -150,11 +151,29 @@ func checkName(name string) string {
 	if errors.As(eventstore.ValidateType(name), &bad) {
 		return "the type name " + bad.Reason
 	}
+	if IsReserved(name) {
+		return "the type name " + reservedReason
+	}
 	return ""
 }
 
+// ReservedPrefix starts the type names of the events Cairn records for
+// itself (a saga's step records, an aggregate's recorded rejections). No
+// type may be registered under such a name, and no upcaster may apply to
+// one, so that a user's codec can never claim or rewrite Cairn's own
+// records; the readers that meet them in a stream (aggregate loads,
+// projections) skip them rather than decode them.
+const ReservedPrefix = "cairn."
+
+// IsReserved reports whether name is one of Cairn's own type names: it
+// starts with [ReservedPrefix].
+func IsReserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix) }
+
+const reservedReason = `starts with "` + ReservedPrefix + `", which Cairn keeps for the events it records for itself`
+
 // Upcast adds upcaster steps, built with the constructors of package
-// upcast. A malformed step, or a second step for one (type, version), is an
+// upcast. A malformed step, a step for a reserved type name (see
+// [ReservedPrefix]), or a second step for one (type, version), is an
 // error here and again from [Registry.Validate]; the whole chain is
 // checked against the registered types by Validate. After the registry is
 // frozen it returns [ErrFrozen].
@@ -164,7 +183,19 @@ func (r *Registry) Upcast(steps ...upcast.Step) error {
 	if r.frozen.Load() {
 		return fmt.Errorf("add upcasters: %w", ErrFrozen)
 	}
-	if err := r.chain.Add(steps...); err != nil {
+	var errs []error
+	kept := steps[:0:0]
+	for _, s := range steps {
+		if IsReserved(s.From().Type) {
+			errs = append(errs, &upcast.ChainError{Key: s.From(), Step: s.String(), Reason: "applies to a type name that " + reservedReason, Err: upcast.ErrInvalidStep})
+			continue
+		}
+		kept = append(kept, s)
+	}
+	if err := r.chain.Add(kept...); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		r.setupErrs = append(r.setupErrs, err)
 		return err
 	}

@@ -126,9 +126,13 @@ func (b *Bus) Routes(ct reflect.Type) bool {
 
 // Dispatch runs one command: it loads the aggregate the command names,
 // returns the earlier result if the command ID already produced events
-// there, else lets the aggregate decide and appends its events.
+// there (or had its rejection recorded), else lets the aggregate decide and
+// appends its events.
 //
-// The aggregate's own rejection is returned unchanged. A command whose type
+// The aggregate's own rejection is returned unchanged, with
+// Result.Rejected set; with Message.RecordRejection it is recorded first
+// in the aggregate's stream, and a later dispatch of the same ID returns it
+// as a [*RecordedRejectionError]. A command whose type
 // has no route is a [*NoRouteError]. A nil command, an ID, CorrelationID or
 // CausationID that no store can hold (not UTF-8, a NUL byte, an ID longer
 // than eventstore.MaxCommandIDLen), bad Extra metadata, or an aggregate ID

@@ -17,6 +17,12 @@
 //     ID again and decides again, a bounded number of times with jittered
 //     backoff. Two processes racing on one command ID therefore end with one
 //     effect: the loser finds the winner's events.
+//   - A rejection writes nothing, so a command ID that comes back is decided
+//     again. A sender that needs one final outcome per command ID (a saga's
+//     outbox) sets Message.RecordRejection: the rejection is then appended
+//     to the aggregate's stream as one event of Cairn's own, at the loaded
+//     version like any decision, and every later dispatch of the ID returns
+//     it as a [*RecordedRejectionError], never a later success.
 //
 // Within one bus, commands for one aggregate run one at a time, which saves
 // needless conflicts; correctness does not depend on it.

@@ -1,5 +1,7 @@
 package command
 
+import "github.com/cairn-es/cairn/eventstore"
+
 // Command is a command: a request to one aggregate, which it names.
 type Command interface {
 	// AggregateID returns the ID of the aggregate the command is for.
@@ -22,6 +24,15 @@ type Message struct {
 	Extra map[string]string
 	// Command is the command itself; its Go type selects the route.
 	Command Command
+	// RecordRejection asks the bus to record the aggregate's rejection of
+	// the command durably, in the aggregate's stream, so that the command
+	// ID has one final outcome: for senders that must see one final
+	// outcome per command ID, like saga outboxes. A re-send of the ID then
+	// returns the same rejection, as a [*RecordedRejectionError], even when
+	// the aggregate has changed so that the command would now succeed.
+	// Without it a rejection writes nothing, and the ID is decided again
+	// when it comes back. It needs an ID of the caller's.
+	RecordRejection bool
 }
 
 // Result is the outcome of a dispatched command.
@@ -30,22 +41,31 @@ type Result struct {
 	// under which ID.
 	AggregateID, Stream, CommandID string
 	// Version is the aggregate's version after the command: the version of
-	// its last event. It is meaningless for an aggregate that has no events.
+	// its last event, or of its recorded rejection. It is meaningless for
+	// an aggregate that has no events.
 	Version uint64
+	// Position is the global position of the command's last event (or of
+	// its recorded rejection): pass it to projection.Consumer.WaitFor to
+	// read a read model that shows the command's effect. It is zero when
+	// the command appended nothing.
+	Position eventstore.Position
 	// Events are the events the command produced, as decoded from the store
 	// (the values a replay applies): none when it decided that nothing
 	// happens.
 	Events []any
 	// Duplicate reports that the command ID had already produced these
-	// events: this dispatch appended nothing.
+	// events, or had its rejection recorded: this dispatch appended
+	// nothing.
 	Duplicate bool
 	// Attempts is how many times the command was decided: more than one
 	// after version conflicts.
 	Attempts int
 	// Rejected reports that the aggregate refused the command: the error
-	// Dispatch returned is its Handle's, unchanged. Every other error
-	// (the store's, a contention give-up, a canceled context) leaves it
-	// false, so that a sender can tell a final "no" from a failure worth
-	// retrying.
+	// Dispatch returned is its Handle's, unchanged, or, when the command
+	// ID's rejection was recorded before (see Message.RecordRejection), a
+	// [*RecordedRejectionError] with Duplicate set. Every other error (the
+	// store's, a contention give-up, a canceled context, a failure to
+	// record the rejection) leaves it false, so that a sender can tell a
+	// final "no" from a failure worth retrying.
 	Rejected bool
 }

@@ -109,8 +109,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		}
 		if found {
 			b.cache.Put(stream, inst)
-			res.Version, res.Events, res.Duplicate = prior.LastVersion, prior.Events, true
-			return res, nil
+			return priorResult(res, prior)
 		}
 		events, err := inst.Handle(ctx, msg.Command)
 		if !certain && (err != nil || len(events) == 0) {
@@ -119,35 +118,54 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 			// the command may have produced events long ago.
 			if prior, found, perr := r.repo.PriorOutcome(ctx, inst, msg.ID); perr != nil || found {
 				b.cache.Evict(stream) // Handle may have panicked half-way
-				res.Version, res.Events, res.Duplicate = prior.LastVersion, prior.Events, found
-				return res, perr
+				if perr != nil {
+					return res, perr
+				}
+				return priorResult(res, prior)
 			}
 		}
 		if errors.Is(err, aggregate.ErrPanicked) {
 			b.cache.Evict(stream) // a Handle that panicked may have left the state half-changed
 			return res, err
 		}
-		if err != nil {
+		if err != nil && !msg.RecordRejection {
 			b.cache.Put(stream, inst)
 			res.Rejected = true
 			return res, err
 		}
-		if len(events) == 0 {
+		if err == nil && len(events) == 0 {
 			b.cache.Put(stream, inst)
 			res.Version = inst.Version
 			return res, nil
 		}
-		out, err := r.repo.Save(ctx, inst, events, aggregate.SaveOptions{CommandID: msg.ID, Metadata: md})
+		// Append the decision: the events, or the rejection to record. Both
+		// expect the loaded version, so a success and a rejection of one
+		// command ID racing in two dispatches cannot both be appended.
+		var out aggregate.Outcome
+		opts := aggregate.SaveOptions{CommandID: msg.ID, Metadata: md}
+		rejection := err
+		if rejection != nil {
+			out, err = r.recordRejection(ctx, inst, msg, opts, rejection)
+		} else {
+			out, err = r.repo.Save(ctx, inst, events, opts)
+		}
 		if err == nil {
 			b.cache.Put(stream, inst)
-			res.Version, res.Events, res.Duplicate = out.LastVersion, out.Events, out.Duplicate
+			if out.Duplicate {
+				return priorResult(res, out) // another dispatch's outcome came first
+			}
+			if rejection != nil {
+				res.Version, res.Position, res.Rejected = out.LastVersion, out.Position, true
+				return res, rejection
+			}
+			res.Version, res.Position, res.Events = out.LastVersion, out.Position, out.Events
 			return res, nil
 		}
 		// The instance is stale, or its state or the append's outcome is
 		// uncertain: the next dispatch must load it again.
 		b.cache.Evict(stream)
 		if out.Events != nil {
-			res.Version, res.Events = out.LastVersion, out.Events
+			res.Version, res.Position, res.Events = out.LastVersion, out.Position, out.Events
 			return res, err
 		}
 		if !errors.Is(err, eventstore.ErrWrongVersion) && !errors.Is(err, eventstore.ErrEventIDConflict) {

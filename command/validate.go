@@ -23,6 +23,9 @@ func (m *Message) validate() error {
 	if v := reflect.ValueOf(m.Command); v.Kind() == reflect.Pointer && v.IsNil() {
 		return bad("Message.Command", fmt.Sprintf("is a nil %T", m.Command))
 	}
+	if m.RecordRejection && m.ID == "" {
+		return bad("Message.ID", "is empty, and RecordRejection is set: a recorded rejection is found again by its command ID, which a new random ID never is")
+	}
 	err := eventstore.ValidateMetadata(eventstore.Metadata{
 		CorrelationID: m.CorrelationID, CausationID: m.CausationID, CommandID: m.ID, Extra: m.Extra,
 	})

@@ -14,10 +14,12 @@ import (
 // instance stream) sends, in order, through the bus, with their recorded
 // IDs: a re-send after a crash is absorbed by the bus's command-ID
 // idempotency. A command its aggregate rejects is fed back to the
-// instance as a step, exactly once (its handler is [OnRejected]'s). A
-// command the instance already took a rejection for is not sent again, so
-// that a rejection once fed back is final. Other failures are returned:
-// the record is sent again, whole, later.
+// instance as a step, exactly once (its handler is [OnRejected]'s). The
+// bus records the rejection in the aggregate's stream first, so that no
+// re-send of the command ID, by this runner or another, ever succeeds
+// after it; and a command the instance already took a rejection for is not
+// sent again. Other failures are returned: the record is sent again,
+// whole, later.
 func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) error {
 	id, ok := strings.CutPrefix(ev.StreamID, r.e.t.Category())
 	if !ok || len(rec.Commands) == 0 {
@@ -45,7 +47,15 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 			return fmt.Errorf("saga %q, instance %q: command %s decodes to %T, which is not a command", r.e.t.name, id, c.ID, v)
 		}
 		r.sent.Add(1)
-		res, err := r.bus.Dispatch(ctx, command.Message{ID: c.ID, CorrelationID: ev.Metadata.CorrelationID, CausationID: ev.ID.String(), Command: cmd})
+		// RecordRejection: a rejection is this command ID's final outcome
+		// only if it is recorded where every later dispatch finds it. Fed
+		// back but unrecorded, another runner's re-send (or this one's,
+		// after a crash before the feed-back) could succeed on a changed
+		// aggregate. A re-send that meets the record is rejected again
+		// (a RecordedRejectionError) and fed back, which the instance drops
+		// as a duplicate by its rejection sequence.
+		res, err := r.bus.Dispatch(ctx, command.Message{ID: c.ID, CorrelationID: ev.Metadata.CorrelationID, CausationID: ev.ID.String(),
+			Command: cmd, RecordRejection: true})
 		switch {
 		case err == nil:
 			continue

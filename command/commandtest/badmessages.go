@@ -37,6 +37,7 @@ func testBadMessages(t *testing.T, e *env) {
 		{"invalid UTF-8 aggregate ID", command.Message{Command: Increment{ID: id + "\xff"}}, "aggregate ID"},
 		{"overlong aggregate ID", command.Message{Command: Increment{ID: id + strings.Repeat("i", eventstore.MaxStreamLen)}}, "aggregate ID"},
 		{"4 MB aggregate ID", command.Message{Command: Increment{ID: id + strings.Repeat("i", 4<<20)}}, "aggregate ID"},
+		{"RecordRejection without an ID", command.Message{RecordRejection: true, Command: Reject{ID: id}}, "Message.ID"},
 	} {
 		_, first := b.Dispatch(context.Background(), c.msg)
 		storetest.RequireInvalid(t, first, c.field, c.what)

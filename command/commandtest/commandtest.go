@@ -44,6 +44,10 @@ type Options struct {
 	// means 32 and 100. A store that is slow under the race detector may run
 	// fewer; the memory store runs the full size.
 	HotWorkers, HotIncrements int
+	// OutcomeRounds is how many rounds the test of one outcome per command
+	// ID under contention runs (each a new aggregate, one command ID
+	// dispatched five times against a change of state); zero means 200.
+	OutcomeRounds int
 }
 
 // Run runs the whole suite, at full size, against the stores that newStore
@@ -59,6 +63,9 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 	if opts.HotIncrements <= 0 {
 		opts.HotIncrements = 100
 	}
+	if opts.OutcomeRounds <= 0 {
+		opts.OutcomeRounds = 200
+	}
 	groups := []struct {
 		name  string
 		tests []test
@@ -69,6 +76,7 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 		{"Snapshots", snapshotTests},
 		{"Metadata", metadataTests},
 		{"Cache", cacheTests},
+		{"Rejections", rejectionTests(opts)},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

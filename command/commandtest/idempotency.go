@@ -39,12 +39,16 @@ func testRedeliveredSequentially(t *testing.T, e *env) {
 	assert.Equal(t, uint64(1), first.Version)
 	assert.Equal(t, []any{Incremented{By: 1}, Incremented{By: 1}}, first.Events, "events as decoded, never the *T Handle returned")
 	assert.Equal(t, msg.ID, first.CommandID)
+	stored := e.events(id)
+	require.Len(t, stored, 2)
+	assert.Equal(t, stored[1].Position, first.Position, "the position of the command's last event")
 
 	for i := range 9 {
 		again, err := b.Dispatch(ctx, msg)
 		require.NoError(t, err, "redelivery %d", i)
 		assert.True(t, again.Duplicate, "redelivery %d must be a duplicate", i)
 		assert.Equal(t, first.Version, again.Version)
+		assert.Equal(t, first.Position, again.Position)
 		assert.Equal(t, first.Events, again.Events)
 	}
 	// Redelivered after other commands, and to a bus with a cold cache: the
@@ -56,6 +60,7 @@ func testRedeliveredSequentially(t *testing.T, e *env) {
 		require.NoError(t, err)
 		assert.True(t, late.Duplicate)
 		assert.Equal(t, uint64(1), late.Version, "the version after the command's own events")
+		assert.Equal(t, first.Position, late.Position, "the position of its own last event, not the stream's")
 		assert.Equal(t, first.Events, late.Events)
 	}
 	assert.Equal(t, 7, e.load(id).Count)

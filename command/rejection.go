@@ -1,0 +1,59 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-es/cairn/aggregate"
+)
+
+// ErrRecordedRejection matches every [*RecordedRejectionError].
+var ErrRecordedRejection = errors.New("command: rejection recorded earlier")
+
+// RecordedRejectionError is the answer to a command whose ID was rejected
+// before, by a dispatch with Message.RecordRejection set: the rejection is
+// the command's final outcome, whatever the aggregate would decide now, and
+// nothing was appended. Its Error is the recorded reason, the text of the
+// aggregate's error that first rejected it, so that whoever shows
+// rejections shows the same text; the error value itself is not stored,
+// so errors.Is cannot match the aggregate's own sentinel — match
+// [ErrRecordedRejection], or take the Reason.
+type RecordedRejectionError struct {
+	// CommandID is the rejected command's ID.
+	CommandID string
+	// Stream is the aggregate's stream, and Version the version of the
+	// recorded rejection in it.
+	Stream  string
+	Version uint64
+	// Command is the Go type of the command that was rejected, as %T
+	// printed it.
+	Command string
+	// Reason is the text of the rejection (see [aggregate.Rejection]).
+	Reason string
+}
+
+// Error returns the recorded reason.
+func (e *RecordedRejectionError) Error() string { return e.Reason }
+
+// Is makes errors.Is(err, ErrRecordedRejection) true.
+func (e *RecordedRejectionError) Is(target error) bool { return target == ErrRecordedRejection }
+
+// priorResult is the result of a command whose ID had an outcome before
+// this dispatch: its events, or its recorded rejection.
+func priorResult(res Result, prior aggregate.Outcome) (Result, error) {
+	res.Version, res.Position, res.Events, res.Duplicate = prior.LastVersion, prior.Position, prior.Events, true
+	if prior.Rejection == nil {
+		return res, nil
+	}
+	res.Rejected = true
+	return res, &RecordedRejectionError{CommandID: res.CommandID, Stream: res.Stream, Version: prior.LastVersion,
+		Command: prior.Rejection.Command, Reason: prior.Rejection.Reason}
+}
+
+// recordRejection records the aggregate's rejection of msg in inst's
+// stream (see [aggregate.Repository.SaveRejection]). Its outcome, when
+// Duplicate, is another dispatch's: a rejection or a success.
+func (r *typedRoute[T, PT]) recordRejection(ctx context.Context, inst *aggregate.Instance[T, PT], msg *Message, opts aggregate.SaveOptions, reason error) (aggregate.Outcome, error) {
+	return r.repo.SaveRejection(ctx, inst, aggregate.Rejection{Reason: reason.Error(), Command: fmt.Sprintf("%T", msg.Command)}, opts)
+}

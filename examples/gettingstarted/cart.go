@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-es/cairn/aggregate"
+)
+
+// Commands ask for a change. Each one names the cart it is for.
+type (
+	AddItem struct {
+		CartID, SKU string
+		Qty         int
+	}
+	CheckOut struct{ CartID string }
+)
+
+// AggregateID tells the bus which cart the command is for.
+func (c AddItem) AggregateID() string  { return c.CartID }
+func (c CheckOut) AggregateID() string { return c.CartID }
+
+// Events record what happened, in the past tense.
+type (
+	ItemAdded struct {
+		SKU string `json:"sku"`
+		Qty int    `json:"qty"`
+	}
+	CheckedOut struct {
+		Items int `json:"items"`
+	}
+)
+
+// The cart's own refusals; the bus returns them unchanged.
+var (
+	ErrCheckedOut = errors.New("cart is checked out")
+	ErrEmpty      = errors.New("cart is empty")
+)
+
+// Cart is the aggregate: plain state, Handle decides, Apply evolves.
+type Cart struct {
+	items      int
+	checkedOut bool
+}
+
+func (c *Cart) Handle(_ context.Context, cmd any) ([]any, error) {
+	switch cmd := cmd.(type) {
+	case AddItem:
+		if c.checkedOut {
+			return nil, ErrCheckedOut
+		}
+		return []any{ItemAdded{SKU: cmd.SKU, Qty: cmd.Qty}}, nil
+	case CheckOut:
+		if c.items == 0 {
+			return nil, ErrEmpty
+		}
+		if c.checkedOut {
+			return nil, nil // checking out twice changes nothing
+		}
+		return []any{CheckedOut{Items: c.items}}, nil
+	}
+	return nil, fmt.Errorf("a cart cannot handle %T", cmd)
+}
+
+func (c *Cart) Apply(event any) error {
+	switch e := event.(type) {
+	case ItemAdded:
+		c.items += e.Qty
+	case CheckedOut:
+		c.checkedOut = true
+	default:
+		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+	}
+	return nil
+}

@@ -41,7 +41,8 @@ func TestSaveRejectionRecordsOneEventTheAggregateNeverApplies(t *testing.T) {
 	out, err := repo.SaveRejection(ctx, inst, aggregate.Rejection{Reason: "too much", Command: "aggregate_test.Add"},
 		aggregate.SaveOptions{CommandID: "c1", Metadata: eventstore.Metadata{CorrelationID: "flow"}})
 	require.NoError(t, err)
-	want := aggregate.Outcome{FirstVersion: 1, LastVersion: 1, Rejection: &aggregate.Rejection{Reason: "too much", Command: "aggregate_test.Add"}}
+	want := aggregate.Outcome{FirstVersion: 1, LastVersion: 1, Position: eventstore.Position{Major: 2},
+		Rejection: &aggregate.Rejection{Reason: "too much", Command: "aggregate_test.Add"}}
 	assert.Equal(t, want, out)
 	assert.Equal(t, uint64(1), inst.Version, "the instance is at the rejection's version")
 	assert.Equal(t, 5, inst.State.Total)
@@ -96,7 +97,8 @@ func TestARejectionAndASuccessOfOneCommandCannotBothBeStored(t *testing.T) {
 		require.NoError(t, err)
 		out, err := repo.SaveRejection(ctx, loser, rejection, aggregate.SaveOptions{CommandID: "c"})
 		require.NoError(t, err, "the store absorbs the repeat of the first event ID at its place")
-		assert.Equal(t, aggregate.Outcome{FirstVersion: 0, LastVersion: 1, Events: []any{Added{N: 1}, Added{N: 2}}, Duplicate: true}, out)
+		assert.Equal(t, aggregate.Outcome{FirstVersion: 0, LastVersion: 1, Events: []any{Added{N: 1}, Added{N: 2}}, Duplicate: true,
+			Position: eventstore.Position{Major: 2}}, out)
 		assert.Equal(t, 3, loser.State.Total, "the loser holds the stored state")
 	})
 	t.Run("RejectionFirst", func(t *testing.T) {
@@ -113,7 +115,8 @@ func TestARejectionAndASuccessOfOneCommandCannotBothBeStored(t *testing.T) {
 		require.NoError(t, err)
 		out, err := repo.Save(ctx, loser, []any{Added{N: 1}}, aggregate.SaveOptions{CommandID: "c"})
 		require.NoError(t, err)
-		assert.Equal(t, aggregate.Outcome{Duplicate: true, Rejection: &rejection}, out, "the recorded rejection is the outcome")
+		assert.Equal(t, aggregate.Outcome{Duplicate: true, Rejection: &rejection, Position: eventstore.Position{Major: 1}}, out,
+			"the recorded rejection is the outcome")
 		assert.Equal(t, 0, loser.State.Total)
 		assert.Equal(t, uint64(0), loser.Version, "the loser is at the rejection's version")
 		_, err = repo.Save(ctx, other, []any{Added{N: 1}, Added{N: 2}}, aggregate.SaveOptions{CommandID: "c"})

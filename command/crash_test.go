@@ -65,6 +65,13 @@ func TestCrashRecovery(t *testing.T) {
 	run := func(kill time.Duration) (killed bool) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelperProcess$", "-test.v")
 		cmd.Env = append(os.Environ(), crashChildEnv+"=1", "CAIRN_CRASH_DB="+db, "CAIRN_CRASH_COMMANDS="+cmdFile, "CAIRN_CRASH_ACKS="+ackFile)
+		if kill > 0 {
+			// A child that finishes its work waits to be killed, so that
+			// every such cycle kills a live process, however fast the machine
+			// (without the race detector the work often took less than the
+			// kill window, and the cycle killed nothing).
+			cmd.Env = append(cmd.Env, "CAIRN_CRASH_LINGER=1")
+		}
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
 		require.NoError(t, cmd.Start())
@@ -102,7 +109,7 @@ func TestCrashRecovery(t *testing.T) {
 			window = 50
 		}
 		if !run(time.Duration(rng.IntN(window)+10) * time.Millisecond) {
-			continue
+			continue // not killed: it ended first
 		}
 		kills++
 		if n := len(readAcks(t, ackFile)); n > acked && n < crashCommands {
@@ -332,6 +339,10 @@ func TestCrashHelperProcess(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	if os.Getenv("CAIRN_CRASH_LINGER") == "1" && !t.Failed() {
+		fmt.Println("DONE; waiting to be killed")
+		select {}
+	}
 }
 
 func verifyCrashStore(t *testing.T, db string, cmds []crashCommand) {

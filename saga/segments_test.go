@@ -1,6 +1,7 @@
 package saga_test
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 	"github.com/cairn-es/cairn/internal/reservation"
@@ -103,5 +105,66 @@ func TestSegmentConsumerNames(t *testing.T) {
 		var setup *saga.SetupError
 		require.ErrorAs(t, err, &setup, "segments %d", n)
 		assert.Contains(t, setup.Reason, "Segments")
+	}
+}
+
+// TestEachSegmentStepsItsOwnInstances: with three segments and no lease,
+// one runner's three pairs of consumers each read every event and record,
+// step only their own instances, and move their checkpoints over the
+// others': every message is handled once, and an event that reaches no
+// instance is parked once, by segment 0, under the runner's events
+// consumer.
+func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
+	s, c := memory.New(), memory.NewConsumers()
+	t.Cleanup(func() { _ = s.Close() })
+	f := newSale(t, twoRunnerStores{events: s, consumers: c})
+	ctx := context.Background()
+	st, err := reservation.NewSale(f.reg)
+	require.NoError(t, err)
+	bus := command.New(s, f.reg, command.Options{})
+	require.NoError(t, reservation.Route(bus))
+	r, err := saga.NewRunner(st, s, bus, saga.RunnerOptions{Segments: 3, Checkpoints: c, Clock: f.clock, Logger: f.logs.logger("one")})
+	require.NoError(t, err)
+
+	nobody, err := f.reg.Encode(reservation.OrderPlaced{OrderID: ""})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "order-", eventstore.NoStream, nobody)
+	require.NoError(t, err)
+	f.place(t, 0, twoRunnerOrders)
+	require.NoError(t, r.CatchUp(ctx))
+	f.clock.Advance(reservation.PaymentWindow)
+	require.NoError(t, r.CatchUp(ctx))
+	steps := f.verify(t)
+
+	stats, err := r.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, steps, stats.Handled, "each message handled once, by its instance's segment")
+	assert.Zero(t, stats.Duplicates)
+	assert.EqualValues(t, 1, stats.Parked, "the event that reaches no instance is parked once")
+	n, err := c.CountDeadLetters(ctx, r.EventsConsumer())
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+
+	// Every segment's pair read to the same end, over the others'
+	// instances too.
+	var ends [2][]eventstore.Position
+	for k := range 3 {
+		events, outbox, err := r.SegmentConsumers(k)
+		require.NoError(t, err)
+		for i, name := range []string{events, outbox} {
+			cp, err := c.Checkpoint(ctx, name)
+			require.NoError(t, err)
+			assert.False(t, cp.Position.IsZero(), "%s moved", name)
+			ends[i] = append(ends[i], cp.Position)
+		}
+	}
+	for i := range ends {
+		assert.Equal(t, ends[i][0], ends[i][1])
+		assert.Equal(t, ends[i][0], ends[i][2])
+	}
+	for _, name := range []string{r.EventsConsumer(), r.OutboxConsumer()} {
+		cp, err := c.Checkpoint(ctx, name)
+		require.NoError(t, err)
+		assert.True(t, cp.Position.IsZero(), "the unsegmented consumer %s is not used", name)
 	}
 }

@@ -2,6 +2,7 @@ package saga_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,4 +64,48 @@ func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
 		require.NoError(t, err)
 		return o.State.Rejected
 	}, twoRunnerWait, time.Millisecond, "the deadline set by the first runner never fired")
+}
+
+// TestAGapMovesWithItsSegment: a runner reports the gaps of the segments
+// it runs. When a second runner joins, the segment it takes leaves the
+// first runner's report and enters its own (read from the store when it
+// claims the segment); the gap in the segment the first keeps stays there.
+func TestAGapMovesWithItsSegment(t *testing.T) {
+	s, c := memory.New(), memory.NewConsumers()
+	t.Cleanup(func() { _ = s.Close() })
+	f := newSale(t, twoRunnerStores{events: s, consumers: c, leases: c, ttl: 200 * time.Millisecond})
+	ctx := context.Background()
+	opts := saga.RunnerOptions{Leases: c, Segments: 2}
+	a := f.start(t, "first", opts)
+	require.Eventually(t, func() bool { return len(leading(t, a)) == 2 }, twoRunnerWait, time.Millisecond)
+
+	// Message 1 of a broker's source, without message 0: each instance
+	// holds it and waits. The first runner takes member slot 0, and so
+	// keeps segment 0 when a second one joins.
+	stays, moves := "gap-2", "gap-1"
+	require.Equal(t, []int{0, 1}, []int{saga.Segment(stays, 2), saga.Segment(moves, 2)})
+	for _, id := range []string{stays, moves} {
+		out, err := a.runner.Deliver(ctx, saga.Delivery{Source: "broker", Sequence: 1, Event: reservation.OrderPlaced{OrderID: id, Seats: 1, Amount: 100}})
+		require.NoError(t, err)
+		require.Equal(t, saga.Held, out)
+	}
+	gapsOf := func(p *process) []string {
+		var ids []string
+		for _, g := range p.runner.Gaps() {
+			ids = append(ids, g.Instance)
+		}
+		return ids
+	}
+	assert.ElementsMatch(t, []string{stays, moves}, gapsOf(a))
+
+	b := f.start(t, "second", opts)
+	require.Eventually(t, func() bool {
+		return slices.Equal(leading(t, a), []int{0}) && slices.Equal(leading(t, b), []int{1})
+	}, twoRunnerWait, time.Millisecond, "the runners did not split the segments")
+	require.Eventually(t, func() bool { return slices.Equal(gapsOf(b), []string{moves}) }, twoRunnerWait, time.Millisecond,
+		"the runner that took segment 1 does not report its gap")
+	assert.Equal(t, []string{stays}, gapsOf(a), "the first runner reports the gap of the segment it kept only")
+	st := a.stats(t)
+	assert.Equal(t, 1, st.Gaps)
+	assert.Equal(t, []int{0}, st.HeldSegments)
 }

@@ -36,7 +36,7 @@ func (r *Runner[S]) start() (*consumers, error) {
 		recordsFilter := eventstore.Filter{Types: []string{recordType}, StreamPrefixes: []string{r.e.t.Category()}}
 		c := &consumers{}
 		for k := range r.segments {
-			seg := &segment{k: k}
+			seg := &segment{}
 			events, outbox := r.segmentNames(k)
 			eopts, oopts := popts, popts
 			eopts.Filter, oopts.Filter = eventsFilter, recordsFilter

@@ -49,7 +49,6 @@ func Segment(id string, n int) int {
 // segment is one segment's two consumers: of the events the saga maps,
 // and of its step records (the outbox).
 type segment struct {
-	k              int
 	events, outbox *projection.Consumer
 }
 

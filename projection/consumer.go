@@ -207,6 +207,9 @@ func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, f
 			return fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
 		}
 		c.stats.setCheckpoint(cp.Position)
+		if err := c.claimed(ctx, cp.Position); err != nil {
+			return err
+		}
 		return work(ctx, cp.Position, cp.Fence)
 	}
 	lease, err := c.acquire(ctx)
@@ -225,6 +228,9 @@ func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, f
 		c.release(ctx, lease.Lease)
 	}()
 	from, err := c.claim(ctx, lease.Fence)
+	if err == nil {
+		err = c.claimed(ctx, from)
+	}
 	if err == nil {
 		c.held.Store(&lease.Lease)
 		defer c.held.Store(nil)
@@ -255,6 +261,18 @@ func (c *Consumer) claim(ctx context.Context, fence eventstore.Fence) (eventstor
 		c.stats.setCheckpoint(cp.Position)
 		return cp.Position, nil
 	}
+}
+
+// claimed runs Options.OnClaim, if set, for a session that resumes after
+// from.
+func (c *Consumer) claimed(ctx context.Context, from eventstore.Position) error {
+	if c.opts.OnClaim == nil {
+		return nil
+	}
+	if err := c.opts.OnClaim(ctx, from); err != nil {
+		return fmt.Errorf("consumer %q: on claim: %w", c.name, err)
+	}
+	return nil
 }
 
 // unit is one stored event and the values it decodes to.

@@ -85,6 +85,24 @@ type RunnerOptions struct {
 	// parallel.
 	BatchSize     int
 	MaxBatchDelay time.Duration
+
+	// Segments lets several processes share the saga type's instances:
+	// instance IDs hash to this many segments (see [Segment]), each with
+	// its own two consumers, checkpoints and leases (see
+	// [Runner.SegmentConsumers]). Zero or one is one segment, under the
+	// consumer names of [Runner.EventsConsumer] and [Runner.OutboxConsumer];
+	// at most [MaxSegments].
+	//
+	// With Leases, each Run holds one of Segments member leases
+	// ("saga:<type>:member-j/<Segments>"), counts the live members every
+	// third of LeaseTTL, and runs the segments whose index modulo the
+	// member count is its rank among them: processes that join get their
+	// share within a third of a TTL, and the share of a process that dies
+	// is taken over once its leases lapse. Each process's Holder must then
+	// be its own (empty gives each Run a new one). Without Leases every
+	// runner runs every segment, and the instances' watermarks and the
+	// appends' expected versions keep it to one effect.
+	Segments int
 }
 
 // Defaults of [RunnerOptions].
@@ -118,19 +136,37 @@ type Runner[S any] struct {
 
 	loadOnce sync.Mutex
 	loaded   bool
+	// reloads coalesce the deadline scans that segment claims ask for.
+	reloads struct {
+		asked atomic.Uint64
+		mu    sync.Mutex
+		done  uint64
+	}
+
+	// segments is how many segments instances hash to; held, while Run
+	// runs, the ones whose consumers run here. activity orders a
+	// segment's start and stop (write) with what the indexes observe
+	// (read), so that a stopped segment leaves nothing behind.
+	segments int
+	held     atomic.Pointer[[]int]
+	activity sync.RWMutex
 }
 
 // NewRunner returns a runner of saga type t on store, whose commands go
 // through bus. It ends t's set-up: t must map at least one event type, bus
-// must route every command type t sends, and t's codec registry must be
-// valid (see [codec.Registry.Validate]); otherwise the error is a
-// [*SetupError].
+// must route every command type t sends, t's codec registry must be
+// valid (see [codec.Registry.Validate]), and opts.Segments at most
+// [MaxSegments]; otherwise the error is a [*SetupError].
 func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts RunnerOptions) (*Runner[S], error) {
 	if t == nil || store == nil {
 		return nil, fmt.Errorf("%w: a saga runner needs a saga type and an event store", eventstore.ErrInvalidArgument)
 	}
 	if err := t.freeze(bus); err != nil {
 		return nil, err
+	}
+	segments := max(opts.Segments, 1)
+	if opts.Segments < 0 || opts.Segments > MaxSegments {
+		return nil, &SetupError{Saga: t.name, Reason: fmt.Sprintf("RunnerOptions.Segments is %d, outside [0, %d]", opts.Segments, MaxSegments)}
 	}
 	clock := opts.Clock
 	if clock == nil {
@@ -149,7 +185,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	case opts.CacheSize > 0:
 		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
-	r := &Runner[S]{e: e, bus: bus, timers: newTimers(), gaps: newGapIndex(), opts: opts, workers: opts.Workers}
+	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), gaps: newGapIndex(), opts: opts, workers: opts.Workers, segments: segments}
 	if r.workers <= 0 {
 		r.workers = DefaultWorkers
 	}
@@ -267,8 +303,14 @@ func (r *Runner[S]) instanceOf(m *eventMapping[S], v any, md eventstore.Metadata
 }
 
 // observe tells the runner's indexes (deadlines, gaps) of record version
-// of instance id: one it stored, or one its outbox read.
+// of instance id: one it stored, or one its outbox read. Only the
+// instances of the segments this runner runs are indexed.
 func (r *Runner[S]) observe(id string, version uint64, rec *record) {
+	r.activity.RLock()
+	defer r.activity.RUnlock()
+	if !r.timers.isActive(Segment(id, r.segments)) {
+		return
+	}
 	r.timers.observe(id, version, rec.Deadlines)
 	r.gaps.observe(id, version, rec)
 }

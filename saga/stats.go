@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/cairn-es/cairn/projection"
@@ -12,21 +13,37 @@ type Stats struct {
 	// Saga is the saga type's name.
 	Saga string
 	// Handled counts the messages whose handler ran in a step; Duplicates
-	// the messages dropped by a watermark; Ignored those for an instance
-	// not started or complete, or a deadline no longer pending; Held those
-	// kept for their turn; Parked those parked after failing (or, for a
-	// stored event, reaching no instance). All since the runner was made.
+	// the messages dropped by a watermark, or whose step another runner
+	// had stored already; Ignored those for an instance not started or
+	// complete, or a deadline no longer pending; Held those kept for their
+	// turn; Parked those parked after failing (or, for a stored event,
+	// reaching no instance). All since the runner was made.
 	Handled, Duplicates, Ignored, Held, Parked int64
 	// DeadlinesPending counts the pending deadlines the runner knows of,
-	// and NextDeadline is when the soonest is due (zero for none).
+	// and NextDeadline is when the soonest it fires is due (zero for none).
 	DeadlinesPending int
 	NextDeadline     time.Time
 	// Gaps counts the open gaps (see [Runner.Gaps]) and OldestGap is when
 	// the oldest of them opened (zero for none).
 	Gaps      int
 	OldestGap time.Time
-	// Events and Outbox are the runner's two consumers (checkpoint, lag,
-	// rate, lease), once Run or CatchUp has started them.
+	// Segments is how many segments the instances hash to (see
+	// [RunnerOptions.Segments]); HeldSegments, while Run runs, those whose
+	// consumers run in this process, ascending: every segment, unless a
+	// lease store shares several among processes.
+	Segments     int
+	HeldSegments []int
+	// Events and Outbox are the two consumers (checkpoint, lag, rate,
+	// lease) of a runner of one segment, once Run or CatchUp has started
+	// them. A runner of several has two per segment: PerSegment holds
+	// those of the segments held.
+	Events, Outbox projection.Stats
+	PerSegment     []SegmentStats
+}
+
+// SegmentStats are the figures of one segment's consumers.
+type SegmentStats struct {
+	Segment        int
 	Events, Outbox projection.Stats
 }
 
@@ -34,19 +51,36 @@ type Stats struct {
 func (r *Runner[S]) Stats(ctx context.Context) (Stats, error) {
 	c := r.e.stats
 	s := Stats{Saga: r.e.t.name, Handled: c.handled.Load(), Duplicates: c.duplicates.Load(), Ignored: c.ignored.Load(),
-		Held: c.held.Load(), Parked: c.parked.Load()}
+		Held: c.held.Load(), Parked: c.parked.Load(), Segments: r.segments}
 	s.DeadlinesPending, s.NextDeadline = r.timers.count()
 	if gaps := r.gaps.list(); len(gaps) > 0 {
 		s.Gaps, s.OldestGap = len(gaps), gaps[0].Since
 	}
-	if cs := r.consumers.Load(); cs != nil {
+	if held := r.held.Load(); held != nil {
+		s.HeldSegments = slices.Clone(*held)
+	}
+	cs := r.consumers.Load()
+	if cs == nil {
+		return s, nil
+	}
+	if r.segments == 1 {
 		var err error
-		if s.Events, err = cs.events.Stats(ctx); err != nil {
+		if s.Events, err = cs.segs[0].events.Stats(ctx); err != nil {
 			return s, err
 		}
-		if s.Outbox, err = cs.outbox.Stats(ctx); err != nil {
+		s.Outbox, err = cs.segs[0].outbox.Stats(ctx)
+		return s, err
+	}
+	for _, k := range s.HeldSegments {
+		seg := SegmentStats{Segment: k}
+		var err error
+		if seg.Events, err = cs.segs[k].events.Stats(ctx); err != nil {
 			return s, err
 		}
+		if seg.Outbox, err = cs.segs[k].outbox.Stats(ctx); err != nil {
+			return s, err
+		}
+		s.PerSegment = append(s.PerSegment, seg)
 	}
 	return s, nil
 }

@@ -158,7 +158,8 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 	if checkpoints == nil {
 		return nil, nil
 	}
-	cp, err := checkpoints.Checkpoint(ctx, r.OutboxConsumer())
+	_, outbox := r.segmentNames(Segment(in.id, r.segments))
+	cp, err := checkpoints.Checkpoint(ctx, outbox)
 	if err != nil {
 		return nil, err
 	}

@@ -177,6 +177,7 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		if !isConflict(err) || conflicts >= maxConflicts {
 			return 0, nil, fmt.Errorf("saga %q, instance %q: storing the step of %s: %w", e.t.name, id, msg, err)
 		}
+		e.stats.conflicts.Add(1)
 		// Another runner stepped this instance: reload, and let the
 		// watermarks say whether it handled msg already.
 		if err := backoff.Wait(ctx, e.retry.Delay(conflicts+1)/4); err != nil {

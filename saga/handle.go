@@ -110,6 +110,9 @@ func typeOf(v any) reflect.Type {
 // counters are a saga type's running totals, for [Stats].
 type counters struct {
 	handled, duplicates, ignored, held, parked atomic.Int64
+	// conflicts counts the step appends lost to another writer of the
+	// instance (another runner), each followed by a reload.
+	conflicts atomic.Int64
 }
 
 func (c *counters) count(o outcome) {

@@ -19,6 +19,10 @@ type Stats struct {
 	// turn; Parked those parked after failing (or, for a stored event,
 	// reaching no instance). All since the runner was made.
 	Handled, Duplicates, Ignored, Held, Parked int64
+	// Conflicts counts the steps whose append lost to another runner of the
+	// same instance and were decided again from the reloaded instance: how
+	// often several processes raced on one instance.
+	Conflicts int64
 	// DeadlinesPending counts the pending deadlines the runner knows of,
 	// and NextDeadline is when the soonest it fires is due (zero for none).
 	DeadlinesPending int
@@ -51,7 +55,7 @@ type SegmentStats struct {
 func (r *Runner[S]) Stats(ctx context.Context) (Stats, error) {
 	c := r.e.stats
 	s := Stats{Saga: r.e.t.name, Handled: c.handled.Load(), Duplicates: c.duplicates.Load(), Ignored: c.ignored.Load(),
-		Held: c.held.Load(), Parked: c.parked.Load(), Segments: r.segments}
+		Held: c.held.Load(), Parked: c.parked.Load(), Conflicts: c.conflicts.Load(), Segments: r.segments}
 	s.DeadlinesPending, s.NextDeadline = r.timers.count()
 	if gaps := r.gaps.list(); len(gaps) > 0 {
 		s.Gaps, s.OldestGap = len(gaps), gaps[0].Since

@@ -310,6 +310,9 @@ func twoRunnersWithoutLeases(t *testing.T, s twoRunnerStores) {
 	assert.Positive(t, sb.Handled, "production did work")
 	assert.Positive(t, sa.Duplicates+sb.Duplicates, "a runner found messages the other had handled")
 	assert.Positive(t, a.store.lost.Load()+b.store.lost.Load(), "the runners raced on one instance at once, and one append lost")
+	assert.LessOrEqual(t, sa.Conflicts+sb.Conflicts, a.store.lost.Load()+b.store.lost.Load(),
+		"Stats.Conflicts counts the lost step appends (an operator's or a gap release's are not steps)")
+	assert.Positive(t, sa.Conflicts+sb.Conflicts, "Stats shows the race")
 	for _, st := range []saga.Stats{sa, sb} {
 		assert.Equal(t, []int(nil), st.HeldSegments, "a stopped runner holds nothing")
 	}

@@ -22,8 +22,6 @@ type boardCounts struct {
 	placed, confirmed, rejected int
 }
 
-func (c boardCounts) final() int { return c.confirmed + c.rejected }
-
 const boardSchema = `CREATE TABLE IF NOT EXISTS sales_board (
 	order_id TEXT PRIMARY KEY,
 	customer TEXT NOT NULL,

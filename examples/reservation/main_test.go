@@ -74,7 +74,10 @@ func TestVersion1ThenVersion2(t *testing.T) {
 	assert.Positive(t, q.Reordered, "authorizations overtook their orders")
 	assert.Equal(t, q.Messages+q.Duplicates+q.PutBack, q.Deliveries)
 	assert.Zero(t, q.Refused)
-	assert.GreaterOrEqual(t, one.killedAt, q.Messages/2, "the sale was killed once, halfway")
+	assert.GreaterOrEqual(t, one.killedAt, q.Messages/2, "the sale was killed once, mid-run")
+	assert.Positive(t, one.killedEnded, "after it had ended orders")
+	assert.Less(t, one.killedEnded, 40, "and before it had ended them all")
+	assert.Positive(t, one.sale.Stats.Handled, "the restarted sale took over")
 
 	// The run's own check catches a broken promise.
 	broken := *one

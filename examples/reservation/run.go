@@ -113,88 +113,41 @@ func run(ctx context.Context, cfg config) (*result, error) {
 	res.orders = newOrders(cfg.orders, cfg.model.name+strconv.FormatUint(rng.Uint64()%(36*36*36*36), 36)+"x", rng)
 	sends, planned := plan(res.orders, cfg.model.messages, rng)
 
-	saleCfg := saleConfig{Data: cfg.data, Model: cfg.model.name, Window: cfg.window}
-	proc, err := startSale(saleCfg)
+	sale, err := startSale(saleConfig{Data: cfg.data, Model: cfg.model.name, Window: cfg.window})
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if proc != nil {
-			_ = proc.kill()
-		}
-	}()
+	defer sale.close()
 	bus, err := svc.newBus(func(context.Context, command.Observation) {})
 	if err != nil {
 		return nil, err
 	}
 
+	// The clients place the orders while this goroutine watches.
 	start := time.Now()
 	q := &queue{stats: planned}
+	placing, stopPlacing := context.WithCancel(ctx)
 	placed := make(chan error, 1)
 	go func() {
 		var err error
-		res.queue, err = q.run(ctx, bus, sends, cfg.clients, cfg.workers, cfg.pace)
+		res.queue, err = q.run(placing, bus, sends, cfg.clients, cfg.workers, cfg.pace)
 		placed <- err
 	}()
-	// Wait for every order to end, showing progress, and kill the sale
-	// process once on the way.
-	want := res.earlier.Orders + cfg.orders
-	deadline := time.Now().Add(cfg.window + time.Minute)
-	queueDone := false
-	for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
-		if !queueDone {
-			select {
-			case err := <-placed:
-				if err != nil {
-					return nil, err
-				}
-				queueDone = true
-			default:
-			}
-		}
-		if err := proc.exited(); err != nil {
-			return nil, err
-		}
-		c, err := board.counts(ctx)
-		if err != nil {
-			return nil, err
-		}
-		// This run's orders: the board's totals less the earlier ones.
-		confirmed := c.confirmed - before.confirmed
-		rejected := c.rejected - before.rejected
-		ended := confirmed + rejected
-		cfg.progress.status("placed %d/%d, ended %d (%d confirmed, %d rejected), %s",
-			c.placed-before.placed, cfg.orders, ended, confirmed, rejected, time.Since(start).Round(100*time.Millisecond))
-		// Kill the sale once half the clients' messages have taken effect
-		// and it has ended some orders: orders are still arriving, and
-		// sales are at every stage.
-		if applied := int(q.applied.Load()); cfg.kill && res.killedAt < 0 && applied*2 >= planned.Messages && ended > 0 {
-			pid := proc.pid()
-			if err := proc.kill(); err != nil {
-				return nil, err
-			}
-			res.killedAt, res.killedEnded = applied, ended
-			if proc, err = startSale(saleCfg); err != nil {
-				return nil, err
-			}
-			cfg.progress.printf("killed the sale process (pid %d) with SIGKILL, %d of %d client messages in, %d orders ended; restarted it (pid %d)\n",
-				pid, applied, planned.Messages, ended, proc.pid())
-		}
-		if queueDone && c.placed == want && c.final() == want {
-			break
-		}
-		if time.Now().After(deadline) {
+	err = res.wait(ctx, cfg, board, before, q, placed, sale)
+	stopPlacing()
+	if err != nil {
+		<-placed
+		if errors.Is(err, errStuck) {
 			return nil, stuck(ctx, board, reader)
 		}
+		return nil, err
 	}
 	res.elapsed = time.Since(start)
 	cfg.progress.done()
 
 	// Stop the sale (it sends what its last steps recorded) and the read
 	// models, then bring the read models up to date.
-	p := proc
-	proc = nil
-	if res.sale, err = p.stop(); err != nil {
+	if res.sale, err = sale.stop(); err != nil {
 		return nil, err
 	}
 	stopLive()
@@ -221,13 +174,72 @@ func run(ctx context.Context, cfg config) (*result, error) {
 	return res, save(cfg.data, cfg.model.name, res.history)
 }
 
+// errStuck says that orders did not end in time.
+var errStuck = errors.New("orders did not end in time")
+
+// wait shows the progress of this run's orders until every one has ended
+// (and the queue has delivered every message), killing the sale process
+// once on the way when cfg.kill is set. before are the board's counts
+// before the run.
+func (r *result) wait(ctx context.Context, cfg config, board *board, before boardCounts, q *queue, placed <-chan error, sale *saleProcess) error {
+	start := time.Now()
+	deadline := start.Add(cfg.window + time.Minute)
+	queueDone := false
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-placed:
+			if err != nil {
+				return err
+			}
+			queueDone, placed = true, nil
+		case <-tick.C:
+		}
+		if err := sale.exited(); err != nil {
+			return err
+		}
+		c, err := board.counts(ctx)
+		if err != nil {
+			return err
+		}
+		// This run's orders (and those an interrupted run left open).
+		confirmed, rejected := c.confirmed-before.confirmed, c.rejected-before.rejected
+		ended := confirmed + rejected
+		cfg.progress.status("placed %d/%d, ended %d (%d confirmed, %d rejected), %s",
+			c.placed-before.placed, cfg.orders, ended, confirmed, rejected, time.Since(start).Round(100*time.Millisecond))
+		// Kill the sale once half the clients' messages have taken effect
+		// and it has ended some orders: orders are still arriving, and
+		// sales are at every stage.
+		if applied := int(q.applied.Load()); cfg.kill && r.killedAt < 0 && applied*2 >= q.stats.Messages && ended > 0 {
+			killed, err := sale.restart()
+			if err != nil {
+				return err
+			}
+			r.killedAt, r.killedEnded = applied, ended
+			cfg.progress.printf("killed the sale process (pid %d) with SIGKILL, %d of %d client messages in, %d orders ended; restarted it (pid %d)\n",
+				killed, applied, q.stats.Messages, ended, sale.pid())
+		}
+		// Every order ended: this run's, and any that an interrupted run
+		// left open.
+		if queueDone && c.placed-before.placed == cfg.orders && c.confirmed+c.rejected == c.placed {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errStuck
+		}
+	}
+}
+
 // stuck explains the first orders that did not end in time.
 func stuck(ctx context.Context, b *board, s *sale) error {
 	ids, err := b.open(ctx, 3)
 	if err != nil {
 		return err
 	}
-	msg := "orders did not end in time:"
+	msg := errStuck.Error() + ":"
 	for _, id := range ids {
 		why, err := s.explain(ctx, id)
 		if err != nil {

@@ -42,17 +42,56 @@ type saleReport struct {
 	Applied, Resent, Rejected int64
 }
 
-// saleProcess is a running sale process.
+// saleProcess is the sale process, which restart replaces.
 type saleProcess struct {
+	cfg saleConfig
+	*process
+}
+
+// process is one run of the sale process.
+type process struct {
 	cmd    *exec.Cmd
 	stdin  io.Closer
 	stdout bytes.Buffer
 	stderr bytes.Buffer
-	done   chan error
+	// done is closed when the process has ended, with err its exit error.
+	done chan struct{}
+	err  error
 }
 
-// startSale starts a sale process.
+// startSale starts the sale process.
 func startSale(cfg saleConfig) (*saleProcess, error) {
+	p, err := start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &saleProcess{cfg: cfg, process: p}, nil
+}
+
+// restart kills the process with SIGKILL (whatever it was doing stops
+// where it was) and starts another; it returns the killed one's pid.
+func (s *saleProcess) restart() (int, error) {
+	pid := s.pid()
+	if err := s.kill(); err != nil {
+		return pid, err
+	}
+	p, err := start(s.cfg)
+	if err != nil {
+		return pid, err
+	}
+	s.process = p
+	return pid, nil
+}
+
+// close kills the process if it runs.
+func (s *saleProcess) close() {
+	if s.exited() == nil {
+		_ = s.kill()
+	}
+}
+
+// start starts a process of this program in the sale's role.
+func start(cfg saleConfig) (*process, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this program to run the sale: %w", err)
@@ -61,7 +100,7 @@ func startSale(cfg saleConfig) (*saleProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &saleProcess{cmd: exec.Command(exe), done: make(chan error, 1)}
+	p := &process{cmd: exec.Command(exe), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), roleEnv+"="+roleSale, configEnv+"="+string(config))
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	// Closing its stdin stops the process; so does this process's end.
@@ -71,17 +110,20 @@ func startSale(cfg saleConfig) (*saleProcess, error) {
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the sale process: %w", err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
 	return p, nil
 }
 
 // pid returns the process ID.
-func (p *saleProcess) pid() int { return p.cmd.Process.Pid }
+func (p *process) pid() int { return p.cmd.Process.Pid }
 
-// kill kills the process at once (SIGKILL on Unix): whatever it was doing
-// stops where it was.
-func (p *saleProcess) kill() error {
-	if err := p.cmd.Process.Kill(); err != nil {
+// kill kills the process at once (SIGKILL on Unix), and waits for its
+// end.
+func (p *process) kill() error {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	<-p.done
@@ -90,10 +132,11 @@ func (p *saleProcess) kill() error {
 
 // stop asks the process to finish what its steps have recorded and end,
 // and returns its report.
-func (p *saleProcess) stop() (saleReport, error) {
+func (p *process) stop() (saleReport, error) {
 	_ = p.stdin.Close()
-	if err := <-p.done; err != nil {
-		return saleReport{}, fmt.Errorf("the sale process failed: %w\n%s", err, p.stderr.String())
+	<-p.done
+	if p.err != nil {
+		return saleReport{}, fmt.Errorf("the sale process failed: %w\n%s", p.err, p.stderr.String())
 	}
 	var r saleReport
 	if err := json.Unmarshal(p.stdout.Bytes(), &r); err != nil {
@@ -102,12 +145,12 @@ func (p *saleProcess) stop() (saleReport, error) {
 	return r, nil
 }
 
-// exited returns the error of a process that ended on its own, or nil
-// while it runs.
-func (p *saleProcess) exited() error {
+// exited returns an error for a process that has ended, or nil while it
+// runs.
+func (p *process) exited() error {
 	select {
-	case err := <-p.done:
-		p.done <- err
+	case <-p.done:
+		err := p.err
 		if err == nil {
 			err = errors.New("exited")
 		}

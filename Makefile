@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test bench lint demo fuzz clean
+.PHONY: all build test bench lint demo demo-v2 fuzz clean
 
 all: build lint test
 
@@ -44,9 +44,18 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./codec/ || exit 1; \
 	done
 
-# The flagship example on the embedded store; a second run reuses its data.
+# The flagship example on the embedded store, in ./data: a second run adds
+# to it, and demo-v2 runs version 2 of its model on the same data. The build
+# comes first, so that a cold cache says what it is doing.
 demo:
-	$(GO) run ./examples/orders
+	@echo "building examples/reservation (a first build takes a few minutes)..."
+	@$(GO) build -o /dev/null ./examples/reservation
+	$(GO) run ./examples/reservation
+
+demo-v2:
+	@echo "building examples/reservation (a first build takes a few minutes)..."
+	@$(GO) build -o /dev/null ./examples/reservation
+	$(GO) run ./examples/reservation -v2 -orders 100
 
 clean:
 	$(GO) clean -testcache

@@ -1,0 +1,69 @@
+// Command reservation is Cairn's flagship example: a ticket sale in which
+// Order, SeatReservation and Payment aggregates, which never handle each
+// other's events, are coordinated by a Sale saga, on the embedded SQLite
+// store.
+//
+// Customers' clients place orders, and authorize their payments, through a
+// queue that sends messages twice, redelivers them after a worker crashed,
+// and reorders them. The sale runs in a process of its own, which the
+// program kills with SIGKILL once mid-way and restarts. When every order
+// has ended, it reads the whole history back, checks that every order
+// ended as its inputs dictate and every command took effect once, and
+// prints a summary.
+//
+// With -v2 it runs version 2 of the code on the same data: payments belong
+// to a Finance aggregate, and version 1's history (its payments, and the
+// sales' state) is read through upcasters.
+//
+//	go run ./examples/reservation [-data data] [-orders 300]
+//	go run ./examples/reservation -v2 [-orders 100]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"time"
+)
+
+func main() {
+	if os.Getenv(roleEnv) == roleSale {
+		if err := serveSale(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "sale:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	cfg := config{out: os.Stdout}
+	flag.StringVar(&cfg.data, "data", "data", "folder of the SQLite store; created when missing, added to when present")
+	flag.IntVar(&cfg.orders, "orders", 300, "orders to place")
+	flag.IntVar(&cfg.clients, "clients", 8, "clients placing orders at once")
+	flag.IntVar(&cfg.workers, "workers", 8, "queue workers dispatching the clients' messages")
+	flag.DurationVar(&cfg.pace, "pace", 40*time.Millisecond, "time between two orders of one client")
+	flag.DurationVar(&cfg.window, "payment-window", 2*time.Second, "how long a sale waits for its payment")
+	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the orders and of the queue's faults; 0 for a new one")
+	flag.BoolVar(&cfg.kill, "kill", true, "kill the sale process once mid-way, and restart it")
+	useV2 := flag.Bool("v2", false, "run version 2 of the code: payments belong to a Finance aggregate")
+	flag.Parse()
+	cfg.model = modelV1
+	if *useV2 {
+		cfg.model = modelV2
+	}
+	if cfg.seed == 0 {
+		cfg.seed = uint64(time.Now().UnixNano())
+	}
+	info, err := os.Stderr.Stat()
+	cfg.progress = newProgress(os.Stderr, err == nil && info.Mode()&os.ModeCharDevice != 0)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := run(ctx, cfg)
+	if err != nil {
+		cfg.progress.done()
+		fmt.Fprintln(os.Stderr, "reservation:", err)
+		os.Exit(1)
+	}
+	res.print(cfg.out)
+}

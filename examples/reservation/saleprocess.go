@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/saga"
+)
+
+// The sale runs in a process of its own, this program started again with
+// roleEnv set: so that it can be killed for real, with SIGKILL, mid-way
+// through a step, and restarted.
+const (
+	roleEnv   = "RESERVATION_ROLE"
+	roleSale  = "sale"
+	configEnv = "RESERVATION_SALE"
+)
+
+// saleConfig is what the sale process needs to know, passed in configEnv.
+type saleConfig struct {
+	Data   string        `json:"data"`
+	Model  string        `json:"model"`
+	Window time.Duration `json:"window"`
+}
+
+// saleReport is what a sale process that was stopped (not killed) tells:
+// what its runner and its bus did.
+type saleReport struct {
+	Stats saga.Stats `json:"stats"`
+	// Applied counts the commands the sale sent that took effect, and
+	// Resent those the bus recognized as sent before (by the command ID
+	// the step recorded): re-sent after the restart.
+	Applied, Resent, Rejected int64
+}
+
+// saleProcess is the sale process, which restart replaces.
+type saleProcess struct {
+	cfg saleConfig
+	*process
+}
+
+// process is one run of the sale process.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+	// done is closed when the process has ended, with err its exit error.
+	done chan struct{}
+	err  error
+}
+
+// startSale starts the sale process.
+func startSale(cfg saleConfig) (*saleProcess, error) {
+	p, err := start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &saleProcess{cfg: cfg, process: p}, nil
+}
+
+// restart kills the process with SIGKILL (whatever it was doing stops
+// where it was) and starts another; it returns the killed one's pid.
+func (s *saleProcess) restart() (int, error) {
+	pid := s.pid()
+	if err := s.kill(); err != nil {
+		return pid, err
+	}
+	p, err := start(s.cfg)
+	if err != nil {
+		return pid, err
+	}
+	s.process = p
+	return pid, nil
+}
+
+// close kills the process if it runs.
+func (s *saleProcess) close() {
+	if s.exited() == nil {
+		_ = s.kill()
+	}
+}
+
+// start starts a process of this program in the sale's role.
+func start(cfg saleConfig) (*process, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this program to run the sale: %w", err)
+	}
+	config, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &process{cmd: exec.Command(exe), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), roleEnv+"="+roleSale, configEnv+"="+string(config))
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	// Closing its stdin stops the process; so does this process's end.
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the sale process: %w", err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// pid returns the process ID.
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// kill kills the process at once (SIGKILL on Unix), and waits for its
+// end.
+func (p *process) kill() error {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-p.done
+	return nil
+}
+
+// stop asks the process to finish what its steps have recorded and end,
+// and returns its report.
+func (p *process) stop() (saleReport, error) {
+	_ = p.stdin.Close()
+	<-p.done
+	if p.err != nil {
+		return saleReport{}, fmt.Errorf("the sale process failed: %w\n%s", p.err, p.stderr.String())
+	}
+	var r saleReport
+	if err := json.Unmarshal(p.stdout.Bytes(), &r); err != nil {
+		return r, fmt.Errorf("the sale process's report: %w\n%s", err, p.stdout.String())
+	}
+	return r, nil
+}
+
+// exited returns an error for a process that has ended, or nil while it
+// runs.
+func (p *process) exited() error {
+	select {
+	case <-p.done:
+		err := p.err
+		if err == nil {
+			err = errors.New("exited")
+		}
+		return fmt.Errorf("the sale process ended on its own: %w\n%s", err, p.stderr.String())
+	default:
+		return nil
+	}
+}
+
+// serveSale is the sale process: it runs the sale until its stdin closes,
+// then sends what the steps recorded, fires the deadlines due, and writes
+// its report to stdout.
+func serveSale(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	var cfg saleConfig
+	if err := json.Unmarshal([]byte(os.Getenv(configEnv)), &cfg); err != nil {
+		return fmt.Errorf("%s: %w", configEnv, err)
+	}
+	m, err := modelNamed(cfg.Model)
+	if err != nil {
+		return err
+	}
+	svc, err := openService(ctx, cfg.Data, m)
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+	var applied, resent, rejected atomic.Int64
+	bus, err := svc.newBus(func(_ context.Context, o command.Observation) {
+		switch {
+		case o.Result.Rejected:
+			rejected.Add(1)
+		case o.Err != nil:
+		case o.Result.Duplicate:
+			resent.Add(1)
+		default:
+			applied.Add(1)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	s, err := m.newSale(svc.reg, svc.store, bus, saga.RunnerOptions{Logger: svc.log}, cfg.Window)
+	if err != nil {
+		return err
+	}
+	running, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		stop()
+	}()
+	if err := s.runner.Run(running); err != nil {
+		return err
+	}
+	// Graceful stop: send what the last steps recorded.
+	if err := s.runner.CatchUp(ctx); err != nil {
+		return err
+	}
+	stats, err := s.runner.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(saleReport{Stats: stats, Applied: applied.Load(), Resent: resent.Load(), Rejected: rejected.Load()})
+}

@@ -173,23 +173,28 @@ func (r *Runner[S]) CatchUp(ctx context.Context) error {
 		}
 	}
 	for {
-		for _, seg := range c.segs {
-			if err := seg.events.CatchUp(ctx); err != nil {
-				return err
+		// Deadlines fire only once the events and the commands they cause
+		// are quiet, so that one due at T never overtakes an event stored
+		// before T.
+		for {
+			for _, seg := range c.segs {
+				if err := seg.events.CatchUp(ctx); err != nil {
+					return err
+				}
 			}
-		}
-		before := r.sent.Load()
-		for _, seg := range c.segs {
-			if err := seg.outbox.CatchUp(ctx); err != nil {
-				return err
+			before := r.sent.Load()
+			for _, seg := range c.segs {
+				if err := seg.outbox.CatchUp(ctx); err != nil {
+					return err
+				}
+			}
+			if r.sent.Load() == before {
+				break
 			}
 		}
 		fired, err := r.FireDue(ctx)
-		if err != nil {
+		if err != nil || fired == 0 {
 			return err
-		}
-		if r.sent.Load() == before && fired == 0 {
-			return nil
 		}
 	}
 }
@@ -435,7 +440,8 @@ func (r *Runner[S]) scanDeadlines(ctx context.Context) error {
 }
 
 // fireWhenDue fires deadlines as they fall due, waiting on one timer for
-// the earliest, until ctx ends.
+// the earliest, until ctx ends. Before firing, it lets the events consumers
+// handle what was stored (see settle).
 func (r *Runner[S]) fireWhenDue(ctx context.Context) error {
 	failures := 0
 	for {
@@ -449,7 +455,11 @@ func (r *Runner[S]) fireWhenDue(ctx context.Context) error {
 			return nil
 		case <-changed:
 		case <-due:
-			if _, err := r.FireDue(ctx); err != nil {
+			err := r.settle(ctx)
+			if err == nil {
+				_, err = r.FireDue(ctx)
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}

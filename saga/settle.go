@@ -1,0 +1,49 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cairn-es/cairn/projection"
+)
+
+// settlePoll bounds each wait of settle, so that it notices a segment this
+// process stops running.
+const settlePoll = time.Second
+
+// settle waits until this runner's events consumers have handled every
+// event stored when it is called. Run calls it before firing deadlines, so
+// that a deadline due at T never fires ahead of an event stored before T
+// that the runner had yet to handle: after a restart, or behind a backlog,
+// "no payment within 15 minutes" must not overtake the payment. Segments
+// this process does not run are not waited for (their owner fires their
+// deadlines), and a store that cannot tell its head is not waited on.
+func (r *Runner[S]) settle(ctx context.Context) error {
+	h, ok := r.e.store.(projection.HeadReader)
+	c := r.consumers.Load()
+	if !ok || c == nil {
+		return nil
+	}
+	head, err := h.Head(ctx)
+	if err != nil {
+		return err
+	}
+	for k, seg := range c.segs {
+		for r.timers.isActive(k) {
+			wait, cancel := context.WithTimeout(ctx, settlePoll)
+			err := seg.events.WaitFor(wait, head)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+		}
+	}
+	return nil
+}

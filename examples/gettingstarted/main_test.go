@@ -23,24 +23,34 @@ func TestTheGuidesServiceCountsEachCommandOnce(t *testing.T) {
 
 // TestEverySnippetOfTheGuideIsInTheProgram keeps docs/getting-started.md
 // honest: each Go block is a piece of this compiled, tested program (with
-// the indentation of its function body removed, for a piece of one).
+// the indentation of its function body removed, for a piece of one). The
+// README's sample is held to readme_test.go the same way.
 func TestEverySnippetOfTheGuideIsInTheProgram(t *testing.T) {
-	guide, err := os.ReadFile("../../docs/getting-started.md")
-	require.NoError(t, err)
-	var program strings.Builder
-	for _, name := range []string{"main.go", "cart.go"} {
-		src, err := os.ReadFile(name)
+	for _, c := range []struct {
+		doc     string
+		sources []string
+		blocks  int
+	}{
+		{"../../docs/getting-started.md", []string{"main.go", "cart.go"}, 8},
+		{"../../README.md", []string{"readme_test.go"}, 2},
+	} {
+		doc, err := os.ReadFile(c.doc)
 		require.NoError(t, err)
-		program.Write(src)
-	}
-	code := program.String()
-	body := undent(code)
-	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(guide), -1)
-	require.GreaterOrEqual(t, len(blocks), 8, "the guide's Go blocks")
-	for _, b := range blocks {
-		snippet := b[1]
-		assert.True(t, strings.Contains(code, snippet) || strings.Contains(body, snippet),
-			"a snippet of the guide that the program does not contain:\n%s", snippet)
+		var program strings.Builder
+		for _, name := range c.sources {
+			src, err := os.ReadFile(name)
+			require.NoError(t, err)
+			program.Write(src)
+		}
+		code := program.String()
+		body := undent(code)
+		blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+		require.GreaterOrEqual(t, len(blocks), c.blocks, "the Go blocks of %s", c.doc)
+		for _, b := range blocks {
+			snippet := b[1]
+			assert.True(t, strings.Contains(code, snippet) || strings.Contains(body, snippet),
+				"a snippet of %s that %v does not contain:\n%s", c.doc, c.sources, snippet)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/saga"
@@ -49,6 +50,9 @@ func readHistory(ctx context.Context, svc *service, s *sale) (*history, error) {
 	for ev, err := range svc.store.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
 		if err != nil {
 			return nil, err
+		}
+		if codec.IsReserved(ev.Type) {
+			continue // Cairn's own record, such as a payment's recorded refusal: no event of the model
 		}
 		category, _, _ := strings.Cut(ev.StreamID, "-")
 		h.Events[category]++

@@ -316,10 +316,10 @@ func (r *report) readBack(ctx context.Context, svc *service, f *fanout, prefix s
 			return err
 		}
 		values, err := svc.reg.Decode(d.Event)
-		if err != nil || len(values) != 1 {
-			return fmt.Errorf("dead letter %s: %v", d.ID, err)
+		if err != nil || d.Part >= len(values) {
+			return fmt.Errorf("dead letter %s: part %d of %d values: %v", d.ID, d.Part, len(values), err)
 		}
-		p, ok := values[0].Value.(PostPublished)
+		p, ok := values[d.Part].Value.(PostPublished)
 		if !ok || !strings.HasPrefix(p.Post, prefix) {
 			continue
 		}

@@ -77,9 +77,9 @@ type Tracking struct {
 	Latest string `json:"latest"`
 }
 
-// declareTracking declares the saga: every scan of a parcel becomes a TrackParcel
-// for its order, in the parcel's sequence, and the delivered scan completes
-// the instance.
+// declareTracking declares the saga: every scan of a parcel becomes a
+// TrackParcel for its order, in the parcel's sequence, and the delivered scan
+// completes the instance.
 func declareTracking(t *saga.Type[Tracking]) error {
 	err := saga.Sends[Tracking, TrackParcel](t)
 	if err != nil {

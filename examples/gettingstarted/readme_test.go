@@ -41,7 +41,7 @@ func (c PlaceOrder) AggregateID() string      { return c.OrderID }
 func (c MakeReservation) AggregateID() string { return c.OrderID }
 
 func (s *Seats) Handle(_ context.Context, cmd any) ([]any, error) { return nil, nil }
-func (s *Seats) Apply(any) error                                 { return nil }
+func (s *Seats) Apply(any) error                                  { return nil }
 
 var ErrAlreadyPlaced = errors.New("order already placed")
 

@@ -96,6 +96,9 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 
 	// The fast path: the whole batch and its checkpoint in one transaction.
 	err := c.exec.run(ctx, func(s step) error {
+		if err := s.claim(from, fence); err != nil {
+			return err
+		}
 		for i, u := range batch {
 			if u.decodeErr != nil {
 				return &partError{unit: i, err: u.decodeErr}
@@ -290,6 +293,9 @@ func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Positio
 		var parked []eventstore.DeadLetter
 		err := c.exec.run(ctx, func(s step) error {
 			parked = parked[:0]
+			if err := s.claim(from, fence); err != nil {
+				return err
+			}
 			for j, d := range u.parts {
 				if given[j] != nil {
 					continue

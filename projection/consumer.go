@@ -63,6 +63,18 @@ type step struct {
 	resolve func(id string) error
 }
 
+// claim checks, first thing in a transactional batch, that the checkpoint
+// is still at from under fence, with a compare-and-set that moves it
+// nowhere: a consumer of the same name in another process (two deployments
+// without a lease) that committed first makes it fail at once, before the
+// handler writes anything, instead of after the handler ran into the rows
+// the winner wrote ("already exists") and was retried. On PostgreSQL the
+// write also locks the checkpoint's row, so racing consumers wait for each
+// other rather than do the same work twice.
+func (s step) claim(from eventstore.Position, fence eventstore.Fence) error {
+	return s.save(from, from, fence)
+}
+
 // New returns a consumer that calls h for every event that opts.Filter
 // selects, and keeps its checkpoint in checkpoints under name. Effects are
 // at least once: after a crash, the events of the last unsaved batch are

@@ -88,6 +88,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"RebuildTx", testRebuildTx[Tx]},
 		{"Stats", testStats[Tx]},
 		{"WaitFor", testWaitFor[Tx]},
+		{"RacingWithoutLease", testRacingWithoutLease[Tx]},
 		{"ParkThenCrash", testParkThenCrash[Tx]},
 		{"DecodeErrorParkedOnce", testDecodeErrorParkedOnce[Tx]},
 		{"RetryRespectsLease", testRetryRespectsLease[Tx]},

@@ -46,6 +46,9 @@ func (w *world) check() error {
 		if err != nil {
 			return err
 		}
+		for _, c := range x.Unsent {
+			w.violate("liveness: instance %s: command %s (%s) was never confirmed sent", o.id, c.ID, c.Type)
+		}
 		switch {
 		case x.Completed:
 		case x.Parked != nil && x.Parked.Error != "":

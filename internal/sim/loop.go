@@ -145,7 +145,7 @@ func (w *world) send() error {
 		w.outbox.cursor = ev.Position
 		w.tracef("sent %s#%d", ev.StreamID, ev.Version)
 	}
-	return w.saveCheckpoint(outboxCheckpoint, w.outbox.cursor)
+	return w.saveCheckpoint(w.proc.runner.OutboxConsumer(), w.outbox.cursor)
 }
 
 // fire is the deadline scheduler's turn.

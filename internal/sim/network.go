@@ -13,12 +13,6 @@ import (
 	"github.com/cairn-es/cairn/saga"
 )
 
-// The checkpoints of the simulated consumers.
-const (
-	bridgeCheckpoint = "sim:bridge"
-	outboxCheckpoint = "sim:outbox"
-)
-
 // pspSource is the payment provider's source name in its deliveries.
 const pspSource = "psp"
 
@@ -62,7 +56,7 @@ func (b *bridge) reset() { *b = bridge{skipped: b.skipped, heads: make(map[strin
 func (w *world) deliverStored() error {
 	b := &w.bridge
 	if !b.loaded {
-		cp, err := w.checkpoints.Checkpoint(w.ctx, bridgeCheckpoint)
+		cp, err := w.checkpoints.Checkpoint(w.ctx, w.proc.runner.EventsConsumer())
 		if err != nil {
 			return err
 		}
@@ -175,7 +169,7 @@ func (w *world) saveBridge() error {
 	if len(b.unacked) > 0 {
 		through = b.unacked[0].prev
 	}
-	return w.saveCheckpoint(bridgeCheckpoint, through)
+	return w.saveCheckpoint(w.proc.runner.EventsConsumer(), through)
 }
 
 // note is a message of the payment provider.
@@ -266,7 +260,9 @@ func (w *world) deliverExternal() error {
 	return nil
 }
 
-// outbox is the outbox dispatcher's place in the saga's step records.
+// outbox is the outbox dispatcher's place in the saga's step records. It
+// keeps its checkpoint under the runner's outbox consumer's name, so that
+// Explain tells the commands it has not sent.
 type outbox struct {
 	loaded bool
 	cursor eventstore.Position
@@ -280,7 +276,7 @@ func (o *outbox) load(w *world) error {
 	if o.loaded {
 		return nil
 	}
-	cp, err := w.checkpoints.Checkpoint(w.ctx, outboxCheckpoint)
+	cp, err := w.checkpoints.Checkpoint(w.ctx, w.proc.runner.OutboxConsumer())
 	if err != nil {
 		return err
 	}

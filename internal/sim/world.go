@@ -89,13 +89,23 @@ func (r *Result) Valid() bool { return len(r.Violations) == 0 }
 
 // Stats are one run's figures; [Totals] adds them up over seeds.
 type Stats struct {
-	Orders                                        int
-	Confirmed, Rejected                           int
-	TimedOut, SettledInTime, SettledLate          int
-	Faults                                        [numKinds]int
-	Commands                                      Commands
+	// Orders are the orders checked, Confirmed and Rejected how they
+	// ended.
+	Orders, Confirmed, Rejected int
+	// TimedOut counts the orders whose payment deadline fired before their
+	// payment's outcome reached the sale; SettledInTime and SettledLate the
+	// provider's settlements that came before and after it.
+	TimedOut, SettledInTime, SettledLate int
+	// Faults are the faults injected, by kind.
+	Faults   [numKinds]int
+	Commands Commands
+	// DuplicatesAbsorbed counts the messages the instances dropped as
+	// duplicates and the commands the bus answered from their earlier
+	// effect; ReordersRepaired the early messages held until their turn;
+	// Crashes the restarts of the whole process.
 	DuplicatesAbsorbed, ReordersRepaired, Crashes int
-	Steps, Ticks                                  int
+	// Steps are the saga steps stored, Ticks the ticks run.
+	Steps, Ticks int
 }
 
 // Commands account for the commands of a run, Jepsen-style: Attempted are

@@ -111,10 +111,10 @@ type Stats struct {
 // Commands account for the commands of a run, Jepsen-style: Attempted are
 // the commands sent (the sagas' recorded commands and the placed orders);
 // Acknowledged got a final answer from the bus (done, or refused by their
-// aggregate); Applied took effect (their events are stored, or their
-// aggregate refused them); Lost were attempted and never applied;
-// Duplicated took effect more than once; Unexpected are stored effects of
-// commands that no one sent.
+// aggregate); Applied took effect (their events are stored, or the
+// rejection their aggregate's refusal recorded); Lost were attempted and
+// never applied; Duplicated took effect more than once; Unexpected are
+// stored effects of commands that no one sent.
 type Commands struct {
 	Attempted, Acknowledged, Applied, Lost, Duplicated, Unexpected int
 }

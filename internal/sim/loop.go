@@ -172,8 +172,7 @@ func (w *world) fire() error {
 // FireDue. The simulation found that FireDue takes every due deadline out
 // of the runner's index and, when one fails to fire, puts back that one
 // only: the others never fire until the process restarts and reads them
-// back (reproduced by TestAFailedFiringLosesNoOtherDueDeadline in the
-// report of this simulation, and fixed by putting back the rest in
+// back (see docs/reliability.md; the fix puts back the rest in
 // saga/deadlines.go). Until that fix lands the simulation restarts the
 // process, as a supervisor of the scheduler would; with it, set this
 // false.

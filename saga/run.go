@@ -207,50 +207,28 @@ func (r *Runner[S]) handleEvents(ctx context.Context, k int, events []eventstore
 	var order []string
 	groups := make(map[string][]*message)
 	for _, ev := range events {
-		values, err := r.e.t.reg.Decode(ev)
-		if err != nil {
+		id, msg, problem := r.storedMessage(ev)
+		switch {
+		case problem != nil:
 			if k != 0 {
 				continue
 			}
-			if err := r.park(ctx, ev, "", err); err != nil {
+			if err := r.park(ctx, ev, "", problem); err != nil {
 				return err
 			}
 			continue
-		}
-		var m *eventMapping[S]
-		var v any
-		for _, d := range values {
-			if m = r.e.t.events[typeOf(d.Value)]; m != nil {
-				v = d.Value
-				break
-			}
-		}
-		if m == nil {
+		case msg == nil:
 			if k == 0 {
 				r.e.stats.count(ignored)
 			}
 			continue // an upcaster turned it into types the saga does not map
-		}
-		id, err := r.instanceOf(m, v, ev.Metadata)
-		if err != nil {
-			if k != 0 {
-				continue
-			}
-			if err := r.park(ctx, ev, "", err); err != nil {
-				return err
-			}
-			continue
-		}
-		if Segment(id, r.segments) != k {
+		case Segment(id, r.segments) != k:
 			continue // another segment's consumer steps it
 		}
 		if groups[id] == nil {
 			order = append(order, id)
 		}
-		groups[id] = append(groups[id], &message{kind: kindEvent, values: values, in: heldMessage{
-			Source: ev.StreamID, Sequence: ev.Version, Ordered: true, EventID: ev.ID, Position: ev.Position,
-			Event: raw{Type: ev.Type, Version: ev.SchemaVersion, Data: ev.Data}, Metadata: ev.Metadata,
-		}})
+		groups[id] = append(groups[id], msg)
 	}
 	return r.parallel(ctx, order, func(ctx context.Context, id string) error {
 		for _, msg := range groups[id] {
@@ -281,12 +259,7 @@ func (r *Runner[S]) handleRecords(ctx context.Context, k int, events []eventstor
 	}
 	err := r.parallel(ctx, order, func(ctx context.Context, id string) error {
 		for _, ev := range groups[id] {
-			rec, err := decodeRecord(ev)
-			if err != nil {
-				return err
-			}
-			r.observe(id, ev.Version, rec)
-			if err := r.send(ctx, ev, rec); err != nil {
+			if err := r.sendRecord(ctx, id, ev); err != nil {
 				return err
 			}
 		}

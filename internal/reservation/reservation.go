@@ -9,8 +9,14 @@
 //	MakePayment rejected, or no
 //	payment before the deadline      -> RejectOrder + CancelReservation
 //
-// What happens to an order follows from it alone (see [Expect]), so a test
-// can check every order's end whatever faults it injected.
+// A payment that Payment leaves pending may be settled by the payment
+// provider, outside the store: its PaymentAuthorized and PaymentAccepted
+// reach the sale through saga.Runner.Deliver, numbered 0 and 1 for the
+// order, in any order.
+//
+// What happens to an order follows from its [Inputs] (see [Expect] and
+// [Checker]), so a test can check every order's end whatever faults it
+// injected.
 package reservation
 
 import (
@@ -81,9 +87,14 @@ type (
 		OrderID string
 		Amount  int
 	}
-	// PaymentPending is a payment that never completes: the sale's
-	// deadline ends it.
+	// PaymentPending is a payment that Payment does not complete: the
+	// payment provider may settle it (PaymentAuthorized, then
+	// PaymentAccepted, delivered from outside the store); otherwise the
+	// sale's deadline ends it.
 	PaymentPending struct{ OrderID string }
+	// PaymentAuthorized is the payment provider's first word on a pending
+	// payment; it comes from outside the store.
+	PaymentAuthorized struct{ OrderID string }
 	// PaymentDue is the payment deadline's payload.
 	PaymentDue struct{ OrderID string }
 )
@@ -223,6 +234,8 @@ type Sale struct {
 	OrderID  string `json:"order_id"`
 	Amount   int    `json:"amount"`
 	Reserved bool   `json:"reserved"`
+	// Authorized says the payment provider authorized the payment.
+	Authorized bool `json:"authorized,omitempty"`
 }
 
 // Register registers every type of the flow with reg.
@@ -242,6 +255,7 @@ func Register(reg *codec.Registry) error {
 		codec.Register[ReservationCancelled](reg, "seats.cancelled", 1),
 		codec.Register[PaymentAccepted](reg, "payment.accepted", 1),
 		codec.Register[PaymentPending](reg, "payment.pending", 1),
+		codec.Register[PaymentAuthorized](reg, "payment.authorized", 1),
 		codec.Register[PaymentDue](reg, "sale.payment-due", 1),
 		codec.Register[Sale](reg, "sale.state", 1),
 	)
@@ -327,6 +341,13 @@ func NewSale(reg *codec.Registry) (*saga.Type[Sale], error) {
 				return nil
 			},
 		}),
+		saga.On(sale, saga.Event[Sale, PaymentAuthorized]{
+			Instance: func(e PaymentAuthorized, _ eventstore.Metadata) string { return byOrder(e.OrderID) },
+			Handle: func(_ context.Context, s *Sale, _ PaymentAuthorized, _ *saga.Output) error {
+				s.Authorized = true
+				return nil
+			},
+		}),
 		saga.OnRejected(sale, func(_ context.Context, s *Sale, _ MakePayment, reason error, out *saga.Output) error {
 			reject(s, out, "payment: "+reason.Error())
 			return nil
@@ -338,44 +359,78 @@ func NewSale(reg *codec.Registry) (*saga.Type[Sale], error) {
 	)
 }
 
+// Inputs decide how an order ends: the order itself, whether the payment
+// provider settles a payment that Payment leaves pending, and whether the
+// sale's payment deadline fired before the payment's outcome reached the
+// sale, which the clock decides rather than the order.
+type Inputs struct {
+	Seats, Amount int
+	// Settled says the payment provider accepts a payment that Payment
+	// leaves pending (see [Inputs.Pending]); its PaymentAccepted reaches
+	// the sale from outside the store.
+	Settled bool
+	// TimedOut says the payment deadline fired before the payment's outcome
+	// (accepted, or refused) reached the sale. A pending payment that is
+	// not settled always times out.
+	TimedOut bool
+}
+
+// Pending reports whether Payment leaves the order's payment pending:
+// amounts divisible by 7, up to MaxAmount.
+func (in Inputs) Pending() bool { return in.Amount <= MaxAmount && in.Amount%7 == 0 }
+
 // Outcome is how an order ends.
 type Outcome struct {
 	Confirmed, Rejected bool
 	Reason              string
 	// Reserved and Cancelled are the reservation's end.
 	Reserved, Cancelled bool
-	// Paid says a payment was accepted.
+	// Paid says the Payment aggregate accepted the payment (one that the
+	// provider settles stays pending there).
 	Paid bool
 	// AfterDeadline says the outcome needs the payment deadline to fire.
 	AfterDeadline bool
 }
 
-// Expect returns how an order placed with seats and amount ends.
-func Expect(seats, amount int) Outcome {
+// Expect returns how an order placed with seats and amount ends when its
+// payment, unless it stays pending, reaches the sale before the deadline.
+func Expect(seats, amount int) Outcome { return Inputs{Seats: seats, Amount: amount}.Expect() }
+
+// Expect returns how the order ends.
+func (in Inputs) Expect() Outcome {
 	switch {
-	case seats > MaxSeats:
+	case in.Seats > MaxSeats:
 		return Outcome{Rejected: true, Reason: "no seats"}
-	case amount > MaxAmount:
+	case in.TimedOut || in.Pending() && !in.Settled:
+		// The payment goes on without the sale: Payment accepts what it
+		// would have accepted, after the order was rejected.
+		return Outcome{Rejected: true, Reason: "no payment in time", Reserved: true, Cancelled: true,
+			Paid: in.Amount <= MaxAmount && !in.Pending(), AfterDeadline: true}
+	case in.Amount > MaxAmount:
 		return Outcome{Rejected: true, Reason: "payment: " + ErrPaymentRefused.Error(), Reserved: true, Cancelled: true}
-	case amount%7 == 0:
-		return Outcome{Rejected: true, Reason: "no payment in time", Reserved: true, Cancelled: true, AfterDeadline: true}
 	}
-	return Outcome{Confirmed: true, Reserved: true, Paid: true}
+	return Outcome{Confirmed: true, Reserved: true, Paid: !in.Pending()}
 }
 
 // Events returns how many events the order's, the reservation's and the
 // payment's streams hold once an order placed with seats and amount has
-// ended: each command of the flow took effect exactly once. A refused
-// payment leaves one event in the payment's stream: the saga's outbox has
-// the bus record the rejection there (aggregate.RejectionType), so that it
-// is final.
+// ended (see [Expect]): each command of the flow took effect exactly once.
 func Events(seats, amount int) (order, reservation, payment int) {
-	switch want := Expect(seats, amount); {
-	case seats > MaxSeats:
+	return Inputs{Seats: seats, Amount: amount}.Events()
+}
+
+// Events returns how many events the order's, the reservation's and the
+// payment's streams hold once the order has ended. Once the seats are
+// reserved the payment's stream holds one event whatever happens: the
+// payment accepted, left pending, or refused, for the saga's outbox has the
+// bus record a rejection there (aggregate.RejectionType), so that it is
+// final; the payment is asked for even after the deadline rejected the
+// order.
+func (in Inputs) Events() (order, reservation, payment int) {
+	if in.Seats > MaxSeats {
 		return 2, 1, 0
-	case amount > MaxAmount:
-		return 2, 2, 1
-	case want.AfterDeadline:
+	}
+	if in.Expect().Cancelled {
 		return 2, 2, 1
 	}
 	return 2, 1, 1

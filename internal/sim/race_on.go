@@ -1,0 +1,7 @@
+//go:build race
+
+package sim
+
+// raceEnabled scales the seeds of `go test -race` down (see
+// testOrders): the race detector makes each run some ten times slower.
+const raceEnabled = true

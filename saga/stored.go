@@ -1,0 +1,123 @@
+package saga
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// HandleStored steps one stored event as the runner's own consumer of the
+// store would: the event's instance handles it (duplicates dropped by the
+// stream's watermark, a parked instance holding it back), and when
+// HandleStored returns nil the outcome is durable. It is for callers that
+// read the store themselves rather than through [Runner.Run]: a bridge
+// that carries the store's events over a broker, a persistent subscription
+// of their own, a harness that injects faults between the store and the
+// runner.
+//
+// Such a caller owes the runner what its own subscription guarantees: the
+// events of one stream in their stream order, each at least once. A
+// redelivery of an older event is fine at any time; an event handed over
+// before an earlier event of its stream that the saga maps makes the
+// instance take the earlier one for a duplicate. Events of different
+// streams may come in any order.
+//
+// An event of a type the saga does not map (including its own step
+// records) is Ignored. One that cannot reach an instance (it does not
+// decode, or its mapping finds no instance ID) is a [*HandlerError] and
+// nothing is stored: the caller parks it wherever its consumer keeps
+// failures.
+func (r *Runner[S]) HandleStored(ctx context.Context, ev eventstore.Event) (Outcome, error) {
+	if err := eventstore.ValidateStream(ev.StreamID); err != nil {
+		return 0, err
+	}
+	if !slices.Contains(r.e.t.eventTypes(), ev.Type) {
+		r.e.stats.count(ignored)
+		return Ignored, nil
+	}
+	id, msg, problem := r.storedMessage(ev)
+	switch {
+	case problem != nil:
+		return 0, &HandlerError{Saga: r.e.t.name, Attempts: 1, Err: problem,
+			Message: fmt.Sprintf("event %s #%d of %q", ev.Type, ev.Version, ev.StreamID)}
+	case msg == nil:
+		r.e.stats.count(ignored)
+		return Ignored, nil
+	}
+	out, err := r.e.process(ctx, id, msg)
+	return Outcome(out), err
+}
+
+// storedMessage turns a stored event into the message its instance
+// handles, and that instance's ID. msg is nil when the saga maps none of
+// the types the event decodes to, which an upcaster may have turned it
+// into; problem is set when the event cannot reach an instance: it does
+// not decode, or its mapping finds no instance.
+func (r *Runner[S]) storedMessage(ev eventstore.Event) (id string, msg *message, problem error) {
+	values, err := r.e.t.reg.Decode(ev)
+	if err != nil {
+		return "", nil, err
+	}
+	var m *eventMapping[S]
+	var v any
+	for _, d := range values {
+		if m = r.e.t.events[typeOf(d.Value)]; m != nil {
+			v = d.Value
+			break
+		}
+	}
+	if m == nil {
+		return "", nil, nil
+	}
+	if id, err = r.instanceOf(m, v, ev.Metadata); err != nil {
+		return "", nil, err
+	}
+	return id, &message{kind: kindEvent, values: values, in: heldMessage{
+		Source: ev.StreamID, Sequence: ev.Version, Ordered: true, EventID: ev.ID, Position: ev.Position,
+		Event: raw{Type: ev.Type, Version: ev.SchemaVersion, Data: ev.Data}, Metadata: ev.Metadata,
+	}}, nil
+}
+
+// SendStored does for one stored step record of this saga type what the
+// runner's outbox does: it tells the runner's indexes (deadlines, gaps) what
+// the record leaves pending, then sends the record's commands through the bus
+// with their recorded IDs (a re-send is absorbed by the bus; a rejection is
+// fed back to the instance once). It is for callers that read the saga's
+// step records themselves rather than through [Runner.Run]: an outbox
+// relay of their own, a harness that crashes the outbox at chosen points.
+// Records may be sent again, and each instance's should be sent in their
+// stream order, as the runner's outbox sends them.
+//
+// An event that is not a step record of this saga type is an
+// [*eventstore.InvalidArgumentError].
+func (r *Runner[S]) SendStored(ctx context.Context, ev eventstore.Event) error {
+	id, ok := strings.CutPrefix(ev.StreamID, r.e.t.Category())
+	if !ok || ev.Type != recordType {
+		return &eventstore.InvalidArgumentError{Stream: ev.StreamID, Index: -1, Field: "event",
+			Reason: fmt.Sprintf("%s #%d is not a step record of saga %q", ev.Type, ev.Version, r.e.t.name)}
+	}
+	return r.sendRecord(ctx, id, ev)
+}
+
+// sendRecord is the outbox's work on one step record ev of instance id.
+func (r *Runner[S]) sendRecord(ctx context.Context, id string, ev eventstore.Event) error {
+	rec, err := decodeRecord(ev)
+	if err != nil {
+		return err
+	}
+	r.observe(id, ev.Version, rec)
+	return r.send(ctx, ev, rec)
+}
+
+// LoadDeadlines reads the pending deadlines of every instance from their
+// latest steps in the store into the runner's deadline index, once; later
+// calls do nothing. Run and CatchUp do it when they start. A process that
+// fires deadlines with [Runner.FireDue] without them (one that reads the
+// store with [Runner.HandleStored] and [Runner.SendStored]) calls it first:
+// the index knows otherwise only the steps this runner stored or sent.
+func (r *Runner[S]) LoadDeadlines(ctx context.Context) error {
+	return r.loadDeadlines(ctx)
+}

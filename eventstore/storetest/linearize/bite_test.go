@@ -1,0 +1,117 @@
+package linearize_test
+
+import (
+	"context"
+	"iter"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storetest/linearize"
+)
+
+// The checker must catch stores that break linearizability in ways a real
+// store could: these wrap the memory store with one such bug each, and the
+// quick history must be judged not linearizable, with a visualization.
+
+// laggingReads serves half of its reads as a replica one event behind
+// would: without the stream's newest event.
+type laggingReads struct{ eventstore.Store }
+
+func (s laggingReads) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
+	return func(yield func(eventstore.Event, error) bool) {
+		var (
+			head   uint64
+			exists bool
+		)
+		for e, err := range s.Store.ReadStream(ctx, stream, eventstore.ReadOptions{From: eventstore.End, Backward: true, Limit: 1}) {
+			if err != nil {
+				yield(e, err)
+				return
+			}
+			head, exists = e.Version, true
+		}
+		lag := exists && rand.IntN(2) == 0
+		for e, err := range s.Store.ReadStream(ctx, stream, opts) {
+			if err == nil && lag && e.Version >= head {
+				continue
+			}
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+// checkThenAppend compares the expected version with the stream's head,
+// then appends with Any: two appends that both pass the check both write,
+// the lost update an optimistic lock exists to prevent.
+type checkThenAppend struct{ eventstore.Store }
+
+func (s checkThenAppend) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	if expected.IsAny() {
+		return s.Store.Append(ctx, stream, expected, events...)
+	}
+	var (
+		head   uint64
+		exists bool
+	)
+	for e, err := range s.Store.ReadStream(ctx, stream, eventstore.ReadOptions{From: eventstore.End, Backward: true, Limit: 1}) {
+		if err != nil {
+			return eventstore.AppendResult{}, err
+		}
+		head, exists = e.Version, true
+	}
+	if !expected.Matches(head, exists) {
+		// Let the store report the conflict, or answer a repeat.
+		return s.Store.Append(ctx, stream, expected, events...)
+	}
+	runtime.Gosched() // the window between the check and the write
+	return s.Store.Append(ctx, stream, eventstore.Any, events...)
+}
+
+func TestCatchesBrokenStores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wrap func(eventstore.Store) eventstore.Store
+	}{
+		{"LaggingReads", func(s eventstore.Store) eventstore.Store { return laggingReads{s} }},
+		{"CheckThenAppend", func(s eventstore.Store) eventstore.Store { return checkThenAppend{s} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := memory.New()
+			t.Cleanup(func() { _ = s.Close() })
+			opts := linearize.Quick()
+			opts.VisualizationDir = t.TempDir()
+			report, err := linearize.Verify(context.Background(), tc.wrap(s), opts)
+			require.NoError(t, err)
+			t.Log(report)
+			require.Equal(t, linearize.NotLinearizable, report.Result)
+			require.NoError(t, report.VisualizationErr)
+			page, err := os.ReadFile(report.Visualization)
+			require.NoError(t, err)
+			assert.Contains(t, string(page), "append(linearize-", "the page describes the operations")
+		})
+	}
+}
+
+// The same workload on the memory store itself is linearizable: the
+// verdicts above come from the bugs, not from the workload.
+func TestCorrectStorePasses(t *testing.T) {
+	s := memory.New()
+	t.Cleanup(func() { _ = s.Close() })
+	opts := linearize.Quick()
+	opts.CanceledAppendsWriteNothing = true
+	report := linearize.Check(t, s, opts)
+	assert.Equal(t, linearize.Linearizable, report.Result)
+	assert.Equal(t, opts.Operations, report.Operations, "every operation is in the history")
+	assert.Positive(t, report.Fail, "some appends conflict")
+	assert.Positive(t, report.Duplicates, "some retries are answered as duplicates")
+	assert.Positive(t, report.Overlap, "operations race")
+}

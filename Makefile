@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test bench lint demo fuzz clean
+.PHONY: all build test bench lint demo fuzz torture clean
 
 all: build lint test
 
@@ -25,6 +25,15 @@ test:
 	@# SIGKILLs): under the race detector above they run 5k events, as SQLite
 	@# is ~40x slower there.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'Projections/Crash' ./projection/
+
+# Full-size checks that take too long for every test run; each suite reads
+# CAIRN_TORTURE=1 and runs at its issue's full size. Figures: docs/reliability.md.
+TORTURE_TIMEOUT ?= 90m
+torture:
+	@# Linearizability of appends (issue 14): 3 histories of 64 clients x
+	@# 6,000 operations per store, checked with porcupine; one package at a
+	@# time, so that the checker has the cores to itself.
+	CAIRN_TORTURE=1 $(GO) test -count=1 -p 1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestLinearizable$$' ./eventstore/memory/ ./eventstore/sqlite/ ./eventstore/postgres/
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)

@@ -101,17 +101,33 @@ func TestCatchesBrokenStores(t *testing.T) {
 	}
 }
 
-// The same workload on the memory store itself is linearizable: the
-// verdicts above come from the bugs, not from the workload.
+// yielding lets other goroutines run before each call reaches the store,
+// as the wrappers above do inside their windows: on two cores the memory
+// store's microsecond operations otherwise rarely overlap.
+type yielding struct{ eventstore.Store }
+
+func (s yielding) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	runtime.Gosched()
+	return s.Store.Append(ctx, stream, expected, events...)
+}
+
+func (s yielding) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
+	runtime.Gosched()
+	return s.Store.ReadStream(ctx, stream, opts)
+}
+
+// The same workload on the memory store itself, with operations as
+// drawn out as the broken wrappers', is linearizable: the verdicts above
+// come from the bugs, not from the workload or the overlap.
 func TestCorrectStorePasses(t *testing.T) {
 	s := memory.New()
 	t.Cleanup(func() { _ = s.Close() })
 	opts := linearize.Quick()
 	opts.CanceledAppendsWriteNothing = true
-	report := linearize.Check(t, s, opts)
+	report := linearize.Check(t, yielding{s}, opts)
 	assert.Equal(t, linearize.Linearizable, report.Result)
 	assert.Equal(t, opts.Operations, report.Operations, "every operation is in the history")
 	assert.Positive(t, report.Fail, "some appends conflict")
 	assert.Positive(t, report.Duplicates, "some retries are answered as duplicates")
-	assert.Positive(t, report.Overlap, "operations race")
+	assert.Greater(t, report.Overlap, 1.0, "operations race")
 }

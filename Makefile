@@ -30,9 +30,9 @@ test:
 # CAIRN_TORTURE=1 and runs at its issue's full size. Figures: docs/reliability.md.
 TORTURE_TIMEOUT ?= 90m
 torture:
-	@# Linearizability of appends (issue 14): 3 histories of 64 clients x
-	@# 6,000 operations per store, checked with porcupine; one package at a
-	@# time, so that the checker has the cores to itself.
+	@# Linearizability of appends (issue 14): 5 histories of 64 clients x
+	@# 20,000 operations per store, checked with porcupine; one package at
+	@# a time, so that the checker has the cores to itself.
 	CAIRN_TORTURE=1 $(GO) test -count=1 -p 1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestLinearizable$$' ./eventstore/memory/ ./eventstore/sqlite/ ./eventstore/postgres/
 
 bench:

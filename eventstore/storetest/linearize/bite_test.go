@@ -1,4 +1,4 @@
-package linearize_test
+package linearize
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/eventstore/storetest/linearize"
 )
 
 // The checker must catch stores that break linearizability in ways a real
@@ -87,12 +89,12 @@ func TestCatchesBrokenStores(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := memory.New()
 			t.Cleanup(func() { _ = s.Close() })
-			opts := linearize.Quick()
+			opts := Quick()
 			opts.VisualizationDir = t.TempDir()
-			report, err := linearize.Verify(context.Background(), tc.wrap(s), opts)
+			report, err := Verify(context.Background(), tc.wrap(s), opts)
 			require.NoError(t, err)
 			t.Log(report)
-			require.Equal(t, linearize.NotLinearizable, report.Result)
+			require.Equal(t, NotLinearizable, report.Result)
 			require.NoError(t, report.VisualizationErr)
 			page, err := os.ReadFile(report.Visualization)
 			require.NoError(t, err)
@@ -122,12 +124,53 @@ func (s yielding) ReadStream(ctx context.Context, stream string, opts eventstore
 func TestCorrectStorePasses(t *testing.T) {
 	s := memory.New()
 	t.Cleanup(func() { _ = s.Close() })
-	opts := linearize.Quick()
+	opts := Quick()
 	opts.CanceledAppendsWriteNothing = true
-	report := linearize.Check(t, yielding{s}, opts)
-	assert.Equal(t, linearize.Linearizable, report.Result)
+	report := Check(t, yielding{s}, opts)
+	assert.Equal(t, Linearizable, report.Result)
 	assert.Equal(t, opts.Operations, report.Operations, "every operation is in the history")
 	assert.Positive(t, report.Fail, "some appends conflict")
 	assert.Positive(t, report.Duplicates, "some retries are answered as duplicates")
 	assert.Greater(t, report.Overlap, 1.0, "operations race")
+}
+
+// Merging alike operations (mergeAlike) must never change a verdict: on
+// histories of a correct store and of a broken one, drawn out so that
+// operations overlap and merge, the checker says the same of each history
+// as recorded and as merged.
+func TestMergingKeepsVerdicts(t *testing.T) {
+	var merged, illegal int
+	for seed := range uint64(16) {
+		for broken, wrap := range []func(eventstore.Store) eventstore.Store{
+			func(s eventstore.Store) eventstore.Store { return s },
+			func(s eventstore.Store) eventstore.Store { return laggingReads{s} },
+			func(s eventstore.Store) eventstore.Store { return checkThenAppend{s} },
+		} {
+			s := memory.New()
+			store := wrap(yielding{s})
+			opts, err := Options{Clients: 16, Streams: 2, Operations: 240, Seed: seed + 1, CanceledAppendsWriteNothing: true}.withDefaults()
+			require.NoError(t, err)
+			ids, err := newIDSpace()
+			require.NoError(t, err)
+			names := []string{"a", "b"}
+			ops, _, err := (&recorder{store: store, opts: opts, names: names, ids: ids}).record(context.Background())
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+
+			sealed := seal(ops, len(names), opts.Clients)
+			fewer := mergeAlike(sealed)
+			model := newModel(names)
+			whole := porcupine.CheckOperationsTimeout(model, sealed, 10*time.Second)
+			require.Equal(t, whole, porcupine.CheckOperationsTimeout(model, fewer, 10*time.Second),
+				"seed %d, store %d: %d operations merged into %d", seed+1, broken, len(sealed), len(fewer))
+			require.NotEqual(t, porcupine.Unknown, whole)
+			merged += len(sealed) - len(fewer)
+			if whole == porcupine.Illegal {
+				illegal++
+			}
+		}
+	}
+	assert.Positive(t, merged, "some operations were merged")
+	assert.Positive(t, illegal, "some histories were not linearizable")
+	t.Logf("%d operations merged away; %d of 48 histories not linearizable", merged, illegal)
 }

@@ -25,6 +25,8 @@ import (
 type stream struct {
 	ids  []uint64
 	hash uint64
+	// ended is set past the stream's end marker (see seal).
+	ended bool
 }
 
 const (
@@ -45,9 +47,14 @@ func (s *stream) with(ids []uint64) *stream {
 	return next
 }
 
-// equal reports whether two states hold the same events.
+// end returns the stream past its end marker.
+func (s *stream) end() *stream {
+	return &stream{ids: s.ids, hash: s.hash ^ 1, ended: true}
+}
+
+// equal reports whether two states are the same.
 func (s *stream) equal(o *stream) bool {
-	return s == o || s.hash == o.hash && slices.Equal(s.ids, o.ids)
+	return s == o || s.hash == o.hash && s.ended == o.ended && slices.Equal(s.ids, o.ids)
 }
 
 // appendInput is an Append as a client sent it.
@@ -108,6 +115,11 @@ type readOutput struct {
 	versions []uint64
 }
 
+// endInput is the end marker of a stream's history (see seal).
+type endInput struct {
+	stream int
+}
+
 // streamOf returns the stream an operation's input names, or -1 for an
 // input this package did not record (which step rejects).
 func streamOf(input any) int {
@@ -115,6 +127,8 @@ func streamOf(input any) int {
 	case appendInput:
 		return in.stream
 	case readInput:
+		return in.stream
+	case endInput:
 		return in.stream
 	}
 	return -1
@@ -225,18 +239,19 @@ func step(state, input, output any) (bool, any) {
 	switch in := input.(type) {
 	case appendInput:
 		got := output.(appendOutput)
-		if got.outcome == canceled {
+		switch {
+		case got.outcome == canceled:
 			return true, st
+		case st.ended:
+			// Only appends of unknown outcome come after the end marker:
+			// those that never took effect.
+			return got.outcome == unknown, st
 		}
 		want, next := specAppend(st, in)
 		switch got.outcome {
 		case unknown:
-			// An append of unknown outcome may take effect at any point
-			// after its call (its return time is after every other
-			// operation's), or never: the checker tries it where the spec
-			// applies it, and linearizes it last where it did not happen
-			// (porcupine issue 8).
-			return true, next
+			// Before the end marker: where it took effect (see seal).
+			return want.outcome == appended && !want.duplicate, next
 		case wrongVersion:
 			return want.outcome == wrongVersion && (!got.actualKnown || got.actual == want.actual), st
 		case idConflict:
@@ -246,7 +261,9 @@ func step(state, input, output any) (bool, any) {
 				got.duplicate == want.duplicate, next
 		}
 	case readInput:
-		return readMatches(st, in.opts, output.(readOutput)), st
+		return !st.ended && readMatches(st, in.opts, output.(readOutput)), st
+	case endInput:
+		return !st.ended, st.end()
 	}
 	return false, st
 }
@@ -261,9 +278,19 @@ func newModel(names []string) porcupine.Model {
 		Equal:             func(a, b any) bool { return a.(*stream).equal(b.(*stream)) },
 		Hash:              func(state any) uint64 { return state.(*stream).hash },
 		DescribeOperation: func(input, output any) string { return describe(names, input, output) },
+		DescribeOperationMetadata: func(info any) string {
+			if n, ok := info.(int); ok {
+				return fmt.Sprintf("one of %d alike operations merged into one (see mergeAlike)", n)
+			}
+			return ""
+		},
 		DescribeState: func(state any) string {
 			st := state.(*stream)
-			return fmt.Sprintf("%d events: %s", len(st.ids), idList(st.ids))
+			end := ""
+			if st.ended {
+				end = " (ended)"
+			}
+			return fmt.Sprintf("%d events%s: %s", len(st.ids), end, idList(st.ids))
 		},
 	}
 }
@@ -338,6 +365,8 @@ func describe(names []string, input, output any) string {
 		}
 		return fmt.Sprintf("read(%s, %s from %s%s) -> %d events%s: %s",
 			name(in.stream), dir, from, limit, len(out.ids), at, idList(out.ids))
+	case endInput:
+		return fmt.Sprintf("end of %s: appends of unknown outcome placed after it never took effect", name(in.stream))
 	}
 	return fmt.Sprint(input, " -> ", output)
 }

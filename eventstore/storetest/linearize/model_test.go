@@ -41,7 +41,6 @@ var (
 	unknownOut    = appendOutput{outcome: unknown}
 	canceledOut   = appendOutput{outcome: canceled}
 	forward       = eventstore.Forward(0)
-	never         = int64(1 << 40) // the return time of an append of unknown outcome
 )
 
 func TestModel(t *testing.T) {
@@ -127,23 +126,55 @@ func TestModel(t *testing.T) {
 			appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1, 2}, ok(0, 1)),
 			appendOp(0, 3, 4, 0, eventstore.Any, []uint64{1, 9}, ok(2, 3)),
 		}, false},
+		// An append of unknown outcome returned an error at time 2 to its
+		// client; it may take effect at any time after its call, or never.
 		{"an append of unknown outcome that took effect", []porcupine.Operation{
-			appendOp(0, 1, never, 0, eventstore.NoStream, []uint64{1}, unknownOut),
+			appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1}, unknownOut),
 			readOp(1, 5, 6, 0, forward, []uint64{1}, []uint64{0}),
 		}, true},
-		{"an append of unknown outcome that did not", []porcupine.Operation{
-			appendOp(0, 1, never, 0, eventstore.NoStream, []uint64{1}, unknownOut),
+		{"an append of unknown outcome that took effect after its client gave up", []porcupine.Operation{
+			appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1}, unknownOut),
+			readOp(1, 3, 4, 0, forward, nil, nil),
+			readOp(1, 5, 6, 0, forward, []uint64{1}, []uint64{0}),
+		}, true},
+		{"an append of unknown outcome that did not take effect", []porcupine.Operation{
+			appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1}, unknownOut),
 			readOp(1, 5, 6, 0, forward, nil, nil),
 			appendOp(1, 7, 8, 0, eventstore.NoStream, []uint64{2}, ok(0, 0)),
 			readOp(1, 9, 10, 0, forward, []uint64{2}, []uint64{0}),
 		}, true},
+		{"an append of unknown outcome that the stream passed by", []porcupine.Operation{
+			appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1}, ok(0, 0)),
+			appendOp(0, 3, 4, 0, exact(5), []uint64{2}, unknownOut),
+			appendOp(1, 5, 6, 0, exact(0), []uint64{3}, ok(1, 1)),
+			readOp(1, 7, 8, 0, forward, []uint64{1, 3}, []uint64{0, 1}),
+		}, true},
+		{"appends of unknown outcome, one of which took effect", []porcupine.Operation{
+			appendOp(0, 1, 2, 0, eventstore.Any, []uint64{1}, unknownOut),
+			appendOp(1, 1, 2, 0, eventstore.Any, []uint64{2}, unknownOut),
+			appendOp(2, 1, 2, 0, eventstore.Any, []uint64{3}, unknownOut),
+			readOp(1, 7, 8, 0, forward, []uint64{2}, []uint64{0}),
+		}, true},
 		{"an append of unknown outcome seen before it was called", []porcupine.Operation{
 			readOp(1, 1, 2, 0, forward, []uint64{1}, []uint64{0}),
-			appendOp(0, 3, never, 0, eventstore.NoStream, []uint64{1}, unknownOut),
+			appendOp(0, 3, 4, 0, eventstore.NoStream, []uint64{1}, unknownOut),
 		}, false},
 		{"an append of unknown outcome takes effect only where it fits", []porcupine.Operation{
-			appendOp(0, 1, never, 0, exact(0), []uint64{1}, unknownOut),
+			appendOp(0, 1, 2, 0, exact(0), []uint64{1}, unknownOut),
 			readOp(1, 5, 6, 0, forward, []uint64{1}, []uint64{0}),
+		}, false},
+		{"a retry of an append of unknown outcome that took effect", []porcupine.Operation{
+			appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1}, unknownOut),
+			appendOp(0, 3, 4, 0, eventstore.NoStream, []uint64{1}, dup(0, 0)),
+		}, true},
+		{"a retry of an append of unknown outcome that did not", []porcupine.Operation{
+			appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1}, unknownOut),
+			appendOp(0, 3, 4, 0, eventstore.NoStream, []uint64{1}, ok(0, 0)),
+		}, true},
+		{"a retry of an append of unknown outcome written twice", []porcupine.Operation{
+			appendOp(0, 1, 2, 0, eventstore.Any, []uint64{1}, unknownOut),
+			appendOp(0, 3, 4, 0, eventstore.Any, []uint64{1}, ok(0, 0)),
+			readOp(1, 5, 6, 0, forward, []uint64{1, 1}, []uint64{0, 1}),
 		}, false},
 		{"a canceled append that wrote nothing", []porcupine.Operation{
 			appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1}, canceledOut),
@@ -180,13 +211,14 @@ func TestModel(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			markResent(tc.ops)
-			got := porcupine.CheckOperationsTimeout(newModel([]string{"s-0", "s-1"}), tc.ops, 10*time.Second)
+			ops := seal(tc.ops, 2, 3)
+			model := newModel([]string{"s-0", "s-1"})
 			want := porcupine.Illegal
 			if tc.want {
 				want = porcupine.Ok
 			}
-			assert.Equal(t, want, got)
+			assert.Equal(t, want, porcupine.CheckOperationsTimeout(model, ops, 10*time.Second))
+			assert.Equal(t, want, porcupine.CheckOperationsTimeout(model, mergeAlike(ops), 10*time.Second), "merged")
 		})
 	}
 }
@@ -229,4 +261,37 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, "/tmp/somewhere", o.VisualizationDir)
 	t.Setenv(TortureEnv, "0")
 	assert.Equal(t, Quick().Operations, Sized(t).Operations)
+}
+
+func TestMergeAlike(t *testing.T) {
+	exact := eventstore.Exact
+	ops := seal([]porcupine.Operation{
+		appendOp(0, 1, 2, 0, eventstore.NoStream, []uint64{1}, ok(0, 0)),
+		// Three losers of one race, whatever they expected, two of them
+		// overlapping with the third at [6, 7].
+		appendOp(1, 3, 7, 0, exact(3), []uint64{2}, conflict(exact(0))),
+		appendOp(2, 4, 8, 0, eventstore.NoStream, []uint64{3}, conflict(exact(0))),
+		appendOp(3, 6, 9, 0, exact(7), []uint64{4}, conflict(exact(0))),
+		// Not alike: another stream, or no common instant.
+		appendOp(4, 5, 9, 1, exact(7), []uint64{5}, conflict(eventstore.NoStream)),
+		appendOp(5, 8, 10, 0, exact(7), []uint64{6}, conflict(exact(0))),
+		// A conflict that no correct store reports stays as it is.
+		appendOp(6, 5, 6, 0, exact(0), []uint64{7}, conflict(exact(0))),
+		// Two reads that saw the same.
+		readOp(7, 3, 5, 0, forward, []uint64{1}, []uint64{0}),
+		readOp(8, 4, 6, 0, forward, []uint64{1}, []uint64{0}),
+	}, 2, 9)
+	merged := mergeAlike(ops)
+	require.Len(t, merged, len(ops)-3)
+	var conflicts []porcupine.Operation
+	for _, op := range merged {
+		if in, isAppend := op.Input.(appendInput); isAppend && in.stream == 0 && op.Output.(appendOutput).outcome == wrongVersion {
+			conflicts = append(conflicts, op)
+		}
+	}
+	require.Len(t, conflicts, 3)
+	assert.Equal(t, []int64{6, 7, 3}, []int64{conflicts[0].Call, conflicts[0].Return, int64(conflicts[0].Metadata.(int))},
+		"the three losers, over [6, 7]")
+	assert.Equal(t, porcupine.Illegal, porcupine.CheckOperationsTimeout(newModel([]string{"s-0", "s-1"}), merged, 10*time.Second),
+		"the impossible conflict still fails the history")
 }

@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test bench lint demo demo-v2 fuzz sim clean
+.PHONY: all build test bench lint demo demo-v2 fuzz sim torture soak clean
 
 all: build lint test
 
@@ -28,6 +28,15 @@ test:
 	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:
 	@# under the race detector above they place 25.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/sim/
+
+# Full-size checks that take too long for every test run; each suite reads
+# CAIRN_TORTURE=1 and runs at its issue's full size. Figures: docs/reliability.md.
+TORTURE_TIMEOUT ?= 90m
+torture:
+	@# Linearizability of appends (issue 14): 5 histories of 64 clients x
+	@# 20,000 operations per store, checked with porcupine; one package at
+	@# a time, so that the checker has the cores to itself.
+	CAIRN_TORTURE=1 $(GO) test -count=1 -p 1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestLinearizable$$' ./eventstore/memory/ ./eventstore/sqlite/ ./eventstore/postgres/
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)

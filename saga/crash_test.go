@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/flowtest"
 	"github.com/cairn-es/cairn/internal/pgtest"
@@ -121,4 +122,20 @@ func TestSagaCrashChild(t *testing.T) {
 	}
 	require.NoError(t, err)
 	require.NoError(t, flowtest.Run(context.Background(), cfg))
+}
+
+// openCrashStore opens the store a crash test's spec names (see
+// flowtest.SQLite and flowtest.Postgres), for the tests of several
+// processes.
+func openCrashStore(t testing.TB, store string) (eventstore.Store, func()) {
+	s, err := flowtest.Open(context.Background(), store)
+	require.NoError(t, err)
+	return s, func() { _ = s.Close() }
+}
+
+// crashSagaRegistry returns a registry of the reservation flow's types.
+func crashSagaRegistry(t testing.TB) *codec.Registry {
+	reg, err := flowtest.Registry()
+	require.NoError(t, err)
+	return reg
 }

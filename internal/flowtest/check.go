@@ -180,8 +180,11 @@ func (st *states) check(ctx context.Context, s eventstore.Store, runner *saga.Ru
 			p.add(&p.duplicated, "%s holds %d events, not %d", stream, got, n)
 		}
 	}
-	if appends["place-"+o.ID] != 1 {
-		p.add(&p.duplicated, "the placement made %d appends", appends["place-"+o.ID])
+	switch n := appends["place-"+o.ID]; {
+	case n == 0:
+		p.add(&p.lost, "the placement made no append")
+	case n > 1:
+		p.add(&p.duplicated, "the placement made %d appends", n)
 	}
 
 	// The saga instance: each message handled once, in the steps the flow

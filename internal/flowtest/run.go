@@ -53,6 +53,18 @@ type Config struct {
 	Limit time.Duration
 	// Logger receives the components' logs; nil discards them.
 	Logger *slog.Logger
+
+	// LeaseTTL, when set, has the saga runner's consumers and the read
+	// model hold leases of this TTL in the store, as Holder: several
+	// deployments running the flow on one store then take turns.
+	LeaseTTL time.Duration
+	Holder   string
+	// ReadModelHook, when set, runs in each read model transaction before
+	// the event's row is written (see [NewReadModelHooked]).
+	ReadModelHook func(ctx context.Context, d codec.Decoded) error
+	// Middleware wraps the bus that places the orders and that the saga's
+	// outbox sends its commands through.
+	Middleware []command.Middleware
 }
 
 // Environment of a child process that runs [Config].
@@ -68,7 +80,8 @@ const (
 )
 
 // Env returns cfg as environment variables, for a child process that
-// calls [FromEnv]. Logger is not passed.
+// calls [FromEnv]. Logger, the leases, ReadModelHook and Middleware are
+// not passed.
 func (cfg Config) Env() []string {
 	return []string{envStore + "=" + cfg.Store, envOrders + "=" + encodeOrders(cfg.Orders),
 		envEpoch + "=" + strconv.FormatInt(cfg.Epoch.UnixNano(), 10), envReady + "=" + cfg.Ready, envAcks + "=" + cfg.Acks,
@@ -123,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
-	bus := command.New(s, reg, command.Options{Logger: log})
+	bus := command.New(s, reg, command.Options{Logger: log, Middleware: cfg.Middleware})
 	if err := reservation.Route(bus); err != nil {
 		return err
 	}
@@ -134,13 +147,23 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// Time stands still until only deadlines are left, so that no payment
 	// deadline races its payment.
 	clock := sagatest.NewClock(cfg.Epoch)
-	runner, err := saga.NewRunner(sale, s, bus, saga.RunnerOptions{Clock: clock, Logger: log, MaxBatchDelay: time.Millisecond})
+	ropts := saga.RunnerOptions{Clock: clock, Logger: log, MaxBatchDelay: time.Millisecond}
+	popts := projection.Options{Logger: log, MaxBatchDelay: time.Millisecond}
+	if cfg.LeaseTTL > 0 {
+		leases, ok := s.(eventstore.LeaseStore)
+		if !ok {
+			return fmt.Errorf("%w: flowtest: leases need a lease store, not %T", eventstore.ErrInvalidArgument, s)
+		}
+		ropts.Leases, ropts.LeaseTTL, ropts.Holder = leases, cfg.LeaseTTL, cfg.Holder
+		popts.Leases, popts.LeaseTTL, popts.Holder = leases, cfg.LeaseTTL, cfg.Holder
+	}
+	runner, err := saga.NewRunner(sale, s, bus, ropts)
 	if err != nil {
 		return err
 	}
 	var rm *projection.Consumer
 	if cfg.ReadModel {
-		if rm, err = NewReadModel(ctx, s, reg, projection.Options{Logger: log, MaxBatchDelay: time.Millisecond}); err != nil {
+		if rm, err = NewReadModelHooked(ctx, s, reg, popts, cfg.ReadModelHook); err != nil {
 			return err
 		}
 	}

@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test bench lint demo demo-v2 fuzz clean
+.PHONY: all build test bench lint demo demo-v2 fuzz torture clean
 
 all: build lint test
 
@@ -25,6 +25,20 @@ test:
 	@# SIGKILLs): under the race detector above they run 5k events, as SQLite
 	@# is ~40x slower there.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'Projections/Crash' ./projection/
+	@# The failpoints and the crash matrix's small slice (every failpoint on
+	@# SQLite x seeds 1-2, three on PostgreSQL x seed 1) need a test binary
+	@# built with the failpoints tag; its children run without -race.
+	$(GO) vet -tags cairnfailpoints ./internal/failpoint/ ./internal/crashmatrix/
+	$(GO) test -tags cairnfailpoints -count=1 -timeout $(TEST_TIMEOUT) ./internal/failpoint/ ./internal/crashmatrix/
+
+# Full-size checks that take too long for every test run; each suite reads
+# CAIRN_TORTURE=1 and runs at its issue's full size. Figures: docs/reliability.md.
+TORTURE_TIMEOUT ?= 90m
+torture:
+	@# Crash matrix (issue 14): 9 failpoints x SQLite and PostgreSQL x seeds
+	@# 1-100, a child SIGKILLed at each cell's failpoint, a clean child
+	@# draining; the table of figures is the last thing printed.
+	CAIRN_TORTURE=1 $(GO) test -tags cairnfailpoints -count=1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestCrashMatrix$$' ./internal/crashmatrix/
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)

@@ -28,6 +28,11 @@ test:
 	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:
 	@# under the race detector above they place 25.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/sim/
+	@# The failpoints and the crash matrix's small slice (every failpoint on
+	@# SQLite x seeds 1-2, three on PostgreSQL x seed 1) need a test binary
+	@# built with the failpoints tag; its children run without -race.
+	$(GO) vet -tags cairnfailpoints ./internal/failpoint/ ./internal/crashmatrix/
+	$(GO) test -tags cairnfailpoints -count=1 -timeout $(TEST_TIMEOUT) ./internal/failpoint/ ./internal/crashmatrix/
 
 # Full-size checks that take too long for every test run; each suite reads
 # CAIRN_TORTURE=1 and runs at its issue's full size. Figures: docs/reliability.md.
@@ -37,6 +42,10 @@ torture:
 	@# 20,000 operations per store, checked with porcupine; one package at
 	@# a time, so that the checker has the cores to itself.
 	CAIRN_TORTURE=1 $(GO) test -count=1 -p 1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestLinearizable$$' ./eventstore/memory/ ./eventstore/sqlite/ ./eventstore/postgres/
+	@# Crash matrix (issue 14): 9 failpoints x SQLite and PostgreSQL x seeds
+	@# 1-100, a child SIGKILLed at each cell's failpoint, a clean child
+	@# draining; the table of figures is the last thing printed.
+	CAIRN_TORTURE=1 $(GO) test -tags cairnfailpoints -count=1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestCrashMatrix$$' ./internal/crashmatrix/
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)

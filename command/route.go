@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/failpoint"
 )
 
 // route dispatches the commands of one aggregate type.
@@ -112,6 +113,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 			return priorResult(res, prior)
 		}
 		events, err := inst.Handle(ctx, msg.Command)
+		hit(failpoint.BusAfterDecide)
 		if !certain && (err != nil || len(events) == 0) {
 			// A rejection or a no-op appends nothing, so no store would
 			// refuse it: look without the bound before returning it, for
@@ -144,11 +146,13 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		var out aggregate.Outcome
 		opts := aggregate.SaveOptions{CommandID: msg.ID, Metadata: md}
 		rejection := err
+		hit(failpoint.BusBeforeAppend)
 		if rejection != nil {
 			out, err = r.recordRejection(ctx, inst, msg, opts, rejection)
 		} else {
 			out, err = r.repo.Save(ctx, inst, events, opts)
 		}
+		hit(failpoint.BusAfterAppend)
 		if err == nil {
 			b.cache.Put(stream, inst)
 			if out.Duplicate {

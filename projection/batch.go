@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/failpoint"
 )
 
 type plainExecutor struct {
@@ -87,9 +88,11 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 				return c.savePrefix(ctx, batch[:i], from, fence, err)
 			}
 		}
+		failpoint.Hit(failpoint.CheckpointBeforeSave)
 		if err := c.exec.run(ctx, func(s step) error { return s.save(from, to, fence) }); err != nil {
 			return from, err
 		}
+		failpoint.Hit(failpoint.CheckpointAfterSave)
 		c.stats.checkpointed(from, to, len(batch), batch[len(batch)-1].ev.RecordedAt)
 		return to, nil
 	}
@@ -109,6 +112,7 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 				}
 			}
 		}
+		failpoint.Hit(failpoint.CheckpointBeforeSave)
 		if err := s.save(from, to, fence); err != nil {
 			return err
 		}
@@ -122,6 +126,7 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 	var pe *partError
 	switch {
 	case err == nil:
+		failpoint.Hit(failpoint.CheckpointAfterSave)
 		for _, u := range batch {
 			pend.handled(u)
 		}

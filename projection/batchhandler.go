@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/failpoint"
 )
 
 // BatchHandler handles a batch of stored events, in position order, as
@@ -68,9 +69,11 @@ func (c *Consumer) flushBatch(ctx context.Context, batch []unit, from eventstore
 		}
 	}
 	to := events[len(events)-1].Position
+	failpoint.Hit(failpoint.CheckpointBeforeSave)
 	if err := c.checkpoints.SaveCheckpoint(ctx, c.name, from, to, fence); err != nil {
 		return from, err
 	}
+	failpoint.Hit(failpoint.CheckpointAfterSave)
 	c.stats.checkpointed(from, to, len(events), events[len(events)-1].RecordedAt)
 	return to, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/failpoint"
 )
 
 // timers is a runner's index of pending deadlines: per instance, the
@@ -261,6 +262,7 @@ func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
 	fired := 0
 	for _, d := range r.timers.popDue(r.e.now()) {
 		out, err := r.e.process(ctx, d.instance, &message{kind: kindDeadline, deadline: d.id})
+		hit(failpoint.DeadlineAfterFire)
 		if err != nil {
 			r.timers.again(d) // it fires at the next call
 			return fired, err

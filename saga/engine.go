@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/failpoint"
 	"github.com/cairn-es/cairn/internal/keylock"
 	"github.com/cairn-es/cairn/internal/lru"
 )
@@ -159,7 +160,9 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		if err != nil {
 			return 0, nil, fmt.Errorf("saga %q, instance %q: encoding the step record: %w", e.t.name, id, err)
 		}
+		hit(failpoint.SagaBeforeStepAppend)
 		res, err := e.store.Append(ctx, in.stream, in.expected(), data)
+		hit(failpoint.SagaAfterStepAppend)
 		if err == nil && res.Duplicate {
 			// This step of this message was stored already (an earlier
 			// attempt whose reply was lost, or another runner deciding the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/failpoint"
 )
 
 // send dispatches the commands that one step record (ev, an event of an
@@ -56,6 +57,7 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 		// as a duplicate by its rejection sequence.
 		res, err := r.bus.Dispatch(ctx, command.Message{ID: c.ID, CorrelationID: ev.Metadata.CorrelationID, CausationID: ev.ID.String(),
 			Command: cmd, RecordRejection: true})
+		hit(failpoint.OutboxAfterDispatch)
 		switch {
 		case err == nil:
 			continue

@@ -192,9 +192,46 @@ func inspect(ctx context.Context, path string) error {
 
 	// Even a read-only connection creates the -wal and -shm files of a
 	// WAL-mode database. Without a -wal file there is nothing but the main
-	// file to read, so "immutable" reads it with no side files and no locks.
+	// file to read, so "immutable" reads it with no side files and no
+	// locks. Another process may be creating the file meanwhile (it puts
+	// the file in WAL mode after the Stat below, and checkpoints into it
+	// when it closes): a read without locks that sees it change says
+	// nothing, and is done again.
+	for attempt := 1; ; attempt++ {
+		before := statFiles(path)
+		immutable := before.walSize == 0
+		err := look(ctx, path, immutable)
+		if err == nil || !immutable || attempt == 3 || statFiles(path) == before {
+			return err
+		}
+	}
+}
+
+// fileStat is what the file system says of a store's file and its -wal
+// file (size 0 when it has none).
+type fileStat struct {
+	size, walSize int64
+	mod, walMod   int64 // modification times, ns
+}
+
+func statFiles(path string) fileStat {
+	var st fileStat
+	if fi, err := os.Stat(path); err == nil {
+		st.size, st.mod = fi.Size(), fi.ModTime().UnixNano()
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil {
+		st.walSize, st.walMod = fi.Size(), fi.ModTime().UnixNano()
+	}
+	return st
+}
+
+// look reads what the file at path says about itself, in one read
+// transaction (the application ID and the objects as one snapshot, not
+// before and after another process's migration), and returns why Open must
+// refuse it, or nil.
+func look(ctx context.Context, path string, immutable bool) error {
 	params := []string{"mode=ro", "_pragma=busy_timeout(5000)"}
-	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+	if immutable {
 		params = append(params, "immutable=1")
 	}
 	db, err := sql.Open("sqlite", fileURI(path, params...))
@@ -202,7 +239,12 @@ func inspect(ctx context.Context, path string) error {
 		return &FileError{Path: path, Reason: "cannot open read-only to inspect it", Err: err, corrupt: true}
 	}
 	defer db.Close()
-	st, err := readState(ctx, db)
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return classify(path, err)
+	}
+	defer func() { _ = tx.Rollback() }() // it only read
+	st, err := readState(ctx, tx)
 	if err != nil {
 		return classify(path, err)
 	}

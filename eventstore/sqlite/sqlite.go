@@ -193,7 +193,7 @@ func openWriter(ctx context.Context, abs string, opts Options, busy string, comm
 	conn, err := wdb.Conn(ctx)
 	if err == nil {
 		// The writer's connection lives on: see noInterrupt.
-		err = enterWAL(noInterrupt, conn)
+		err = whileBusy(ctx, opts.BusyTimeout, func() error { return enterWAL(noInterrupt, conn) })
 	}
 	if err == nil {
 		err = migrate(noInterrupt, conn, abs)
@@ -252,6 +252,26 @@ func enterWAL(ctx context.Context, conn *sql.Conn) error {
 		return fmt.Errorf("the file cannot be put in WAL mode (journal_mode is %q)", mode)
 	}
 	return nil
+}
+
+// whileBusy runs fn again while it fails on a lock that another connection
+// holds, for up to wait. SQLite puts a new file into WAL mode under an
+// exclusive lock that it takes without its busy handler: a process that
+// opens a new file while another one creates it would fail at once, where
+// every other statement waits for Options.BusyTimeout.
+func whileBusy(ctx context.Context, wait time.Duration, fn func() error) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // fileURI returns a SQLite URI for the absolute path with query parameters.

@@ -135,6 +135,19 @@ type Lag struct {
 	SteadyMax float64
 	SteadyAt  time.Duration
 	Steady    int
+	// CaughtUp is, for each restart, how long after it the first sample at
+	// or below the bound came; a restart followed by none before the next
+	// one (or the end) counts the whole time it had.
+	CaughtUp []time.Duration
+}
+
+// CaughtUpMax is the longest of CaughtUp.
+func (l Lag) CaughtUpMax() time.Duration {
+	var m time.Duration
+	for _, d := range l.CaughtUp {
+		m = max(m, d)
+	}
+	return m
 }
 
 // LagError says a consumer's lag broke its bound after it had had the
@@ -160,14 +173,20 @@ func Bounded(samples []Sample, restarts []time.Duration, catchUp time.Duration, 
 	if len(samples) < MinSamples {
 		return Lag{}, fmt.Errorf("lag: %w: %d, at least %d needed", ErrTooFewSamples, len(samples), MinSamples)
 	}
-	l := Lag{Median: median(samples)}
+	l := Lag{Median: median(samples), CaughtUp: make([]time.Duration, 0, len(restarts))}
 	next := 0 // restarts[:next] began at or before the sample
 	var latest time.Duration
-	started := false
+	started, caught := false, true
 	for _, s := range samples {
 		for next < len(restarts) && restarts[next] <= s.At {
-			latest, started = restarts[next], true
+			if !caught {
+				l.CaughtUp = append(l.CaughtUp, restarts[next]-latest)
+			}
+			latest, started, caught = restarts[next], true, false
 			next++
+		}
+		if !caught && s.Value <= bound {
+			l.CaughtUp, caught = append(l.CaughtUp, s.At-latest), true
 		}
 		l.Max = max(l.Max, s.Value)
 		if started && s.At-latest < catchUp {
@@ -177,6 +196,9 @@ func Bounded(samples []Sample, restarts []time.Duration, catchUp time.Duration, 
 		if s.Value > l.SteadyMax || l.Steady == 1 {
 			l.SteadyMax, l.SteadyAt = s.Value, s.At
 		}
+	}
+	if !caught {
+		l.CaughtUp = append(l.CaughtUp, samples[len(samples)-1].At-latest)
 	}
 	if l.SteadyMax > bound {
 		return l, &LagError{Lag: l, Bound: bound, CatchUp: catchUp}

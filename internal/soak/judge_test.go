@@ -106,6 +106,10 @@ func TestLagJudgement(t *testing.T) {
 	assert.Equal(t, 50.0, lag.SteadyMax)
 	assert.Equal(t, 50.0, lag.Median)
 	assert.Positive(t, lag.Steady)
+	// 5000 events drained at 1000 a sample (2 s) are at or below 400 on
+	// the sixth sample after each restart.
+	assert.Equal(t, []time.Duration{10 * time.Second, 10 * time.Second, 10 * time.Second, 10 * time.Second}, lag.CaughtUp)
+	assert.Equal(t, 10*time.Second, lag.CaughtUpMax())
 
 	slow := lagAfterRestarts(restarts, 50, 5000, 200) // 50 s to drain
 	_, err = soak.Bounded(series(300, slow), restarts, 30*time.Second, 400)
@@ -113,6 +117,7 @@ func TestLagJudgement(t *testing.T) {
 	require.ErrorAs(t, err, &over)
 	assert.Equal(t, 2050.0, over.SteadyMax, "the backlog left 30 s after a restart")
 	assert.Equal(t, 30*time.Second, over.SteadyAt)
+	assert.Equal(t, 48*time.Second, over.CaughtUpMax(), "24 samples of 200 bring 5050 to 250")
 
 	growing := func(i int) float64 { return drains(i) + float64(i)*3 }
 	_, err = soak.Bounded(series(300, growing), restarts, 30*time.Second, 400)

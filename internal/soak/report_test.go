@@ -59,7 +59,7 @@ func (r *report) judge() {
 			heapAll = append(heapAll, soak.Sample{At: s.At, Value: float64(s.HeapLive)})
 			goAll = append(goAll, soak.Sample{At: s.At, Value: float64(s.Goroutines)})
 		}
-		if s.Gen == lastGen && s.Age >= r.Warmup {
+		if s.Gen == lastGen && s.Age >= r.CatchUp {
 			heapLast = append(heapLast, soak.Sample{At: s.At, Value: float64(s.HeapLive)})
 			goLast = append(goLast, soak.Sample{At: s.At, Value: float64(s.Goroutines)})
 		}

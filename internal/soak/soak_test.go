@@ -41,8 +41,8 @@ type size struct {
 	// SampleEvery is the period of every sample.
 	SampleEvery time.Duration
 	// Warmup is left out of the flatness judgements at the start of the
-	// soak (and of the last runner's life); CatchUp after each runner's
-	// start, when it reads its backlog.
+	// soak, and CatchUp after each runner's start, when it reads its
+	// backlog.
 	Warmup, CatchUp time.Duration
 	// LagBound is the most events the runner may lag once it had CatchUp
 	// to catch up.
@@ -62,11 +62,14 @@ type size struct {
 //     to the last (heapRatio). The runner's caches are bounded (1024
 //     instances by default); a cache without a bound would keep every
 //     Sale instance ever stepped: even at 1 KB each, 40 KB a second, a
-//     heap doubled in about a minute. A slower leak, kept by one process,
-//     shows in the last runner's 5-odd judged minutes from about 150
-//     bytes per order; one that grows with the store's history (a scan
-//     that keeps what it reads) shows across the generations' 19 judged
-//     minutes from about 50 bytes per order.
+//     heap doubled within a minute. A process that keeps L bytes a second
+//     holds H + L*a at age a, and the thirds' medians of a series judged
+//     from age 30 s over T seconds sit near a1 = 30 + T/6 and a2 =
+//     30 + 5T/6, so the ratio passes 1.5 once L*(a2 - 1.5*a1) > H/2: for
+//     the last runner (T about 6 minutes at the full size, H about 2.5
+//     MB) from about 6 KB/s, 150 bytes per order; for what grows with the
+//     store's history, judged across generations over 19 minutes, from
+//     about 2 KB/s, 50 bytes per order.
 //   - Goroutines may rise by 10 (goroutineRise): the runner's count sits
 //     within a few of the workers' and consumers' fixed set; a goroutine
 //     left behind per restart of a consumer, per batch or per deadline

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,11 @@ type procMetrics struct {
 	// reported beside HeapLive.
 	HeapObjects uint64 `json:"heap_objects"`
 	Goroutines  uint64 `json:"goroutines"`
+	// RSS is the process's resident memory, from /proc/self/statm (zero
+	// where there is none): it holds what the Go heap does not, such as
+	// the memory SQLite allocates through modernc.org/libc (its page
+	// cache, its prepared statements).
+	RSS uint64 `json:"rss"`
 }
 
 func readProcMetrics() procMetrics {
@@ -74,7 +80,25 @@ func readProcMetrics() procMetrics {
 		{Name: "/sched/goroutines:goroutines"},
 	}
 	metrics.Read(ms)
-	return procMetrics{HeapLive: ms[0].Value.Uint64(), HeapObjects: ms[1].Value.Uint64(), Goroutines: ms[2].Value.Uint64()}
+	return procMetrics{HeapLive: ms[0].Value.Uint64(), HeapObjects: ms[1].Value.Uint64(), Goroutines: ms[2].Value.Uint64(), RSS: residentBytes()}
+}
+
+// residentBytes reads the resident set size from /proc/self/statm (in
+// pages, its second field); zero when it cannot.
+func residentBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
 }
 
 // TestSoakChild is the runner process of the soak tests; it does nothing

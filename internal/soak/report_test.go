@@ -26,6 +26,7 @@ type report struct {
 	placer []placerSample
 
 	heapAll, heapLast, goAll, goLast, placerHeap, placerGo soak.Flatness
+	rssAll, rssLast, placerRSS                             soak.Flatness
 	lag, outboxLag                                         soak.Lag
 	lagErrors                                              int
 	handled, duplicates, conflicts                         int64
@@ -48,6 +49,7 @@ func (r *report) judge() {
 		}
 	}
 	var heapAll, heapLast, goAll, goLast, placerHeap, placerGo, lags, outboxLags []soak.Sample
+	var rssAll, rssLast, placerRSS []soak.Sample
 	lastGen := len(r.starts)
 	for _, s := range r.runner {
 		if s.At > r.placingEnded || s.HeapLive == 0 {
@@ -58,16 +60,19 @@ func (r *report) judge() {
 		if s.At >= r.Warmup && s.Age >= r.CatchUp {
 			heapAll = append(heapAll, soak.Sample{At: s.At, Value: float64(s.HeapLive)})
 			goAll = append(goAll, soak.Sample{At: s.At, Value: float64(s.Goroutines)})
+			rssAll = append(rssAll, soak.Sample{At: s.At, Value: float64(s.RSS)})
 		}
 		if s.Gen == lastGen && s.Age >= r.CatchUp {
 			heapLast = append(heapLast, soak.Sample{At: s.At, Value: float64(s.HeapLive)})
 			goLast = append(goLast, soak.Sample{At: s.At, Value: float64(s.Goroutines)})
+			rssLast = append(rssLast, soak.Sample{At: s.At, Value: float64(s.RSS)})
 		}
 	}
 	for _, s := range r.placer {
 		if s.At >= r.Warmup && s.At <= r.placingEnded {
 			placerHeap = append(placerHeap, soak.Sample{At: s.At, Value: float64(s.HeapLive)})
 			placerGo = append(placerGo, soak.Sample{At: s.At, Value: float64(s.Goroutines)})
+			placerRSS = append(placerRSS, soak.Sample{At: s.At, Value: float64(s.RSS)})
 		}
 	}
 	for _, s := range r.lags {
@@ -91,6 +96,12 @@ func (r *report) judge() {
 	r.placerHeap, err = soak.WithinRatio("placer heap", placerHeap, heapRatio)
 	check(err)
 	r.placerGo, err = soak.WithinRise("placer goroutines", placerGo, goroutineRise)
+	check(err)
+	r.rssAll, err = soak.WithinRatio("runner RSS (all generations)", rssAll, heapRatio)
+	check(err)
+	r.rssLast, err = soak.WithinRatio("runner RSS (last generation)", rssLast, heapRatio)
+	check(err)
+	r.placerRSS, err = soak.WithinRatio("placer RSS", placerRSS, heapRatio)
 	check(err)
 	r.lag, err = soak.Bounded(lags, r.starts, r.CatchUp, r.LagBound)
 	check(err)
@@ -152,6 +163,10 @@ func (r *report) log(t *testing.T) {
 		mb(r.heapLast.First), mb(r.heapLast.Last), r.heapLast.Ratio(), r.heapLast.Samples)
 	w("runner goroutines, all generations: first %.0f last %.0f (min %.0f max %.0f); last generation: first %.0f last %.0f",
 		r.goAll.First, r.goAll.Last, r.goAll.Min, r.goAll.Max, r.goLast.First, r.goLast.Last)
+	w("runner RSS MB, all generations: first %s last %s (x%.2f, min %s max %s); last generation: first %s last %s (x%.2f)",
+		mb(r.rssAll.First), mb(r.rssAll.Last), r.rssAll.Ratio(), mb(r.rssAll.Min), mb(r.rssAll.Max), mb(r.rssLast.First), mb(r.rssLast.Last), r.rssLast.Ratio())
+	w("placer RSS MB: first %s last %s (x%.2f, min %s max %s)",
+		mb(r.placerRSS.First), mb(r.placerRSS.Last), r.placerRSS.Ratio(), mb(r.placerRSS.Min), mb(r.placerRSS.Max))
 	w("placer heap live MB: first %s last %s (x%.2f); goroutines first %.0f last %.0f (min %.0f max %.0f)",
 		mb(r.placerHeap.First), mb(r.placerHeap.Last), r.placerHeap.Ratio(), r.placerGo.First, r.placerGo.Last, r.placerGo.Min, r.placerGo.Max)
 	w("events lag (events): median %.0f, max %.0f; after catch-up max %.0f (bound %.0f); catch-up after a restart at most %s",

@@ -34,7 +34,7 @@ type (
 	}
 	Sale       struct{ OrderID string }
 	PaymentDue struct{ OrderID string }
-	Seats      struct{ reserved int }
+	Seats      struct{}
 )
 
 func (c PlaceOrder) AggregateID() string      { return c.OrderID }
@@ -53,7 +53,7 @@ func (o *Order) Handle(_ context.Context, cmd any) ([]any, error) {
 		return nil, ErrAlreadyPlaced
 	}
 	c := cmd.(PlaceOrder)
-	return []any{OrderPlaced{OrderID: c.OrderID, Seats: c.Seats}}, nil
+	return []any{OrderPlaced(c)}, nil
 }
 
 func (o *Order) Apply(event any) error { o.placed = true; return nil }
@@ -68,7 +68,7 @@ func wire(store eventstore.Store, reg *codec.Registry, bus *command.Bus) *saga.R
 		Instance: func(e OrderPlaced, _ eventstore.Metadata) string { return e.OrderID },
 		Starts:   true,
 		Handle: func(_ context.Context, s *Sale, e OrderPlaced, out *saga.Output) error {
-			out.Send(MakeReservation{OrderID: e.OrderID, Seats: e.Seats})
+			out.Send(MakeReservation(e))
 			out.ScheduleAfter("payment", 15*time.Minute, PaymentDue{OrderID: e.OrderID})
 			return nil
 		},

@@ -56,8 +56,8 @@ type client struct {
 
 // knowledge is what a client last learned of a stream's state.
 type knowledge struct {
-	seen, exists bool
-	last         uint64
+	exists bool
+	last   uint64
 }
 
 // keptAppends is how many of its latest appends a client may send again.
@@ -249,13 +249,13 @@ func (c *client) append(ctx context.Context, in appendInput, short bool) error {
 		if out.duplicate {
 			c.tally.duplicates++
 		} else {
-			c.known[in.stream] = knowledge{seen: true, exists: true, last: out.last}
+			c.known[in.stream] = knowledge{exists: true, last: out.last}
 		}
 	case wrongVersion:
 		c.tally.fail++
 		if out.actualKnown {
 			last, exists := out.actual.Version()
-			c.known[in.stream] = knowledge{seen: true, exists: exists, last: last}
+			c.known[in.stream] = knowledge{exists: exists, last: last}
 		}
 	case idConflict:
 		c.tally.fail++
@@ -340,7 +340,7 @@ func (c *client) read(ctx context.Context, s int, opts eventstore.ReadOptions) e
 	c.tally.reads++
 	c.tally.ok++
 	if whole := opts.From == 0 && !opts.Backward && opts.Limit == 0; whole || opts.From == eventstore.End && opts.Backward {
-		k := knowledge{seen: true}
+		var k knowledge
 		if n := len(out.versions); n > 0 {
 			k.exists = true
 			k.last = out.versions[0]

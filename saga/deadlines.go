@@ -260,11 +260,14 @@ func (h *dueHeap) Pop() any {
 // call it themselves.
 func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
 	fired := 0
-	for _, d := range r.timers.popDue(r.e.now()) {
+	due := r.timers.popDue(r.e.now())
+	for i, d := range due {
 		out, err := r.e.process(ctx, d.instance, &message{kind: kindDeadline, deadline: d.id})
 		hit(failpoint.DeadlineAfterFire)
 		if err != nil {
-			r.timers.again(d) // it fires at the next call
+			for _, d := range due[i:] {
+				r.timers.again(d) // they fire at the next call: this one, and those not tried yet
+			}
 			return fired, err
 		}
 		if out == handled || out == parkedOut {

@@ -176,7 +176,7 @@ func (w *world) fire() error {
 // saga/deadlines.go). Until that fix lands the simulation restarts the
 // process, as a supervisor of the scheduler would; with it, set this
 // false.
-const workAroundLostDeadlines = true
+const workAroundLostDeadlines = false
 
 // saveCheckpoint moves a consumer's checkpoint to pos, from where the
 // store has it; a failed save is tried again at the next one.

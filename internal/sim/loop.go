@@ -159,24 +159,11 @@ func (w *world) fire() error {
 		w.tracef("fired %d deadlines", n)
 	}
 	if err != nil {
-		crashed, err := w.failed("fire", err, CrashFire)
-		if err != nil || crashed || !workAroundLostDeadlines {
-			return err
-		}
-		return w.crash("FireDue failed: a new process reads back the due deadlines it dropped")
+		_, err := w.failed("fire", err, CrashFire)
+		return err
 	}
 	return nil
 }
-
-// workAroundLostDeadlines restarts the process after every failed
-// FireDue. The simulation found that FireDue takes every due deadline out
-// of the runner's index and, when one fails to fire, puts back that one
-// only: the others never fire until the process restarts and reads them
-// back (see docs/reliability.md; the fix puts back the rest in
-// saga/deadlines.go). Until that fix lands the simulation restarts the
-// process, as a supervisor of the scheduler would; with it, set this
-// false.
-const workAroundLostDeadlines = false
 
 // saveCheckpoint moves a consumer's checkpoint to pos, from where the
 // store has it; a failed save is tried again at the next one.

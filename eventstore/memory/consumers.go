@@ -25,6 +25,7 @@ type Consumers struct {
 	leases      map[string]eventstore.Lease
 	fences      map[string]eventstore.Fence // highest fence ever handed out, per name
 	values      map[string][]byte
+	rowLocks    map[string]chan struct{} // per checkpoint: held by the transaction that moves it
 	now         func() time.Time
 }
 
@@ -36,6 +37,7 @@ func NewConsumers() *Consumers {
 		leases:      make(map[string]eventstore.Lease),
 		fences:      make(map[string]eventstore.Fence),
 		values:      make(map[string][]byte),
+		rowLocks:    make(map[string]chan struct{}),
 		now:         func() time.Time { return time.Now().UTC() },
 	}
 }

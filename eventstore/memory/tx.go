@@ -15,6 +15,12 @@ import (
 // same key at once, the last commit wins. A consumer's own batches never
 // race (its checkpoint's compare-and-set fails one of them), but two
 // consumers that share keys should not rely on it.
+//
+// A checkpoint moved in a transaction is locked until the transaction
+// ends, as PostgreSQL locks its row: a second transaction that moves it
+// waits, then sees the first one's move. Two consumers of one name (two
+// deployments without a lease) therefore fail at their claim, before
+// their handlers run, rather than at the commit, after.
 type Tx struct {
 	c       *Consumers
 	mu      sync.Mutex
@@ -22,6 +28,7 @@ type Tx struct {
 	saves   []checkpointMove
 	parks   []eventstore.DeadLetter
 	deletes [][2]string // consumer, ID
+	locked  map[string]chan struct{}
 	done    bool
 }
 
@@ -73,11 +80,12 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx := &Tx{c: c, writes: make(map[string][]byte)}
+	tx := &Tx{c: c, writes: make(map[string][]byte), locked: make(map[string]chan struct{})}
 	err := fn(ctx, tx)
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	tx.done = true
+	defer tx.unlockRows() // after the commit below is applied, or on a rollback
 	if err != nil {
 		return err
 	}
@@ -130,6 +138,9 @@ func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := tx.lockRow(ctx, name); err != nil {
+		return err
+	}
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if tx.done {
@@ -149,6 +160,50 @@ func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, e
 	}
 	tx.saves = append(tx.saves, checkpointMove{name: name, expected: expected, next: next, fence: fence})
 	return nil
+}
+
+// lockRow takes the lock of checkpoint name for tx, waiting while another
+// transaction holds it (until ctx ends: two transactions that move the
+// same two checkpoints in opposite orders would wait for each other).
+func (tx *Tx) lockRow(ctx context.Context, name string) error {
+	tx.mu.Lock()
+	_, held := tx.locked[name]
+	done := tx.done
+	tx.mu.Unlock()
+	if done {
+		return errTxDone
+	}
+	if held {
+		return nil
+	}
+	tx.c.mu.Lock()
+	row, ok := tx.c.rowLocks[name]
+	if !ok {
+		row = make(chan struct{}, 1)
+		tx.c.rowLocks[name] = row
+	}
+	tx.c.mu.Unlock()
+	select {
+	case row <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.done { // the transaction ended while this waited
+		<-row
+		return errTxDone
+	}
+	tx.locked[name] = row
+	return nil
+}
+
+// unlockRows releases the checkpoint locks tx holds. The caller holds tx.mu.
+func (tx *Tx) unlockRows() {
+	for name, row := range tx.locked {
+		<-row
+		delete(tx.locked, name)
+	}
 }
 
 // ParkDeadLetterTx implements [eventstore.TxCheckpointStore.ParkDeadLetterTx]:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,4 +71,71 @@ func TestTxCommitsEverythingOrNothing(t *testing.T) {
 	assert.Equal(t, eventstore.Checkpoint{Position: eventstore.Position{Major: 9}, Fence: 2}, cp)
 	_, err = c.DeadLetter(ctx, "p", d.ID)
 	require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
+}
+
+// TestTxLocksTheCheckpointItMoves: a transaction that moves a checkpoint
+// holds it until it ends, so a second one that claims the same checkpoint
+// waits and then fails at once, before it does any work, as it would on
+// PostgreSQL; a rollback frees the checkpoint for the next transaction.
+func TestTxLocksTheCheckpointItMoves(t *testing.T) {
+	ctx := context.Background()
+	c := memory.NewConsumers()
+	one := eventstore.Position{Major: 1}
+	claimed, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- c.InTx(ctx, func(ctx context.Context, tx *memory.Tx) error {
+			if err := c.SaveCheckpointTx(ctx, tx, "p", eventstore.Start, one, 0); err != nil {
+				return err
+			}
+			close(claimed)
+			<-release
+			return nil
+		})
+	}()
+	<-claimed
+	second := make(chan error, 1)
+	go func() {
+		second <- c.InTx(ctx, func(ctx context.Context, tx *memory.Tx) error {
+			return c.SaveCheckpointTx(ctx, tx, "p", eventstore.Start, one, 0)
+		})
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("the second transaction did not wait for the first: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, <-first)
+	assert.ErrorIs(t, <-second, eventstore.ErrCheckpointMoved, "it sees the first one's move")
+
+	// A rolled-back transaction frees the lock too.
+	boom := errors.New("boom")
+	require.ErrorIs(t, c.InTx(ctx, func(ctx context.Context, tx *memory.Tx) error {
+		require.NoError(t, c.SaveCheckpointTx(ctx, tx, "p", one, eventstore.Position{Major: 2}, 0))
+		return boom
+	}), boom)
+	require.NoError(t, c.InTx(ctx, func(ctx context.Context, tx *memory.Tx) error {
+		return c.SaveCheckpointTx(ctx, tx, "p", one, eventstore.Position{Major: 2}, 0)
+	}))
+
+	// A transaction waiting for the lock gives up with its context.
+	held := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		_ = c.InTx(ctx, func(ctx context.Context, tx *memory.Tx) error {
+			require.NoError(t, c.SaveCheckpointTx(ctx, tx, "q", eventstore.Start, one, 0))
+			close(held)
+			<-done
+			return nil
+		})
+	}()
+	<-held
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	err := c.InTx(short, func(ctx context.Context, tx *memory.Tx) error {
+		return c.SaveCheckpointTx(ctx, tx, "q", eventstore.Start, one, 0)
+	})
+	close(done)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }

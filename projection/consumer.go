@@ -130,6 +130,14 @@ func sameStore(a, b any) bool {
 }
 
 func newConsumer(name string, events eventstore.Store, reg *codec.Registry, checkpoints eventstore.CheckpointStore, opts Options) (*Consumer, error) {
+	if opts.Exclusive && opts.Leases == nil && checkpoints != nil {
+		leases, ok := checkpoints.(eventstore.LeaseStore)
+		if !ok {
+			return nil, &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "lease store",
+				Reason: fmt.Sprintf("Options.Exclusive needs Options.Leases, as the checkpoint store (%T) keeps no leases", checkpoints)}
+		}
+		opts.Leases = leases
+	}
 	if err := opts.validate(name); err != nil {
 		return nil, err
 	}
@@ -154,7 +162,7 @@ func newConsumer(name string, events eventstore.Store, reg *codec.Registry, chec
 func (c *Consumer) Name() string { return c.name }
 
 // Run consumes until ctx ends, then returns nil: it takes the lease (when
-// [Options.Leases] is set, waiting while another process holds it), resumes
+// [Options.Exclusive], waiting while another process holds it), resumes
 // after the stored checkpoint, catches up and follows live events. When the
 // lease is lost, or another consumer moves the checkpoint, it stops applying
 // effects and starts over from taking the lease. It returns an error when

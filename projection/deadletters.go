@@ -71,7 +71,7 @@ const maxRetryClaims = 100
 // together with a claim of the checkpoint (saved unchanged under the
 // fence), so that it never runs beside another holder of the consumer. The
 // fence is that of this process's running consumer ([Consumer.Run] holding
-// the lease); when it is not running here and [Options.Leases] is set, the
+// the lease); when it is not running here and it is [Options.Exclusive], the
 // retry takes the lease for its duration, and when another process holds
 // it, it returns a [*RetryRefusedError] and applies nothing. Without a
 // lease store, the claim only checks that the checkpoint did not move. A

@@ -65,7 +65,7 @@ func (r Retry) policy() backoff.Policy {
 
 // Options configure a [Consumer]. The zero value is the default: every
 // event, batches of [DefaultBatchSize] or [DefaultMaxBatchDelay], the
-// default [Retry], failing events parked, no lease.
+// default [Retry], failing events parked, no lease (see Exclusive).
 type Options struct {
 	// Filter selects the events to consume, by stored type name and stream
 	// prefix. Filter by stored names: see codec.Registry.SourceTypes.
@@ -86,8 +86,15 @@ type Options struct {
 	// it is also a [eventstore.DeadLetterStore]. Without one, OnFailure is
 	// [Stop] whatever it says.
 	DeadLetters eventstore.DeadLetterStore
-	// Leases, when set, makes the consumer hold the lease named after it
-	// while it runs: of several processes, one runs, the others wait.
+	// Exclusive makes the consumer hold the lease named after it while it
+	// runs: of several processes, one runs, the others wait. The lease is
+	// kept in Leases, or when that is nil in the checkpoint store, which
+	// must then be an [eventstore.LeaseStore] (all of Cairn's are).
+	// Without a lease, processes that run one consumer each do the work,
+	// and the checkpoint's fence keeps the effects to one.
+	Exclusive bool
+	// Leases keeps the consumer's lease; setting it implies Exclusive.
+	// Set it only to keep leases apart from the checkpoints.
 	Leases eventstore.LeaseStore
 	// LeaseTTL is how long a lease lasts without renewal, and so how soon
 	// a waiting process takes over from one that died; zero means

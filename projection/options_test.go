@@ -82,3 +82,32 @@ func TestAcquireReturnsInvalidArgument(t *testing.T) {
 	assert.NotErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, int64(1), leases.calls.Load(), "the refused request was retried")
 }
+
+// TestExclusiveKeepsTheLeaseInTheCheckpointStore: Options.Exclusive with no
+// lease store of its own takes the consumer's lease in the checkpoint
+// store, so it waits while another process holds it there; a checkpoint
+// store that keeps no leases is refused by New, naming what is missing.
+func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
+	events := memory.New()
+	t.Cleanup(func() { _ = events.Close() })
+	reg := projectiontest.Registry(t)
+	noop := func(context.Context, codec.Decoded) error { return nil }
+	consumers := memory.NewConsumers()
+	_, held, err := consumers.AcquireLease(context.Background(), "p", "another process", time.Minute)
+	require.NoError(t, err)
+	require.True(t, held)
+
+	shared, err := projection.New("p", events, reg, consumers, noop, projection.Options{Logger: discard()})
+	require.NoError(t, err)
+	require.NoError(t, shared.CatchUp(context.Background()), "without Exclusive, the lease is not asked for")
+
+	exclusive, err := projection.New("p", events, reg, consumers, noop, projection.Options{Exclusive: true, Logger: discard()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, exclusive.CatchUp(ctx), context.DeadlineExceeded, "an exclusive consumer waits for the lease another process holds")
+
+	// A checkpoint store that keeps no leases.
+	_, err = projection.New("p", events, reg, struct{ eventstore.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
+	assert.Equal(t, "p", storetest.RequireInvalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
+}

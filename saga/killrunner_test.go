@@ -203,7 +203,7 @@ func TestSegmentRunnerChild(t *testing.T) {
 	require.NoError(t, err)
 	clock := sagatest.NewClock(time.Unix(0, nanos))
 	r, err := saga.NewRunner(st, s, bus, saga.RunnerOptions{Clock: clock, Segments: segmentCount,
-		Leases: s.(eventstore.LeaseStore), LeaseTTL: segmentChildTTL, Holder: holder, MaxBatchDelay: time.Millisecond,
+		Exclusive: true, LeaseTTL: segmentChildTTL, Holder: holder, MaxBatchDelay: time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)).With(slog.String("process", holder))})
 	require.NoError(t, err)
 	ran := make(chan error, 1)

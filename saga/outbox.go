@@ -64,7 +64,10 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 		case !res.Rejected:
 			return fmt.Errorf("saga %q, instance %q: sending command %s (%T): %w", r.e.t.name, id, c.ID, cmd, err)
 		}
-		r.e.log.InfoContext(ctx, "saga: a command was rejected; feeding it back to its instance",
+		// A rejection is the domain's answer, kept in the instance's
+		// history (Runner.Explain): worth a debug line, not one at info
+		// per declined payment.
+		r.e.log.DebugContext(ctx, "saga: a command was rejected; feeding it back to its instance",
 			slog.String("saga", r.e.t.name), slog.String("instance", id), slog.String("command_id", c.ID),
 			slog.String("command", c.Command.Type), slog.Any("reason", err))
 		if _, err := r.e.process(ctx, id, rejection(ev, i, c, err)); err != nil {

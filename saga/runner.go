@@ -66,11 +66,16 @@ type RunnerOptions struct {
 	// Checkpoints, when it is a [eventstore.DeadLetterStore]. Without one,
 	// such an event stops Run.
 	DeadLetters eventstore.DeadLetterStore
-	// Leases, when set, makes each of the runner's consumers hold a lease,
-	// so that of several processes running the saga type one reads each
-	// log at a time. Correctness does not depend on it: two runners that
+	// Exclusive makes each of the runner's consumers hold a lease, so that
+	// of several processes running the saga type one reads each log at a
+	// time. The leases are kept in Leases, or when that is nil in the
+	// checkpoint store, which must then be an [eventstore.LeaseStore] (all
+	// of Cairn's are). Correctness does not depend on it: two runners that
 	// step one instance at once end with one step (the append's expected
 	// version and the watermarks decide).
+	Exclusive bool
+	// Leases keeps the leases; setting it implies Exclusive. Set it only
+	// to keep leases apart from the checkpoints.
 	Leases eventstore.LeaseStore
 	// LeaseTTL and Holder are the leases' (see projection.Options).
 	LeaseTTL time.Duration
@@ -93,13 +98,13 @@ type RunnerOptions struct {
 	// consumer names of [Runner.EventsConsumer] and [Runner.OutboxConsumer];
 	// at most [MaxSegments].
 	//
-	// With Leases, each Run holds one of Segments member leases
+	// When Exclusive, each Run holds one of Segments member leases
 	// ("saga:<type>:member-j/<Segments>"), counts the live members every
 	// third of LeaseTTL, and runs the segments whose index modulo the
 	// member count is its rank among them: processes that join get their
 	// share within a third of a TTL, and the share of a process that dies
 	// is taken over once its leases lapse. Each process's Holder must then
-	// be its own (empty gives each Run a new one). Without Leases every
+	// be its own (empty gives each Run a new one). Otherwise every
 	// runner runs every segment, and the instances' watermarks and the
 	// appends' expected versions keep it to one effect.
 	Segments int
@@ -186,6 +191,13 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
 	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), gaps: newGapIndex(), opts: opts, workers: opts.Workers, segments: segments}
+	if opts.Exclusive && opts.Leases == nil {
+		leases, ok := r.checkpoints().(eventstore.LeaseStore)
+		if !ok {
+			return nil, &SetupError{Saga: t.name, Reason: "RunnerOptions.Exclusive needs RunnerOptions.Leases: the checkpoint store keeps no leases"}
+		}
+		r.opts.Leases = leases
+	}
 	if r.workers <= 0 {
 		r.workers = DefaultWorkers
 	}

@@ -106,6 +106,14 @@ func TestSegmentConsumerNames(t *testing.T) {
 		require.ErrorAs(t, err, &setup, "segments %d", n)
 		assert.Contains(t, setup.Reason, "Segments")
 	}
+	// Exclusive keeps the leases in the checkpoint store, which must keep
+	// them.
+	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true})
+	require.NoError(t, err, "memory.Consumers keeps leases")
+	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true, Checkpoints: struct{ eventstore.CheckpointStore }{memory.NewConsumers()}})
+	var setup *saga.SetupError
+	require.ErrorAs(t, err, &setup)
+	assert.Contains(t, setup.Reason, "Exclusive")
 }
 
 // TestEachSegmentStepsItsOwnInstances: with three segments and no lease,

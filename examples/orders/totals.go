@@ -62,7 +62,7 @@ func newTotals(ctx context.Context, store *sqlite.Store, reg *codec.Registry, lo
 	}
 	consumer, err := projection.NewTx[*sql.Tx]("order-totals", store, reg, store, handle, projection.Options{
 		Filter:        eventstore.Filter{StreamPrefixes: []string{eventstore.Category("order")}},
-		Leases:        store,
+		Exclusive:     true,
 		Logger:        logger,
 		StatsInterval: -1,
 	})

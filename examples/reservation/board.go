@@ -50,7 +50,7 @@ func newBoard(ctx context.Context, svc *service) (*board, error) {
 	}
 	consumer, err := projection.NewTx[*sql.Tx]("sales-board", svc.store, svc.reg, svc.store, handle, projection.Options{
 		Filter:        eventstore.Filter{StreamPrefixes: []string{eventstore.Category(domain.Orders.Name())}},
-		Leases:        svc.store,
+		Exclusive:     true,
 		Logger:        svc.log,
 		StatsInterval: -1,
 	})

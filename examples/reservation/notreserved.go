@@ -43,7 +43,7 @@ func newNotReserved(ctx context.Context, svc *service) (*notReserved, error) {
 	})
 	consumer, err := projection.NewTx[*sql.Tx]("not-reserved", svc.store, svc.reg, svc.store, handle, projection.Options{
 		Filter:        eventstore.Filter{StreamPrefixes: []string{eventstore.Category(domain.Reservations.Name())}},
-		Leases:        svc.store,
+		Exclusive:     true,
 		Logger:        svc.log,
 		StatsInterval: -1,
 	})

@@ -31,13 +31,19 @@ var (
 	// on a read-only file system), and every write of a store opened with
 	// [Options.ReadOnly].
 	ErrReadOnly = errors.New("sqlite: file is read-only")
+	// ErrBusy matches a [*FileError] for an operation that waited
+	// [Options.BusyTimeout] for a lock that another connection (another
+	// process, or another store on the same file) held all that time,
+	// typically a long write transaction: nothing was written, and the
+	// operation may be tried again.
+	ErrBusy = errors.New("sqlite: file is locked by another connection")
 )
 
 // FileError reports a file that [Open] refuses, or that failed a read or a
 // write later, and why. It matches one of [ErrNotEventStore],
-// [ErrCannotOpen], [ErrReadOnly], or [eventstore.ErrCorrupt] when the file
-// is a Cairn event store that SQLite cannot read (a damaged page, found at
-// Open or by any later read or write).
+// [ErrCannotOpen], [ErrReadOnly], [ErrBusy], or [eventstore.ErrCorrupt]
+// when the file is a Cairn event store that SQLite cannot read (a damaged
+// page, found at Open or by any later read or write).
 type FileError struct {
 	Path string
 	// Op is what failed, naming the stream or consumer where there is one
@@ -65,7 +71,7 @@ func (e *FileError) Error() string {
 }
 
 // Is makes errors.Is match the error's class: [ErrNotEventStore],
-// [ErrCannotOpen], [ErrReadOnly] or [eventstore.ErrCorrupt].
+// [ErrCannotOpen], [ErrReadOnly], [ErrBusy] or [eventstore.ErrCorrupt].
 func (e *FileError) Is(target error) bool {
 	switch {
 	case e.corrupt:
@@ -130,8 +136,9 @@ func resultCode(err error) int {
 // fileErr is the one place where SQLite's errors about the file itself
 // become a [*FileError] naming the file and op (empty for Open): a damaged
 // file, a file that is not a database, one that cannot be written or
-// opened. SQLite's own messages for these ("database disk image is
-// malformed", "out of memory") name neither. It returns nil for any other
+// opened, one locked by another connection past the busy timeout. SQLite's
+// own messages for these ("database disk image is malformed", "database is
+// locked") name neither. It returns nil for any other
 // error, which the caller reports as it is.
 func fileErr(path, op string, err error) *FileError {
 	code := resultCode(err)
@@ -154,6 +161,8 @@ func fileErr(path, op string, err error) *FileError {
 		return &FileError{Path: path, Op: op, Reason: "the file cannot be written", Err: err, class: ErrReadOnly}
 	case sqlite3.SQLITE_CANTOPEN:
 		return &FileError{Path: path, Op: op, Reason: "SQLite cannot open the file or its -wal and -shm files", Err: err, class: ErrCannotOpen}
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return &FileError{Path: path, Op: op, Reason: "another connection held the file's lock for longer than the busy timeout", Err: err, class: ErrBusy}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -102,4 +103,56 @@ func TestCanceledReadsLeaveNoStaleSnapshot(t *testing.T) {
 		}
 		require.Equal(t, r.Position, last, "iteration %d: a read missed the latest append", i)
 	}
+}
+
+// TestALockHeldPastTheBusyTimeoutIsErrBusy: while one store holds the
+// file's write lock (a long InTx, as a slow projection handler does) for
+// longer than another store's Options.BusyTimeout, the other's append,
+// transaction and Open fail with a FileError matching ErrBusy that names
+// the file, and write nothing; once the lock is free, the same calls
+// succeed. Found by the two-deployments test (issue 14), whose read model
+// held the lock for seconds: the other deployment got SQLite's bare
+// "database is locked", which named no file and matched no error of
+// Cairn's, so a caller could not tell it from a failure worth alarm.
+func TestALockHeldPastTheBusyTimeoutIsErrBusy(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	holder, err := sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	defer holder.Close()
+	impatient := sqlite.Options{BusyTimeout: 50 * time.Millisecond}
+	other, err := sqlite.Open(ctx, path, impatient)
+	require.NoError(t, err)
+	defer other.Close()
+
+	locked, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		held <- holder.InTx(ctx, func(context.Context, *sql.Tx) error {
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	requireBusy := func(err error, what string) {
+		t.Helper()
+		require.ErrorIs(t, err, sqlite.ErrBusy, what)
+		var fe *sqlite.FileError
+		require.ErrorAs(t, err, &fe, what)
+		assert.Equal(t, path, fe.Path, what)
+	}
+	_, err = other.Append(ctx, "order-1", eventstore.NoStream, event("order.placed"))
+	requireBusy(err, "append")
+	requireBusy(other.InTx(ctx, func(context.Context, *sql.Tx) error { return nil }), "InTx")
+	_, err = sqlite.Open(ctx, path, impatient)
+	requireBusy(err, "Open")
+
+	close(release)
+	require.NoError(t, <-held)
+	res, err := other.Append(ctx, "order-1", eventstore.NoStream, event("order.placed"))
+	require.NoError(t, err, "the failed append wrote nothing")
+	assert.Equal(t, uint64(0), res.LastVersion, "the first event of the stream")
+	reopened, err := sqlite.Open(ctx, path, impatient)
+	require.NoError(t, err)
+	require.NoError(t, reopened.Close())
 }

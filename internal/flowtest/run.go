@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/internal/reservation"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/saga"
@@ -127,8 +128,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s, err := Open(ctx, cfg.Store)
-	if err != nil {
+	var s eventstore.Store
+	if err := whileBusy(ctx, func() (err error) { s, err = Open(ctx, cfg.Store); return err }); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
@@ -249,8 +250,11 @@ func place(ctx context.Context, bus *command.Bus, orders []Order, acks string) e
 			defer wg.Done()
 			for i := w; i < len(orders); i += workers {
 				o := orders[i]
-				_, err := bus.Dispatch(ctx, command.Message{ID: "place-" + o.ID,
-					Command: reservation.PlaceOrder{OrderID: o.ID, Seats: o.Seats, Amount: o.Amount}})
+				err := whileBusy(ctx, func() error {
+					_, err := bus.Dispatch(ctx, command.Message{ID: "place-" + o.ID,
+						Command: reservation.PlaceOrder{OrderID: o.ID, Seats: o.Seats, Amount: o.Amount}})
+					return err
+				})
 				if err == nil && ackFile != nil {
 					// One write each: a kill leaves whole lines.
 					_, err = ackFile.WriteString(o.ID + "\n")
@@ -266,6 +270,25 @@ func place(ctx context.Context, bus *command.Bus, orders []Order, acks string) e
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// whileBusy runs fn again, after a pause, while it fails because another
+// process held the SQLite file's lock past the store's busy timeout (a
+// deployment whose read model holds a long transaction): as a queue
+// redelivers a message whose handling failed, and a supervisor restarts a
+// process that could not open its store. Other errors end it.
+func whileBusy(ctx context.Context, fn func() error) error {
+	for {
+		err := fn()
+		if !errors.Is(err, sqlite.ErrBusy) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Acked returns the orders that the acks file lists.

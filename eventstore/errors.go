@@ -26,6 +26,12 @@ var (
 	// ErrCorrupt matches errors about stored data that cannot be read back:
 	// a damaged file or a row that a store did not write.
 	ErrCorrupt = errors.New("eventstore: stored data is corrupt")
+	// ErrUnavailable matches errors of an operation that failed for a
+	// reason expected to pass, having written nothing: the SQLite file
+	// locked by another process for longer than the store waits
+	// (sqlite.ErrBusy). Trying again later may succeed; a projection's or
+	// saga runner's Run starts over after a pause instead of returning.
+	ErrUnavailable = errors.New("eventstore: store temporarily unavailable")
 )
 
 // WrongVersionError reports an append whose expected version did not match

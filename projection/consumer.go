@@ -165,8 +165,10 @@ func (c *Consumer) Name() string { return c.name }
 // [Options.Exclusive], waiting while another process holds it), resumes
 // after the stored checkpoint, catches up and follows live events. When the
 // lease is lost, or another consumer moves the checkpoint, it stops applying
-// effects and starts over from taking the lease. It returns an error when
-// the event or checkpoint store fails, or a [*HandlerError] when a handler
+// effects and starts over from taking the lease; so it does, after a pause
+// that grows while it recurs, when a store is unavailable for a while
+// ([eventstore.ErrUnavailable]). It returns an error when the event or
+// checkpoint store fails otherwise, or a [*HandlerError] when a handler
 // failure stops it ([Stop]).
 func (c *Consumer) Run(ctx context.Context) error {
 	logCtx, stopLog := context.WithCancel(ctx)
@@ -179,7 +181,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 		stopLog()
 		<-logged
 	}()
+	unavailable := 0 // sessions in a row that ended on an unavailable store
 	for {
+		began := time.Now()
 		err := c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 			_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 				return c.events.Subscribe(ctx, from, c.opts.Filter)
@@ -190,8 +194,20 @@ func (c *Consumer) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, eventstore.ErrFenced), errors.Is(err, eventstore.ErrCheckpointMoved), errors.Is(err, eventstore.ErrLeaseLost):
+			unavailable = 0
 			c.log.WarnContext(ctx, "projection: lost ownership; starting over", slog.Any("error", err))
 			if err := c.pause(ctx); err != nil {
+				return nil
+			}
+		case errors.Is(err, eventstore.ErrUnavailable):
+			if time.Since(began) > unavailableRetry.Max {
+				unavailable = 0 // the store came back for a while
+			}
+			unavailable++
+			wait := unavailableRetry.Delay(unavailable)
+			c.log.WarnContext(ctx, "projection: store unavailable; starting over after a pause",
+				slog.Any("error", err), slog.Duration("pause", wait))
+			if err := backoff.Wait(ctx, wait); err != nil {
 				return nil
 			}
 		default:
@@ -199,6 +215,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// unavailableRetry spaces the sessions that Run starts over while a store
+// is unavailable: a lock another process holds for seconds is usually gone
+// within the first pauses; an outage is not hammered.
+var unavailableRetry = backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2}
 
 // CatchUp consumes every event stored when it starts reading, then
 // returns. It takes the lease as Run does; losing it is an error.

@@ -35,7 +35,8 @@ var (
 	// [Options.BusyTimeout] for a lock that another connection (another
 	// process, or another store on the same file) held all that time,
 	// typically a long write transaction: nothing was written, and the
-	// operation may be tried again.
+	// operation may be tried again. Such an error also matches
+	// [eventstore.ErrUnavailable].
 	ErrBusy = errors.New("sqlite: file is locked by another connection")
 )
 
@@ -76,6 +77,8 @@ func (e *FileError) Is(target error) bool {
 	switch {
 	case e.corrupt:
 		return target == eventstore.ErrCorrupt
+	case e.class == ErrBusy:
+		return target == ErrBusy || target == eventstore.ErrUnavailable
 	case e.class != nil:
 		return target == e.class
 	}

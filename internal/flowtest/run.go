@@ -16,7 +16,6 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/internal/reservation"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/saga"
@@ -129,7 +128,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	var s eventstore.Store
-	if err := whileBusy(ctx, func() (err error) { s, err = Open(ctx, cfg.Store); return err }); err != nil {
+	if err := whileUnavailable(ctx, func() (err error) { s, err = Open(ctx, cfg.Store); return err }); err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
@@ -164,7 +163,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	var rm *projection.Consumer
 	if cfg.ReadModel {
-		if rm, err = NewReadModelHooked(ctx, s, reg, popts, cfg.ReadModelHook); err != nil {
+		if err := whileUnavailable(ctx, func() (err error) {
+			rm, err = NewReadModelHooked(ctx, s, reg, popts, cfg.ReadModelHook)
+			return err
+		}); err != nil {
 			return err
 		}
 	}
@@ -250,7 +252,7 @@ func place(ctx context.Context, bus *command.Bus, orders []Order, acks string) e
 			defer wg.Done()
 			for i := w; i < len(orders); i += workers {
 				o := orders[i]
-				err := whileBusy(ctx, func() error {
+				err := whileUnavailable(ctx, func() error {
 					_, err := bus.Dispatch(ctx, command.Message{ID: "place-" + o.ID,
 						Command: reservation.PlaceOrder{OrderID: o.ID, Seats: o.Seats, Amount: o.Amount}})
 					return err
@@ -272,15 +274,16 @@ func place(ctx context.Context, bus *command.Bus, orders []Order, acks string) e
 	return errors.Join(errs...)
 }
 
-// whileBusy runs fn again, after a pause, while it fails because another
-// process held the SQLite file's lock past the store's busy timeout (a
-// deployment whose read model holds a long transaction): as a queue
+// whileUnavailable runs fn again, after a pause, while it fails because
+// the store is unavailable for a while (eventstore.ErrUnavailable: another
+// process held the SQLite file's lock past the store's busy timeout, as a
+// deployment whose read model holds a long transaction does): as a queue
 // redelivers a message whose handling failed, and a supervisor restarts a
 // process that could not open its store. Other errors end it.
-func whileBusy(ctx context.Context, fn func() error) error {
+func whileUnavailable(ctx context.Context, fn func() error) error {
 	for {
 		err := fn()
-		if !errors.Is(err, sqlite.ErrBusy) {
+		if !errors.Is(err, eventstore.ErrUnavailable) {
 			return err
 		}
 		select {

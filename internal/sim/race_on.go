@@ -3,5 +3,6 @@
 package sim
 
 // raceEnabled scales the seeds of `go test -race` down (see
-// testOrders): the race detector makes each run some ten times slower.
+// testSeeds and testOrders): the race detector makes each run some ten
+// times slower.
 const raceEnabled = true

@@ -121,7 +121,7 @@ func TestCrashMatrix(t *testing.T) {
 // least; checkpoints: how many batches the three consumers (the saga's
 // events and outbox, the read model) make is not fixed, as live events
 // coalesce into batches, so one per order, below the 27 to 37 per 16
-// orders that calibration runs made (docs/reliability.md); deadlines: one
+// orders that calibration runs made; deadlines: one
 // per order that waits for its payment.
 func hitLimit(fp string, os []flowtest.Order) int {
 	switch fp {

@@ -89,12 +89,12 @@ sim:
 # to it, and demo-v2 runs version 2 of its model on the same data. The build
 # comes first, so that a cold cache says what it is doing.
 demo:
-	@echo "building examples/reservation (a first build takes a few minutes)..."
+	@echo "building examples/reservation (a first build takes a minute or two)..."
 	@$(GO) build -o /dev/null ./examples/reservation
 	$(GO) run ./examples/reservation
 
 demo-v2:
-	@echo "building examples/reservation (a first build takes a few minutes)..."
+	@echo "building examples/reservation (a first build takes a minute or two)..."
 	@$(GO) build -o /dev/null ./examples/reservation
 	$(GO) run ./examples/reservation -v2 -orders 100
 

@@ -214,8 +214,9 @@ func hotels(store eventstore.Store) (*command.Bus, *saga.Type[Stay], error) {
 
 // A stay saga between bookings and a hotel: two bookings fit the hotel's
 // five rooms and are confirmed; the third asks for more than it has and is
-// declined by the saga's compensation. A runner in a service calls Run; here CatchUp handles
-// everything stored, and everything that causes, then returns.
+// declined by the saga's compensation. A runner in a service calls Run;
+// here CatchUp handles everything stored, and everything that causes, then
+// returns.
 func Example() {
 	ctx := context.Background()
 	store := memory.New()

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/reservation"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/saga"
@@ -150,12 +151,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	ropts := saga.RunnerOptions{Clock: clock, Logger: log, MaxBatchDelay: time.Millisecond}
 	popts := projection.Options{Logger: log, MaxBatchDelay: time.Millisecond}
 	if cfg.LeaseTTL > 0 {
-		leases, ok := s.(eventstore.LeaseStore)
-		if !ok {
-			return fmt.Errorf("%w: flowtest: leases need a lease store, not %T", eventstore.ErrInvalidArgument, s)
-		}
-		ropts.Leases, ropts.LeaseTTL, ropts.Holder = leases, cfg.LeaseTTL, cfg.Holder
-		popts.Leases, popts.LeaseTTL, popts.Holder = leases, cfg.LeaseTTL, cfg.Holder
+		// The leases live in the store, beside the checkpoints.
+		ropts.Exclusive, ropts.LeaseTTL, ropts.Holder = true, cfg.LeaseTTL, cfg.Holder
+		popts.Exclusive, popts.LeaseTTL, popts.Holder = true, cfg.LeaseTTL, cfg.Holder
 	}
 	runner, err := saga.NewRunner(sale, s, bus, ropts)
 	if err != nil {
@@ -286,10 +284,8 @@ func whileUnavailable(ctx context.Context, fn func() error) error {
 		if !errors.Is(err, eventstore.ErrUnavailable) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Wait(ctx, 100*time.Millisecond) != nil {
 			return err
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -35,6 +35,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
 )
 
 // Synchronous says when SQLite makes a commit durable.
@@ -266,10 +267,8 @@ func whileBusy(ctx context.Context, wait time.Duration, fn func() error) error {
 		if err == nil || !isBusy(err) || !time.Now().Before(deadline) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if backoff.Wait(ctx, 5*time.Millisecond) != nil {
 			return err
-		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }

@@ -82,6 +82,9 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 		if e.Version > s.last || e.Metadata.CommandID != commandID {
 			break
 		}
+		if out.CommandType == "" {
+			out.CommandType = e.Metadata.Extra[CommandTypeKey]
+		}
 		if IsRejection(&e) {
 			// A recorded rejection is the command's one event.
 			rej, err := DecodeRejection(&e)

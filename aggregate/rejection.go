@@ -116,8 +116,7 @@ func (r *Repository[T, PT]) SaveRejection(ctx context.Context, inst *Instance[T,
 	if err != nil {
 		return Outcome{}, err // unreachable: two strings
 	}
-	md := opts.Metadata.Clone()
-	md.CommandID = opts.CommandID
+	md := opts.metadata()
 	ev := eventstore.EventData{ID: EventID(inst.Stream, opts.CommandID, 0), Type: RejectionType,
 		SchemaVersion: RejectionSchemaVersion, Data: data, Metadata: md}
 	res, err := r.store.Append(ctx, inst.Stream, inst.Expected(), ev)
@@ -132,5 +131,6 @@ func (r *Repository[T, PT]) SaveRejection(ctx context.Context, inst *Instance[T,
 		return Outcome{}, err // unreachable: a rejection is not decoded
 	}
 	r.maybeSnapshot(ctx, inst)
-	return Outcome{FirstVersion: res.FirstVersion, LastVersion: res.FirstVersion, Position: res.Position, Rejection: &rej}, nil
+	return Outcome{FirstVersion: res.FirstVersion, LastVersion: res.FirstVersion, Position: res.Position, Rejection: &rej,
+		CommandType: opts.CommandType}, nil
 }

@@ -39,6 +39,29 @@ type SaveOptions struct {
 	// Metadata is copied into every event (its CommandID is replaced by the
 	// one above).
 	Metadata eventstore.Metadata
+	// CommandType names the type of the command, recorded in the events'
+	// metadata under [CommandTypeKey], so that a later command with the
+	// same ID can be told apart when it is of another type (see
+	// [Outcome.CommandType]). Empty records none.
+	CommandType string
+}
+
+// CommandTypeKey is the metadata key (in [eventstore.Metadata.Extra])
+// under which Save and SaveRejection record [SaveOptions.CommandType]. Keys
+// starting with "cairn." are Cairn's own.
+const CommandTypeKey = "cairn.command"
+
+// metadata returns the metadata of the events that opts save.
+func (opts SaveOptions) metadata() eventstore.Metadata {
+	md := opts.Metadata.Clone()
+	md.CommandID = opts.CommandID
+	if opts.CommandType != "" {
+		if md.Extra == nil {
+			md.Extra = make(map[string]string, 1)
+		}
+		md.Extra[CommandTypeKey] = opts.CommandType
+	}
+	return md
 }
 
 // Outcome is what a command did to an aggregate.
@@ -60,6 +83,9 @@ type Outcome struct {
 	// projection that has passed it shows the command's effect (see
 	// projection.Consumer.WaitFor).
 	Position eventstore.Position
+	// CommandType is the type of the command, as its events recorded it
+	// (see [SaveOptions.CommandType]); empty when they recorded none.
+	CommandType string
 }
 
 // Save appends events to inst's stream, expecting inst's version, and on
@@ -96,8 +122,7 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 	if err != nil {
 		return Outcome{}, err
 	}
-	md := opts.Metadata.Clone()
-	md.CommandID = opts.CommandID
+	md := opts.metadata()
 	for i := range data {
 		if opts.CommandID != "" {
 			data[i].ID = EventID(inst.Stream, opts.CommandID, i)
@@ -114,7 +139,8 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 	if res.Duplicate {
 		return r.storedOutcome(ctx, inst, opts.CommandID, res.FirstVersion)
 	}
-	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Position: res.Position, Events: make([]any, 0, len(data))}
+	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Position: res.Position,
+		Events: make([]any, 0, len(data)), CommandType: opts.CommandType}
 	var buf []codec.Decoded
 	for i := range data {
 		e := eventstore.Event{EventData: data[i], StreamID: inst.Stream, Version: res.FirstVersion + uint64(i)}

@@ -261,6 +261,24 @@ func NameOf[T any](r *Registry) (name string, version uint32, ok bool) {
 	return e.name, e.version, true
 }
 
+// NameOfType returns the type name and current schema version registered
+// for Go type t (a pointer's element type): [NameOf] for a type known only
+// at run time. It does not freeze the registry.
+func (r *Registry) NameOfType(t reflect.Type) (name string, version uint32, ok bool) {
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if !r.frozen.Load() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+	}
+	e, ok := r.byType[t]
+	if !ok {
+		return "", 0, false
+	}
+	return e.name, e.version, true
+}
+
 // SourceTypes returns every stored type name that decodes, through the
 // upcasters, to one of the given current type names, those names
 // included. Subscribe and ReadAll filter by stored type name before any

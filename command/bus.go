@@ -164,5 +164,16 @@ func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
 	return r.dispatch(ctx, b, msg)
 }
 
+// commandType names cmd's type as its events record it (see
+// aggregate.SaveOptions.CommandType): the codec's type name when the bus's
+// registry knows the Go type, which survives a refactor of the Go code;
+// its Go type name otherwise.
+func (b *Bus) commandType(cmd Command) string {
+	if name, _, ok := b.reg.NameOfType(reflect.TypeOf(cmd)); ok {
+		return name
+	}
+	return fmt.Sprintf("%T", cmd)
+}
+
 // CachedAggregates returns how many loaded aggregates the bus keeps now.
 func (b *Bus) CachedAggregates() int { return b.cache.Len() }

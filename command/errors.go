@@ -13,7 +13,38 @@ var (
 	// ErrContention matches every [*ContentionError]: a command that kept
 	// losing races for its aggregate until the bus gave up.
 	ErrContention = errors.New("command: contention")
+	// ErrCommandIDReused matches every [*CommandIDReusedError].
+	ErrCommandIDReused = errors.New("command: command ID used by another command")
 )
+
+// CommandIDReusedError reports a command whose ID already produced an
+// outcome in its aggregate's stream for a command of another type: the
+// bus refuses it, rather than answer it with the other command's outcome
+// as a duplicate (a sender that chose its own IDs could otherwise preempt
+// a saga's command with one of its own). Nothing was appended. A command
+// ID is scoped to its aggregate: the bus finds an ID's earlier outcome in
+// the stream the command goes to, so the same ID sent to another aggregate
+// is another command there. Events recorded before command types were
+// recorded with them are not told apart.
+type CommandIDReusedError struct {
+	// CommandID is the ID, Stream the aggregate's stream, and Version the
+	// version of the first event of the earlier command.
+	CommandID, Stream string
+	Version           uint64
+	// Recorded is the earlier command's type and Command this one's: the
+	// codec's type name when the bus's registry knows the Go type, its Go
+	// type name (as %T prints it) otherwise.
+	Recorded, Command string
+}
+
+// Error implements error.
+func (e *CommandIDReusedError) Error() string {
+	return fmt.Sprintf("command %q (%s) on stream %q: the ID already produced version %d for a command of another type (%s)",
+		e.CommandID, e.Command, e.Stream, e.Version, e.Recorded)
+}
+
+// Is makes errors.Is(err, ErrCommandIDReused) true.
+func (e *CommandIDReusedError) Is(target error) bool { return target == ErrCommandIDReused }
 
 // ContentionError reports a command that the bus decided MaxAttempts
 // times, each time losing the race to append to its aggregate's stream to

@@ -40,8 +40,14 @@ func (e *RecordedRejectionError) Error() string { return e.Reason }
 func (e *RecordedRejectionError) Is(target error) bool { return target == ErrRecordedRejection }
 
 // priorResult is the result of a command whose ID had an outcome before
-// this dispatch: its events, or its recorded rejection.
-func priorResult(res Result, prior aggregate.Outcome) (Result, error) {
+// this dispatch: its events, or its recorded rejection; or, when that
+// outcome was recorded for a command of another type than commandType, a
+// [*CommandIDReusedError].
+func priorResult(res Result, prior aggregate.Outcome, commandType string) (Result, error) {
+	if prior.CommandType != "" && commandType != "" && prior.CommandType != commandType {
+		return res, &CommandIDReusedError{CommandID: res.CommandID, Stream: res.Stream, Version: prior.FirstVersion,
+			Recorded: prior.CommandType, Command: commandType}
+	}
 	res.Version, res.Position, res.Events, res.Duplicate = prior.LastVersion, prior.Position, prior.Events, true
 	if prior.Rejection == nil {
 		return res, nil

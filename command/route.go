@@ -83,6 +83,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 	defer unlock()
 
 	md := eventstore.Metadata{CorrelationID: msg.CorrelationID, CausationID: msg.CausationID, Extra: msg.Extra}
+	commandType := b.commandType(msg.Command)
 	if md.CorrelationID == "" {
 		md.CorrelationID = msg.ID
 	}
@@ -110,7 +111,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		}
 		if found {
 			b.cache.Put(stream, inst)
-			return priorResult(res, prior)
+			return priorResult(res, prior, commandType)
 		}
 		events, err := inst.Handle(ctx, msg.Command)
 		hit(failpoint.BusAfterDecide)
@@ -123,7 +124,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 				if perr != nil {
 					return res, perr
 				}
-				return priorResult(res, prior)
+				return priorResult(res, prior, commandType)
 			}
 		}
 		if errors.Is(err, aggregate.ErrPanicked) {
@@ -144,7 +145,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		// expect the loaded version, so a success and a rejection of one
 		// command ID racing in two dispatches cannot both be appended.
 		var out aggregate.Outcome
-		opts := aggregate.SaveOptions{CommandID: msg.ID, Metadata: md}
+		opts := aggregate.SaveOptions{CommandID: msg.ID, Metadata: md, CommandType: commandType}
 		rejection := err
 		hit(failpoint.BusBeforeAppend)
 		if rejection != nil {
@@ -156,7 +157,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 		if err == nil {
 			b.cache.Put(stream, inst)
 			if out.Duplicate {
-				return priorResult(res, out) // another dispatch's outcome came first
+				return priorResult(res, out, commandType) // another dispatch's outcome came first
 			}
 			if rejection != nil {
 				res.Version, res.Position, res.Rejected = out.LastVersion, out.Position, true

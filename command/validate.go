@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
+	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 )
 
@@ -25,6 +27,11 @@ func (m *Message) validate() error {
 	}
 	if m.RecordRejection && m.ID == "" {
 		return bad("Message.ID", "is empty, and RecordRejection is set: a recorded rejection is found again by its command ID, which a new random ID never is")
+	}
+	for k := range m.Extra {
+		if strings.HasPrefix(k, codec.ReservedPrefix) {
+			return bad("Message.Extra", fmt.Sprintf("key %q starts with %q, which is reserved for Cairn's own metadata", k, codec.ReservedPrefix))
+		}
 	}
 	err := eventstore.ValidateMetadata(eventstore.Metadata{
 		CorrelationID: m.CorrelationID, CausationID: m.CausationID, CommandID: m.ID, Extra: m.Extra,

@@ -23,6 +23,7 @@ var idempotencyTests = []test{
 	}},
 	{"RedeliveredBeyondScanLimit", testRedeliveredBeyondScanLimit},
 	{"SameCommandIDOnAnotherAggregate", testSameIDOtherAggregate},
+	{"IDReusedByAnotherCommandTypeIsRefused", testIDReusedByAnotherType},
 	{"GeneratedCommandID", testGeneratedCommandID},
 	{"NoEventsIsNotRecorded", testNoEvents},
 }
@@ -190,6 +191,41 @@ func testSameIDOtherAggregate(t *testing.T, e *env) {
 		assert.False(t, res.Duplicate, "a command ID is scoped to its aggregate")
 	}
 	assert.Equal(t, 1, e.load(e.id("b")).Count)
+}
+
+// testIDReusedByAnotherType: an ID that produced events (or a recorded
+// rejection) for one type of command, sent again with a command of
+// another type to the same aggregate, is refused with a
+// CommandIDReusedError, never answered as the other command's duplicate,
+// and appends nothing; the same command again is still a duplicate.
+func testIDReusedByAnotherType(t *testing.T, e *env) {
+	b := e.bus(command.Options{}, 0)
+	ctx := context.Background()
+	id := e.id("reuse")
+	first := command.Message{ID: e.prefix + "reused", Command: Increment{ID: id, By: 1}}
+	_, err := b.Dispatch(ctx, first)
+	require.NoError(t, err)
+	_, err = b.Dispatch(ctx, command.Message{ID: e.prefix + "rejected", Command: Reject{ID: id}, RecordRejection: true})
+	require.Error(t, err)
+	for _, bus := range []*command.Bus{b, e.bus(command.Options{CacheSize: -1}, 0)} {
+		for _, msg := range []command.Message{
+			{ID: first.ID, Command: IncrementTwice{ID: id}},
+			{ID: e.prefix + "rejected", Command: Increment{ID: id, By: 7}, RecordRejection: true},
+		} {
+			res, err := bus.Dispatch(ctx, msg)
+			var reused *command.CommandIDReusedError
+			require.ErrorAs(t, err, &reused, "%T under ID %s", msg.Command, msg.ID)
+			assert.ErrorIs(t, err, command.ErrCommandIDReused)
+			assert.Equal(t, msg.ID, reused.CommandID)
+			assert.False(t, res.Duplicate, "not answered as the other command's outcome")
+			assert.False(t, res.Rejected, "a refusal of the bus, not the aggregate's")
+		}
+		again, err := bus.Dispatch(ctx, first)
+		require.NoError(t, err)
+		assert.True(t, again.Duplicate, "the same command under its ID is still a duplicate")
+	}
+	assert.Len(t, e.events(id), 2, "one increment and one recorded rejection, nothing more")
+	assert.Equal(t, 1, e.load(id).Count)
 }
 
 func testGeneratedCommandID(t *testing.T, e *env) {

@@ -13,42 +13,47 @@ import (
 
 // timers is a runner's index of pending deadlines: per instance, the
 // deadlines its latest record holds, and one heap per segment ordered by
-// when they are due. It costs one heap entry per pending deadline, and no
-// timer or goroutine each: the runner waits for the earliest only.
+// when they are due. Each pending deadline is one heap entry, moved in
+// place when it is rescheduled and removed when it is cancelled, so memory
+// follows the deadlines pending, not how often they changed; no timer or
+// goroutine each: the runner waits for the earliest only.
 //
 // Only the deadlines of active segments (those this runner runs) are
 // indexed and fired: a segment run elsewhere is another process's to
 // fire, and its index would go stale here. When a segment becomes active
 // again, the runner reloads its deadlines from the store.
 type timers struct {
-	mu       sync.Mutex
-	pending  map[string][]due  // instance -> its pending deadlines (few: a slice beats a map)
-	version  map[string]uint64 // instance -> version of the record the entry came from
-	segments int
-	heaps    []dueHeap // by segment
-	active   []bool    // by segment
+	mu        sync.Mutex
+	instances map[string]*instanceTimers
+	segments  int
+	heaps     []dueHeap // by segment
+	active    []bool    // by segment
 	// complete, by segment, is the position up to which this index holds
 	// every deadline of the segment's records, while the segment has
-	// stayed active (nil: unknown).
+	// stayed active (nil: unknown); epochs count the segment's changes of
+	// activity, so that a scan covers only segments that stayed active
+	// while it ran.
 	complete []*eventstore.Position
+	epochs   []uint64
 	changed  chan struct{} // closed and replaced when an earlier deadline arrives, or a segment becomes active
 }
 
-// due is one pending deadline of an instance.
-type due struct {
-	id string
-	at time.Time
+// instanceTimers are the pending deadlines of one instance, as the record
+// at version left them.
+type instanceTimers struct {
+	version uint64
+	pending []*dueEntry // few: a slice beats a map
 }
 
-// find returns when deadline id of instance is due, and whether it is
-// pending.
-func (t *timers) find(instance, id string) (time.Time, bool) {
-	for _, d := range t.pending[instance] {
-		if d.id == id {
-			return d.at, true
-		}
-	}
-	return time.Time{}, false
+// dueEntry is one pending deadline in its segment's heap.
+type dueEntry struct {
+	at       time.Time
+	instance string
+	id       string
+	// version is the record the deadline was indexed from.
+	version uint64
+	// index is the entry's place in its heap, kept by the heap's methods.
+	index int
 }
 
 // newTimers returns the index of an unsegmented runner.
@@ -56,8 +61,9 @@ func newTimers() *timers { return newSegmentTimers(1) }
 
 // newSegmentTimers returns an index over n segments, all active.
 func newSegmentTimers(n int) *timers {
-	t := &timers{pending: make(map[string][]due), version: make(map[string]uint64), segments: n,
-		heaps: make([]dueHeap, n), active: make([]bool, n), complete: make([]*eventstore.Position, n), changed: make(chan struct{})}
+	t := &timers{instances: make(map[string]*instanceTimers), segments: n,
+		heaps: make([]dueHeap, n), active: make([]bool, n), complete: make([]*eventstore.Position, n), epochs: make([]uint64, n),
+		changed: make(chan struct{})}
 	for k := range t.active {
 		t.active[k] = true
 	}
@@ -74,27 +80,44 @@ func (t *timers) observe(id string, version uint64, deadlines []deadline) {
 	if !t.active[k] {
 		return
 	}
-	if v, seen := t.version[id]; seen && v > version {
+	it := t.instances[id]
+	if it != nil && it.version > version {
 		return
 	}
-	if len(deadlines) == 0 {
-		delete(t.pending, id)
-		delete(t.version, id)
-		return
-	}
-	t.version[id] = version
-	set := make([]due, 0, len(deadlines))
-	earliest, _ := t.earliest()
+	h := &t.heaps[k]
+	var kept []*dueEntry
+	earliest, _, _ := t.earliest()
 	wake := false
 	for _, d := range deadlines {
-		set = append(set, due{id: d.ID, at: d.At})
-		if old, had := t.find(id, d.ID); had && old.Equal(d.At) {
-			continue // already in the heap
+		var e *dueEntry
+		if it != nil {
+			if i := slices.IndexFunc(it.pending, func(e *dueEntry) bool { return e.id == d.ID }); i >= 0 {
+				e = it.pending[i]
+				it.pending = slices.Delete(it.pending, i, i+1)
+			}
 		}
-		heap.Push(&t.heaps[k], dueEntry{at: d.At, instance: id, id: d.ID})
+		switch {
+		case e == nil:
+			e = &dueEntry{at: d.At, instance: id, id: d.ID, version: version}
+			heap.Push(h, e)
+		case !e.at.Equal(d.At):
+			e.at = d.At
+			heap.Fix(h, e.index)
+		}
+		e.version = version
+		kept = append(kept, e)
 		wake = wake || earliest.IsZero() || d.At.Before(earliest)
 	}
-	t.pending[id] = set
+	if it != nil {
+		for _, gone := range it.pending {
+			heap.Remove(h, gone.index) // cancelled, fired, or rescheduled under another ID
+		}
+	}
+	if len(kept) == 0 {
+		delete(t.instances, id)
+	} else {
+		t.instances[id] = &instanceTimers{version: version, pending: kept}
+	}
 	if wake {
 		t.wake()
 	}
@@ -123,11 +146,11 @@ func (t *timers) setActive(k int, on bool) {
 		return
 	}
 	t.active[k] = on
+	t.epochs[k]++
 	if !on {
-		for id := range t.version {
+		for id := range t.instances {
 			if Segment(id, t.segments) == k {
-				delete(t.version, id)
-				delete(t.pending, id)
+				delete(t.instances, id)
 			}
 		}
 		t.heaps[k] = nil
@@ -137,57 +160,92 @@ func (t *timers) setActive(k int, on bool) {
 }
 
 // covered reports whether the index holds every deadline of segment k's
-// records up to position from: this process has run the segment's outbox
-// without a break since it last read them all, and read it that far.
+// records up to position from: this process has read them all, and kept
+// reading since.
 func (t *timers) covered(k int, from eventstore.Position) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.active[k] && t.complete[k] != nil && !t.complete[k].Before(from)
 }
 
-// cover records that the index holds every deadline of segment k's
-// records up to position p, unless the segment is not active (its
-// consumer is stopping).
-func (t *timers) cover(k int, p eventstore.Position) {
+// plan returns where a scan of the saga's records must start for the
+// index of every active segment to be complete after it (the lowest
+// position one is complete to; the start of the log when one is not known
+// to be complete), and the active segments with their epochs, for cover.
+func (t *timers) plan() (start eventstore.Position, epochs map[int]uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.active[k] && (t.complete[k] == nil || t.complete[k].Before(p)) {
+	epochs = make(map[int]uint64)
+	first := true
+	for k, on := range t.active {
+		if !on {
+			continue
+		}
+		epochs[k] = t.epochs[k]
+		switch {
+		case t.complete[k] == nil:
+			start, first = eventstore.Start, false
+		case first || t.complete[k].Before(start):
+			start, first = *t.complete[k], false
+		}
+	}
+	return start, epochs
+}
+
+// cover records that the index holds every deadline of segment k's
+// records up to position p, unless the segment's activity changed since
+// epoch (see plan).
+func (t *timers) cover(k int, p eventstore.Position, epoch uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.active[k] || t.epochs[k] != epoch {
+		return
+	}
+	if t.complete[k] == nil || t.complete[k].Before(p) {
 		t.complete[k] = &p
 	}
 }
 
-// earliest returns when the first live deadline of an active segment is
-// due (zero for none) and that segment, dropping heap entries that are no
-// longer pending on the way.
-func (t *timers) earliest() (time.Time, int) {
-	var first time.Time
-	seg := -1
-	for k := range t.heaps {
-		if !t.active[k] {
-			continue
-		}
-		h := &t.heaps[k]
-		for h.Len() > 0 {
-			top := (*h)[0]
-			if at, ok := t.find(top.instance, top.id); ok && at.Equal(top.at) {
-				if first.IsZero() || top.at.Before(first) {
-					first, seg = top.at, k
-				}
-				break
-			}
-			heap.Pop(h)
-		}
-	}
-	return first, seg
-}
-
-// next returns the earliest due time (zero for none) and a channel closed
-// when an earlier deadline arrives.
-func (t *timers) next() (time.Time, <-chan struct{}) {
+// extend records that the outbox of segment k, whose index was complete
+// where its session started, has read on up to position p.
+func (t *timers) extend(k int, p eventstore.Position) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at, _ := t.earliest()
-	return at, t.changed
+	if t.active[k] && t.complete[k] != nil && t.complete[k].Before(p) {
+		t.complete[k] = &p
+	}
+}
+
+// knows reports whether the index holds deadlines of instance id.
+func (t *timers) knows(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.instances[id] != nil
+}
+
+// earliest returns when the first deadline of an active segment is due
+// and that segment; ok is false when none is pending.
+func (t *timers) earliest() (first time.Time, seg int, ok bool) {
+	seg = -1
+	for k := range t.heaps {
+		if !t.active[k] || len(t.heaps[k]) == 0 {
+			continue
+		}
+		top := t.heaps[k][0]
+		if !ok || top.at.Before(first) {
+			first, seg, ok = top.at, k, true
+		}
+	}
+	return first, seg, ok
+}
+
+// next returns the earliest due time (ok false for none) and a channel
+// closed when an earlier deadline arrives.
+func (t *timers) next() (at time.Time, ok bool, changed <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, _, ok = t.earliest()
+	return at, ok, t.changed
 }
 
 // popDue removes and returns the deadlines due at now.
@@ -196,60 +254,77 @@ func (t *timers) popDue(now time.Time) []dueEntry {
 	defer t.mu.Unlock()
 	var out []dueEntry
 	for {
-		at, k := t.earliest()
-		if at.IsZero() || at.After(now) {
+		at, k, ok := t.earliest()
+		if !ok || at.After(now) {
 			return out
 		}
-		e := heap.Pop(&t.heaps[k]).(dueEntry)
-		rest := slices.DeleteFunc(t.pending[e.instance], func(d due) bool { return d.id == e.id })
-		if len(rest) == 0 {
-			delete(t.pending, e.instance)
-		} else {
-			t.pending[e.instance] = rest
+		e := heap.Pop(&t.heaps[k]).(*dueEntry)
+		if it := t.instances[e.instance]; it != nil {
+			it.pending = slices.DeleteFunc(it.pending, func(p *dueEntry) bool { return p == e })
+			if len(it.pending) == 0 {
+				delete(t.instances, e.instance)
+			}
 		}
-		out = append(out, e)
+		out = append(out, *e)
 	}
 }
 
 // again puts back a deadline whose firing failed, unless a later record
-// changed the instance's deadlines meanwhile.
+// of its instance was observed meanwhile, or its segment moved elsewhere.
 func (t *timers) again(e dueEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, live := t.version[e.instance]; !live {
-		return // a later record, or the segment's move elsewhere, dropped it
+	k := Segment(e.instance, t.segments)
+	it := t.instances[e.instance]
+	if !t.active[k] || (it != nil && it.version > e.version) {
+		return
 	}
-	t.pending[e.instance] = append(t.pending[e.instance], due{id: e.id, at: e.at})
-	heap.Push(&t.heaps[Segment(e.instance, t.segments)], e)
+	if it == nil {
+		it = &instanceTimers{version: e.version}
+		t.instances[e.instance] = it
+	}
+	if slices.ContainsFunc(it.pending, func(p *dueEntry) bool { return p.id == e.id }) {
+		return
+	}
+	entry := &dueEntry{at: e.at, instance: e.instance, id: e.id, version: e.version}
+	it.pending = append(it.pending, entry)
+	heap.Push(&t.heaps[k], entry)
 }
 
 // count returns the number of pending deadlines and when the next is due.
 func (t *timers) count() (n int, next time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, set := range t.pending {
-		n += len(set)
+	for k, h := range t.heaps {
+		if t.active[k] {
+			n += len(h)
+		}
 	}
-	next, _ = t.earliest()
+	next, _, _ = t.earliest()
 	return n, next
 }
 
-type dueEntry struct {
-	at       time.Time
-	instance string
-	id       string
-}
-
-type dueHeap []dueEntry
+// dueHeap is a heap of pending deadlines, soonest first, whose entries
+// know their place in it.
+type dueHeap []*dueEntry
 
 func (h dueHeap) Len() int           { return len(h) }
 func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueEntry)) }
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *dueHeap) Push(x any) {
+	e := x.(*dueEntry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
 func (h *dueHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
+	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
+	e.index = -1
 	return e
 }
 
@@ -262,7 +337,7 @@ func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
 	fired := 0
 	due := r.timers.popDue(r.e.now())
 	for i, d := range due {
-		out, err := r.e.process(ctx, d.instance, &message{kind: kindDeadline, deadline: d.id})
+		out, err := r.e.process(ctx, d.instance, &message{in: envelope{Deadline: d.id}})
 		hit(failpoint.DeadlineAfterFire)
 		if err != nil {
 			for _, d := range due[i:] {

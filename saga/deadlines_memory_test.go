@@ -20,7 +20,7 @@ func TestTenThousandPendingDeadlinesCostLittleMemory(t *testing.T) {
 	tm := newTimers()
 	for i := range n {
 		id := fmt.Sprintf("order-%06d", i)
-		tm.observe(id, 1, []deadline{{ID: deadlineID("e/orders/1", "payment"), Name: "payment", At: start.Add(time.Duration(i) * time.Second)}})
+		tm.observe(id, 1, []deadline{{ID: deadlineID("saga:sale-"+id, "e/orders/1", "payment"), Name: "payment", At: start.Add(time.Duration(i) * time.Second)}})
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

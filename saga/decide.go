@@ -4,111 +4,124 @@ import (
 	"context"
 	"slices"
 	"time"
-
-	"github.com/cairn-es/cairn/codec"
-	"github.com/cairn-es/cairn/eventstore"
 )
+
+// decision is the record a step is deciding, and what it knows about it.
+type decision struct {
+	r record
+	// version is the version the record is appended at.
+	version uint64
+	now     time.Time
+	// changed says the record differs from the loaded one in what it keeps
+	// (a message taken out of the held ones, a parked message cleared, a
+	// source's progress): a step that handles nothing must still store it.
+	changed bool
+}
 
 // decide builds the next record of instance in for msg, or returns a nil
 // record when there is nothing to store (a duplicate, an ignored message).
-// herr is the handler's failure; nothing is stored then.
-func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, park *parkedMessage) (rec *record, out outcome, herr error) {
-	r := in.next()
-	now := e.now().UTC()
-	r.Handled = cause{Kind: msg.kind, Source: msg.in.Source, Sequence: msg.in.Sequence, EventID: msg.in.EventID,
-		Type: msg.in.Event.Type, Position: msg.in.Position, Ordered: msg.in.Ordered, Deadline: msg.deadline, Command: msg.in.Command,
-		Reason: msg.in.Reason, Metadata: msg.in.Metadata, At: now}
-	if msg.kind != kindDeadline {
-		ev := msg.in.Event
-		r.Handled.Event = &ev
+// herr is the handler's failure (or a message that cannot be handled);
+// nothing is stored then. err is the store's, when deciding had to read
+// it. park, when set, records msg as parked instead of handling it.
+func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, park *parkedMessage) (rec *record, out outcome, herr, err error) {
+	d := &decision{r: in.next(), now: e.now().UTC()}
+	if in.exists {
+		d.version = in.version + 1
 	}
+	r := &d.r
+	r.Handled = cause{Kind: msg.kind(), Message: msg.in, At: d.now}
+	key := msg.key()
 	if msg.fromHeld {
-		r.Held = slices.DeleteFunc(r.Held, func(h heldMessage) bool { return h.Source == msg.in.Source && h.Sequence == msg.in.Sequence })
+		if i := slices.IndexFunc(r.Held, func(h envelope) bool { return h.key() == key }); i >= 0 {
+			r.Held, d.changed = slices.Delete(r.Held, i, i+1), true
+		}
 	}
-	blocked := r.Parked != nil && !msg.unpark
+	isParked := r.Parked != nil && r.Parked.Message.key() == key
 	if msg.unpark {
-		r.Parked = nil // whatever this step does with it, it is no longer parked
-	}
-	// A message that changes nothing stores nothing, unless it came out of
-	// the held ones or was the parked one, which the record must now leave
-	// out.
-	nothing := func(o outcome) (*record, outcome, error) {
-		if msg.fromHeld || msg.unpark {
-			r.Handled.Kind = kindReleased
-			return &r, o, nil
+		if !isParked {
+			return nil, 0, nil, e.stale(in, "retry", key)
 		}
-		return nil, o, nil
+		r.Parked, d.changed = nil, true // whatever this step does with it, it is no longer parked
 	}
-	hold := func() (*record, outcome, error) {
-		h := msg.in
-		h.Since = now
-		r.Held = append(r.Held, h)
-		r.Handled.Kind = kindHeld
-		return &r, heldBack, nil
+	if msg.pass {
+		return e.pass(d, msg)
 	}
+	blocked := r.Parked != nil
+	seen := !msg.unpark && (isParked || slices.ContainsFunc(r.Held, func(h envelope) bool { return h.key() == key }))
 
-	if msg.kind == kindDeadline {
-		i := slices.IndexFunc(r.Deadlines, func(d deadline) bool { return d.ID == msg.deadline })
-		if i < 0 || r.Completed {
-			return nothing(ignored) // cancelled, rescheduled, or fired already
+	switch msg.kind() {
+	case kindDeadline:
+		i := slices.IndexFunc(r.Deadlines, func(dl deadline) bool { return dl.ID == msg.in.Deadline })
+		switch {
+		case i < 0:
+			return d.nothing(ignored) // cancelled, rescheduled, or fired already
+		case blocked:
+			return nil, heldBack, nil, nil // it stays pending, and fires after the parked message is resolved
+		case park != nil:
+			return d.parked(in.rec.Parked, msg, park), parkedOut, nil, nil
 		}
-		if blocked {
-			return nil, heldBack, nil // it stays pending, and fires after the parked message is resolved
-		}
-		d := r.Deadlines[i]
-		if park != nil {
-			return e.parked(in, &r, msg, park, now), parkedOut, nil
-		}
+		dl := r.Deadlines[i]
 		r.Deadlines = slices.Delete(r.Deadlines, i, i+1)
-		h := e.t.deadlines[d.Name]
+		h := e.t.deadlines[dl.Name]
 		if h == nil {
-			return &r, handled, nil // a deadline this code no longer handles: it fires into nothing
+			return r, handled, nil, nil // a deadline this code no longer handles: it fires into nothing
 		}
-		payload, err := e.t.reg.DecodeValue(d.Payload.upcast())
+		payload, err := e.t.reg.DecodeValue(dl.Payload.upcast())
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, err, nil
 		}
-		return e.run(ctx, in, &r, msg, now, func(s *S, o *Output) error { return h.handle(ctx, s, payload, o) })
-	}
+		return e.run(ctx, in, d, msg, func(s *S, o *Output) error { return h.handle(ctx, s, payload, o) })
 
-	source, seq := msg.in.Source, msg.in.Sequence
-	mark, seen := r.Marks[source]
-	if (seen && seq <= mark) || (!msg.fromHeld && slices.ContainsFunc(r.Held, func(h heldMessage) bool {
-		return h.Source == source && h.Sequence == seq
-	})) || (!msg.unpark && r.Parked != nil && r.Parked.Message.Source == source && r.Parked.Message.Sequence == seq) {
-		return nothing(duplicate)
-	}
-	if r.Completed {
-		if !msg.fromHeld && !msg.unpark {
-			return nil, ignored, nil
+	case kindRejected, kindCommand:
+		done, err := e.isSettled(ctx, in, msg.in.Command, msg.in.Sent)
+		switch {
+		case err != nil:
+			return nil, 0, nil, err
+		case done || seen:
+			return d.nothing(duplicate)
+		case r.Completed && msg.in.Sent < r.CompletedAt:
+			// Sent before the step that completed the instance: it ended
+			// without waiting for this command's outcome.
+			return d.nothing(ignored)
+		case blocked:
+			return d.hold(msg)
+		case msg.kind() == kindCommand:
+			// A command the bus kept failing without a rejection: the
+			// instance parks on it, until an operator retries or skips it.
+			if park == nil {
+				park = &parkedMessage{Error: msg.in.Reason, Attempts: 1}
+			}
+			return d.parked(in.rec.Parked, msg, park), parkedOut, nil, nil
+		case park != nil:
+			return d.parked(in.rec.Parked, msg, park), parkedOut, nil, nil
 		}
-		r.Marks[source] = seq
-		return nothing(ignored)
-	}
-
-	if msg.kind == kindRejected {
-		if blocked {
-			return hold()
-		}
-		if park != nil {
-			return e.parked(in, &r, msg, park, now), parkedOut, nil
-		}
-		r.Marks[source] = seq
-		cmd, err := e.t.reg.DecodeValue(msg.in.Event.upcast())
-		if err != nil {
-			return nil, 0, err
+		r.Settled = r.Settled.add(msg.in.Command, msg.in.Sent)
+		cmd, herr, err := e.rejectedCommand(ctx, in, msg)
+		if herr != nil || err != nil {
+			return nil, 0, herr, err
 		}
 		h := e.t.rejected[typeOf(cmd)]
 		if h == nil {
-			return &r, handled, nil // recorded, so that it is fed back once
+			return r, handled, nil, nil // recorded, so that it is taken once
 		}
 		reason := &RejectedError{Command: msg.in.Command, Reason: msg.in.Reason}
-		return e.run(ctx, in, &r, msg, now, func(s *S, o *Output) error { return h.handle(ctx, s, cmd, reason, o) })
+		return e.run(ctx, in, d, msg, func(s *S, o *Output) error { return h.handle(ctx, s, cmd, reason, o) })
 	}
 
-	values, err := e.decodeEvent(msg)
-	if err != nil {
-		return nil, 0, err
+	source, seq := msg.in.Source, msg.in.Sequence
+	p := r.Sources[source]
+	if !msg.unpark && (seen || p.taken(seq)) {
+		return d.nothing(duplicate)
+	}
+	if r.Completed {
+		if msg.fromHeld || msg.unpark || msg.pending {
+			d.take(msg, p)
+		}
+		return d.nothing(ignored)
+	}
+	values, herr, err := e.decodeEvent(ctx, msg)
+	if herr != nil || err != nil {
+		return nil, 0, herr, err
 	}
 	starts, anyOrder := false, false
 	for _, v := range values {
@@ -117,20 +130,24 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 		anyOrder = anyOrder || (m != nil && m.anyOrder)
 	}
 	started := in.exists && r.State.Type != ""
-	early := !msg.in.Ordered && !anyOrder && ((seen && seq > mark+1) || (!seen && seq > 0))
+	// A delivery waits for the gap below it, unless its type may come in
+	// any order and its source has room above its watermark. A stored
+	// event waits behind an earlier event of its stream that waits.
+	early := !msg.in.Ordered && seq > p.Next && !(anyOrder && !p.full())
+	behind := msg.in.Ordered && p.Pending && !msg.pending && !msg.unpark
 	switch {
 	case !started && !starts && !in.exists:
-		return nothing(ignored)
-	case blocked || early:
-		return hold()
+		return d.nothing(ignored)
+	case blocked || early || behind:
+		return d.hold(msg)
 	case !started && !starts:
-		r.Marks[source] = seq
-		return nothing(ignored)
+		d.take(msg, p)
+		return d.nothing(ignored)
 	case park != nil:
-		return e.parked(in, &r, msg, park, now), parkedOut, nil
+		return d.parked(in.rec.Parked, msg, park), parkedOut, nil, nil
 	}
-	r.Marks[source] = seq
-	return e.run(ctx, in, &r, msg, now, func(s *S, o *Output) error {
+	d.take(msg, p)
+	return e.run(ctx, in, d, msg, func(s *S, o *Output) error {
 		for _, v := range values {
 			if m := e.t.events[typeOf(v.Value)]; m != nil {
 				if err := m.handle(ctx, s, v.Value, o); err != nil {
@@ -142,62 +159,90 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 	})
 }
 
-// parked makes r the record of msg parked: nothing else changes, and the
-// instance holds every later message behind it.
-func (e *engine[S]) parked(in *instance[S], r *record, msg *message, park *parkedMessage, now time.Time) *record {
+// nothing is the decision of a message that changes nothing: no record,
+// unless taking it changed what the record keeps.
+func (d *decision) nothing(o outcome) (*record, outcome, error, error) {
+	if d.changed {
+		d.r.Handled.Kind = kindReleased
+		d.r.Handled.Message = d.r.Handled.Message.reference()
+		return &d.r, o, nil, nil
+	}
+	return nil, o, nil, nil
+}
+
+// take records the event of msg as taken from its source: a pending
+// source's last event found by the drain ends its waiting.
+func (d *decision) take(msg *message, p progress) {
+	p = p.take(msg.in.Sequence, msg.in.Ordered)
+	if msg.pending && msg.last {
+		p.Pending = false
+	}
+	d.r.Sources[msg.in.Source] = p
+	d.changed = true
+}
+
+// hold keeps msg for later: a stored event by its source's progress, which
+// is read again from the store; a delivery or a rejection in the held
+// ones. A hold is always stored, even when its source was pending already,
+// so that a step of another process that read the instance before it (the
+// drain that empties that source) conflicts with it, and reads the
+// source again.
+func (d *decision) hold(msg *message) (*record, outcome, error, error) {
+	r := &d.r
+	if msg.in.Ordered && msg.kind() == kindEvent {
+		p, seen := r.Sources[msg.in.Source]
+		if !seen {
+			p.Next = msg.in.Sequence
+		}
+		p.Pending = true
+		r.Sources[msg.in.Source] = p
+	} else {
+		h := msg.in
+		h.Since = d.now
+		r.Held = append(r.Held, h)
+	}
+	r.Handled.Kind = kindHeld
+	r.Handled.Message = msg.in.reference()
+	return r, heldBack, nil, nil
+}
+
+// parked makes the record that of msg parked: nothing else changes, and
+// the instance holds every later message behind it.
+func (d *decision) parked(was *parkedMessage, msg *message, park *parkedMessage) *record {
+	r := &d.r
 	p := *park
-	p.Message, p.Deadline = msg.in, msg.deadline
-	if was := in.rec.Parked; was != nil && msg.unpark {
+	p.Message = msg.in
+	if was != nil && msg.unpark {
 		p.Attempts += was.Attempts
 		p.Since = was.Since
 	} else {
-		p.Since = now
+		p.Since = d.now
 	}
 	r.Parked = &p
 	r.Handled.Kind = kindParked
+	r.Handled.Message = msg.in.reference()
 	return r
 }
 
-// decodeEvent upcasts and decodes the event of msg: one value, or several
-// when an upcaster splits it, all handled in one step.
-func (e *engine[S]) decodeEvent(msg *message) ([]codec.Decoded, error) {
-	if msg.values != nil {
-		return msg.values, nil
+// pass ends the waiting of a pending source that the drain found has
+// nothing more for the instance: its progress moves past what the drain
+// read.
+func (e *engine[S]) pass(d *decision, msg *message) (*record, outcome, error, error) {
+	p, ok := d.r.Sources[msg.in.Source]
+	if !ok || !p.Pending {
+		return d.nothing(ignored)
 	}
-	ev := eventstore.Event{
-		EventData: eventstore.EventData{ID: msg.in.EventID, Type: msg.in.Event.Type, SchemaVersion: msg.in.Event.Version,
-			Data: msg.in.Event.Data, Metadata: msg.in.Metadata},
-		StreamID: msg.in.Source, Version: msg.in.Sequence, Position: msg.in.Position,
-	}
-	return e.t.reg.Decode(ev)
+	p = p.passTo(msg.in.Sequence)
+	p.Pending = false
+	d.r.Sources[msg.in.Source] = p
+	d.changed = true
+	return d.nothing(ignored)
 }
 
-// releasable returns the first held message that the instance can take
-// now, or nil: none while a message is parked.
-func (e *engine[S]) releasable(in *instance[S]) *message {
-	if in.rec.Parked != nil {
-		return nil
-	}
-	for _, h := range in.rec.Held {
-		mark, seen := in.rec.Marks[h.Source]
-		if h.Ordered || h.Kind == kindRejected || (seen && h.Sequence <= mark+1) || (!seen && h.Sequence == 0) || e.anyOrder(h) {
-			kind := h.Kind
-			if kind == "" {
-				kind = kindEvent
-			}
-			return &message{kind: kind, in: h, fromHeld: true}
-		}
-	}
-	return nil
-}
-
-// anyOrder reports whether a held event is of a type mapped to be handled
-// in any order.
-func (e *engine[S]) anyOrder(h heldMessage) bool {
-	for _, m := range e.t.events {
-		if m.anyOrder && m.name == h.Event.Type {
-			return true
-		}
-	}
-	return false
+// reference is the envelope without the payload that a record keeps
+// elsewhere (in its held or parked message), or that has a home of its
+// own (a stored event).
+func (m envelope) reference() envelope {
+	m.Event, m.Metadata = nil, nil
+	return m
 }

@@ -99,12 +99,12 @@ func TestAGapThatNeverFillsIsExplainedAndCanBeReleased(t *testing.T) {
 	}
 	assert.Equal(t, []string{"t0", "u5"}, x.State.Seen)
 
-	require.NoError(t, f.runner.Release(context.Background(), "1", "topic"))
+	require.NoError(t, f.runner.Release(context.Background(), "1", "topic", 1))
 	x = f.explain(t, "1")
 	assert.Empty(t, x.Held)
 	assert.Equal(t, []string{"t0", "u5", "t2", "t3"}, x.State.Seen)
 	assert.Equal(t, saga.Duplicate, f.deliver(t, "topic", 1, Note{OrderID: "1", Text: "t1"}), "the released gap stays closed")
-	err := f.runner.Release(context.Background(), "1", "topic")
+	err := f.runner.Release(context.Background(), "1", "topic", 1)
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "nothing is held from that source")
 }
 
@@ -123,19 +123,21 @@ func TestAFailingMessageIsParkedForItsInstanceOnly(t *testing.T) {
 	assert.Contains(t, x.Parked.Error, "flaky 1 of 100", "every attempt starts from the stored state")
 	require.Len(t, x.Held, 1)
 
-	out, err := f.runner.Retry(context.Background(), "1")
+	parked := x.Parked.ID
+	out, err := f.runner.Retry(context.Background(), "1", parked)
 	require.NoError(t, err)
 	assert.Equal(t, saga.Parked, out)
 	assert.Equal(t, 6, f.explain(t, "1").Parked.Attempts, "a failed retry counts its attempts")
 
-	require.NoError(t, f.runner.Skip(context.Background(), "1"))
+	require.NoError(t, f.runner.Skip(context.Background(), "1", parked))
 	x = f.explain(t, "1")
 	assert.Nil(t, x.Parked)
 	assert.Empty(t, x.Held)
 	assert.Equal(t, []string{"placed", "behind"}, x.State.Seen, "the held message ran after the skip")
 	assert.Equal(t, saga.Duplicate, f.deliver(t, "flaky-1", 0, Flaky{OrderID: "1"}), "a skipped message counts as handled")
-	_, err = f.runner.Retry(context.Background(), "1")
+	_, err = f.runner.Retry(context.Background(), "1", parked)
 	assert.ErrorIs(t, err, saga.ErrNotParked)
+	assert.ErrorIs(t, err, saga.ErrStale)
 }
 
 func TestARetriedParkedMessageRunsThenTheHeldOnes(t *testing.T) {

@@ -33,44 +33,61 @@ type engine[S any] struct {
 	// is replaced by each step this engine stores, and dropped when an
 	// append finds that another process stepped the instance.
 	cache *lru.Cache[*instance[S]]
+	// events reads the stored events that records refer to; nil means the
+	// store ([Replay] reads them from the history it is given).
+	events func(ctx context.Context, stream string, version uint64) (eventstore.Event, bool, error)
 }
 
 // message is one thing for an instance to handle.
 type message struct {
-	kind string // kindEvent, kindDeadline or kindRejected
-	// in is the event (or, for a rejection, the command) and its source.
-	in heldMessage
-	// deadline is the ID of the deadline that fires.
-	deadline string
-	// fromHeld says the message is taken from the instance's held ones.
-	fromHeld bool
-	// unpark says the message is the parked one, retried by an operator.
-	unpark bool
-	// values are the event decoded, when the caller decoded it already.
+	// in is the message as a record keeps it.
+	in envelope
+	// event is a stored event's payload: handed over by the subscription
+	// or read back by reference. values are its decoded values, when the
+	// caller decoded it already.
+	event  *eventstore.Event
 	values []codec.Decoded
+	// command is a rejected command's payload, when the caller has it.
+	command *raw
+	// md is the metadata of the message's step record: what its commands
+	// carry on (the correlation ID).
+	md eventstore.Metadata
+	// fromHeld says the message is taken from the instance's held ones;
+	// pending that the drain read it again from a pending source, and last
+	// that it is the last one of that source the drain found; unpark that
+	// it is the parked one, retried by an operator; pass that it is no
+	// message but the drain's finding that a pending source has nothing
+	// more for the instance (in.Sequence is where the source's progress
+	// moves to).
+	fromHeld, pending, last, unpark, pass bool
 }
 
-// key identifies the message among those of its instance, for the IDs of
-// the commands its step sends.
+func (m *message) kind() string { return m.in.kind() }
+
+// key identifies the message's step (see envelope.key); a pass has a key
+// of its own, so that its record's ID never equals that of an event's
+// step at the same version.
 func (m *message) key() string {
-	switch m.kind {
-	case kindDeadline:
-		return "d/" + m.deadline
-	case kindRejected:
-		return "r/" + m.in.Command
+	if m.pass {
+		return "p/" + m.in.Source + "/" + uitoa(m.in.Sequence)
 	}
-	return "e/" + m.in.Source + "/" + uitoa(m.in.Sequence)
+	return m.in.key()
 }
 
 // String describes the message for errors and logs.
-func (m *message) String() string {
-	switch m.kind {
+func (m *message) String() string { return describe(m.in) }
+
+// describe names a message for errors, logs and operators.
+func describe(m envelope) string {
+	switch m.kind() {
 	case kindDeadline:
-		return fmt.Sprintf("deadline %s", m.deadline)
+		return fmt.Sprintf("deadline %s", m.Deadline)
 	case kindRejected:
-		return fmt.Sprintf("rejection of command %s (%s)", m.in.Command, m.in.Event.Type)
+		return fmt.Sprintf("rejection of command %s", m.Command)
+	case kindCommand:
+		return fmt.Sprintf("failure of command %s", m.Command)
 	}
-	return fmt.Sprintf("event %s #%d of %q", m.in.Event.Type, m.in.Sequence, m.in.Source)
+	return fmt.Sprintf("event %s #%d of %q", m.Type, m.Sequence, m.Source)
 }
 
 // outcome is what a step did with its message.
@@ -78,7 +95,7 @@ type outcome int
 
 const (
 	handled   outcome = iota // the handler ran and the step is stored
-	duplicate                // at or below its source's watermark
+	duplicate                // taken before, by its source's progress or the settled commands
 	ignored                  // for an instance that is not started or is complete, or a deadline no longer pending
 	heldBack                 // early, or behind a parked message: kept in the instance's stream
 	parkedOut                // failed until the retries ran out, and parked
@@ -106,7 +123,8 @@ func (e *engine[S]) process(ctx context.Context, id string, msg *message) (outco
 }
 
 // retried runs the step of msg until it does not fail, or parks msg when
-// its handler keeps failing.
+// its handler keeps failing (at once when its failure cannot change: the
+// step's record would be too large).
 func (e *engine[S]) retried(ctx context.Context, id string, msg *message) (outcome, error) {
 	for attempt := 1; ; attempt++ {
 		out, herr, err := e.step(ctx, id, msg, nil)
@@ -115,7 +133,7 @@ func (e *engine[S]) retried(ctx context.Context, id string, msg *message) (outco
 			return out, err
 		case herr == nil:
 			return out, nil
-		case attempt >= e.attempts:
+		case attempt >= e.attempts || errors.Is(herr, ErrRecordTooLarge):
 			e.log.WarnContext(ctx, "saga: message parked; the instance holds later messages behind it",
 				slog.String("saga", e.t.name), slog.String("instance", id), slog.String("message", msg.String()),
 				slog.Int("attempts", attempt), slog.Any("error", herr))
@@ -140,7 +158,10 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		if err != nil {
 			return 0, nil, err
 		}
-		rec, out, herr := e.decide(ctx, in, msg, park)
+		rec, out, herr, err := e.decide(ctx, in, msg, park)
+		if err != nil {
+			return 0, nil, err
+		}
 		if herr == nil && rec == nil && cached {
 			// Nothing to store, judged on what this process last saw: another
 			// process may have stepped the instance since (set the deadline
@@ -156,9 +177,12 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		if in.exists {
 			next = in.version + 1
 		}
-		data, err := encodeRecord(in.stream, next, msg.key(), rec, msg.in.Metadata)
+		data, err := e.encode(in, next, msg, rec, park != nil)
 		if err != nil {
-			return 0, nil, fmt.Errorf("saga %q, instance %q: encoding the step record: %w", e.t.name, id, err)
+			if errors.Is(err, ErrRecordTooLarge) && out == handled {
+				return 0, err, nil // parked, as a handler's failure that will not change
+			}
+			return 0, nil, err
 		}
 		hit(failpoint.SagaBeforeStepAppend)
 		res, err := e.store.Append(ctx, in.stream, in.expected(), data)
@@ -182,24 +206,25 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		}
 		e.stats.conflicts.Add(1)
 		// Another runner stepped this instance: reload, and let the
-		// watermarks say whether it handled msg already.
+		// progress of its sources say whether it handled msg already.
 		if err := backoff.Wait(ctx, e.retry.Delay(conflicts+1)/4); err != nil {
 			return 0, nil, err
 		}
 	}
 }
 
-// drain handles the held messages that the instance can take now, one step
-// each, until none is left that it can.
+// drain handles the held messages that the instance can take now, and the
+// stored events waiting in its pending sources, one step each, until none
+// is left that it can.
 func (e *engine[S]) drain(ctx context.Context, id string) error {
 	for {
 		in, _, err := e.load(ctx, id)
 		if err != nil {
 			return err
 		}
-		msg := e.releasable(in)
-		if msg == nil {
-			return nil
+		msg, err := e.releasable(ctx, in)
+		if err != nil || msg == nil {
+			return err
 		}
 		if _, err := e.retried(ctx, id, msg); err != nil {
 			return err

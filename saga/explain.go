@@ -26,11 +26,20 @@ type Explanation[S any] struct {
 	Started, Completed bool
 	// State is the instance's state (upcast to the current code).
 	State *S
-	// Watermarks are the last sequence handled per source.
+	// Watermarks are, per source, the last sequence up to which every
+	// message was taken (handled, or passed over); a source with nothing
+	// taken in order has none.
 	Watermarks map[string]uint64
-	// Held are the messages waiting, oldest first: Gap says which
-	// sequence of their source they wait for (when they wait for a gap
-	// rather than behind a parked message).
+	// OutOfOrder are, per source, the sequences above its watermark
+	// handled out of order (events mapped with AnyOrder), ascending.
+	OutOfOrder map[string][]uint64
+	// Pending are the sources whose stored events wait behind a parked
+	// message, with the version of the stream from which they are read
+	// again when the instance goes on.
+	Pending map[string]uint64
+	// Held are the deliveries and rejections waiting, oldest first:
+	// WaitsFor says which sequence of their source they wait for (when they
+	// wait for a gap rather than behind a parked message).
 	Held []HeldMessage
 	// Parked is the message the instance failed on, if any.
 	Parked *ParkedMessage
@@ -38,7 +47,7 @@ type Explanation[S any] struct {
 	Deadlines []Deadline
 	// Unsent are the commands that steps recorded and the outbox has not
 	// yet confirmed sent (it has not moved its checkpoint past their
-	// steps), oldest first, less those whose rejection was fed back
+	// steps), oldest first, less those whose outcome the instance took
 	// already. They go out when the outbox runs; nil when the runner has no
 	// checkpoint store to ask.
 	Unsent []SentCommand
@@ -48,10 +57,16 @@ type Explanation[S any] struct {
 
 // HeldMessage is a message an instance keeps until it can handle it.
 type HeldMessage struct {
+	// ID names the message among the instance's (see [ParkedMessage.ID]).
+	ID string
+	// Kind is "event" (a delivery) or "rejected".
+	Kind     string
 	Source   string
 	Sequence uint64
 	Type     string
 	EventID  uuid.UUID
+	// Command is a held rejection's command ID.
+	Command string
 	// WaitsFor is the sequence of Source the instance needs first; equal to
 	// Sequence when the message waits only behind a parked one.
 	WaitsFor uint64
@@ -60,13 +75,21 @@ type HeldMessage struct {
 
 // ParkedMessage is the message an instance failed on.
 type ParkedMessage struct {
-	// Kind is "event", "deadline" or "rejected".
+	// ID names the message among the instance's: pass it to
+	// [Runner.Retry] or [Runner.Skip], which act only while that message
+	// is the one parked.
+	ID string
+	// Kind is "event", "deadline", "rejected" (the rejection's handler
+	// failed) or "command" (the bus kept failing the command without a
+	// rejection).
 	Kind     string
 	Source   string
 	Sequence uint64
 	Type     string
-	// Deadline is the ID of a parked deadline.
+	// Deadline is the ID of a parked deadline; Command the ID of a parked
+	// rejection's or failure's command.
 	Deadline string
+	Command  string
 	Error    string
 	Attempts int
 	Since    time.Time
@@ -102,6 +125,14 @@ type Step struct {
 	Recorded eventstore.Position
 }
 
+// stepOf describes a record, without its commands.
+func stepOf(version uint64, rec *record) Step {
+	h := rec.Handled
+	m := h.Message
+	return Step{Version: version, Kind: h.Kind, Source: m.Source, Sequence: m.Sequence, Type: m.Type, EventID: m.EventID,
+		Position: m.Position, Deadline: m.Deadline, Command: m.Command, At: h.At, Completed: rec.Completed}
+}
+
 // SentCommand is a command a step sent.
 type SentCommand struct {
 	ID string
@@ -117,27 +148,23 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 		return Explanation[S]{}, err
 	}
 	x := Explanation[S]{Instance: id, Stream: in.stream, Exists: in.exists, Version: in.version,
-		Started: in.rec.State.Type != "", Completed: in.rec.Completed, Watermarks: in.rec.Marks}
+		Started: in.rec.State.Type != "", Completed: in.rec.Completed}
 	if !in.exists {
 		return x, nil
 	}
 	if x.State, err = r.e.state(in); err != nil {
 		return x, err
 	}
+	x.Watermarks, x.OutOfOrder, x.Pending = progressOf(&in.rec)
 	for _, h := range in.rec.Held {
 		wait, _ := waitsFor(&in.rec, h)
-		x.Held = append(x.Held, HeldMessage{Source: h.Source, Sequence: h.Sequence, Type: h.Event.Type, EventID: h.EventID, WaitsFor: wait, Since: h.Since})
+		x.Held = append(x.Held, HeldMessage{ID: h.key(), Kind: h.kind(), Source: h.Source, Sequence: h.Sequence, Type: h.Type,
+			EventID: h.EventID, Command: h.Command, WaitsFor: wait, Since: h.Since})
 	}
 	if p := in.rec.Parked; p != nil {
-		kind := p.Message.Kind
-		switch {
-		case p.Deadline != "":
-			kind = kindDeadline
-		case kind == "":
-			kind = kindEvent
-		}
-		x.Parked = &ParkedMessage{Kind: kind, Source: p.Message.Source, Sequence: p.Message.Sequence, Type: p.Message.Event.Type,
-			Deadline: p.Deadline, Error: p.Error, Attempts: p.Attempts, Since: p.Since}
+		m := p.Message
+		x.Parked = &ParkedMessage{ID: m.key(), Kind: m.kind(), Source: m.Source, Sequence: m.Sequence, Type: m.Type,
+			Deadline: m.Deadline, Command: m.Command, Error: p.Error, Attempts: p.Attempts, Since: p.Since}
 	}
 	for _, d := range in.rec.Deadlines {
 		x.Deadlines = append(x.Deadlines, Deadline{ID: d.ID, Name: d.Name, At: d.At})
@@ -148,6 +175,32 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 	}
 	x.Unsent, err = r.unsent(ctx, in)
 	return x, err
+}
+
+// progressOf returns the watermarks, out-of-order sequences and pending
+// sources of rec, as [Explanation] shows them.
+func progressOf(rec *record) (marks map[string]uint64, above map[string][]uint64, pending map[string]uint64) {
+	for src, p := range rec.Sources {
+		if p.Next > 0 {
+			if marks == nil {
+				marks = make(map[string]uint64)
+			}
+			marks[src] = p.Next - 1
+		}
+		if len(p.Above) > 0 {
+			if above == nil {
+				above = make(map[string][]uint64)
+			}
+			above[src] = slices.Clone(p.Above)
+		}
+		if p.Pending {
+			if pending == nil {
+				pending = make(map[string]uint64)
+			}
+			pending[src] = p.Next
+		}
+	}
+	return marks, above, pending
 }
 
 // unsent returns the commands of the steps of instance in that the outbox
@@ -163,7 +216,6 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 	if err != nil {
 		return nil, err
 	}
-	rejectedThrough := in.rec.Marks[rejectionSource]
 	var out []SentCommand
 	for ev, err := range r.e.store.ReadStream(ctx, in.stream, eventstore.ReadOptions{From: eventstore.End, Backward: true}) {
 		if err != nil {
@@ -181,7 +233,7 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 			return nil, err
 		}
 		for i := len(s.Commands) - 1; i >= 0; i-- {
-			if rejectionSeq(ev.Version, i) > rejectedThrough {
+			if !in.rec.Settled.has(s.Commands[i].ID) {
 				out = append(out, s.Commands[i])
 			}
 		}
@@ -214,9 +266,7 @@ func (r *Runner[S]) History(ctx context.Context, id string) iter.Seq2[Step, erro
 
 // step describes a record, decoding the commands it sent.
 func (r *Runner[S]) step(version uint64, rec *record) (Step, error) {
-	h := rec.Handled
-	s := Step{Version: version, Kind: h.Kind, Source: h.Source, Sequence: h.Sequence, Type: h.Type, EventID: h.EventID,
-		Position: h.Position, Deadline: h.Deadline, Command: h.Command, At: h.At, Completed: rec.Completed}
+	s := stepOf(version, rec)
 	for _, c := range rec.Commands {
 		v, err := r.e.t.reg.DecodeValue(c.Command.upcast())
 		if err != nil {

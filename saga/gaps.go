@@ -29,18 +29,14 @@ type Gap struct {
 }
 
 // waitsFor returns the sequence of its source that held message h waits
-// for, given the watermarks of rec, and whether that is a gap (rather than
+// for, given the progress in rec, and whether that is a gap (rather than
 // its turn behind a parked message).
-func waitsFor(rec *record, h heldMessage) (uint64, bool) {
-	if h.Ordered || h.Kind == kindRejected {
+func waitsFor(rec *record, h envelope) (uint64, bool) {
+	if h.kind() != kindEvent || h.Ordered {
 		return h.Sequence, false
 	}
-	mark, seen := rec.Marks[h.Source]
-	switch {
-	case !seen && h.Sequence > 0:
-		return 0, true
-	case seen && mark+1 < h.Sequence:
-		return mark + 1, true
+	if p := rec.Sources[h.Source]; h.Sequence > p.Next {
+		return p.Next, true
 	}
 	return h.Sequence, false
 }
@@ -102,6 +98,13 @@ func (g *gapIndex) observe(id string, version uint64, rec *record) {
 		return
 	}
 	g.open[id], g.version[id] = gaps, version
+}
+
+// knows reports whether the index holds gaps of instance id.
+func (g *gapIndex) knows(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open[id] != nil
 }
 
 // list returns the open gaps, oldest first.

@@ -87,7 +87,7 @@ func TestAGapIsListedWarnedAboutOnceAndReleased(t *testing.T) {
 	assert.Equal(t, "1", warned[0]["waits_for"])
 	assert.Empty(t, logs.about("2"))
 
-	require.NoError(t, r.Release(ctx, "1", "notes"))
+	require.NoError(t, r.Release(ctx, "1", "notes", 1))
 	assert.Empty(t, r.Gaps(), "released: the held messages ran")
 	x, err := r.Explain(ctx, "1")
 	require.NoError(t, err)

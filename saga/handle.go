@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/cairn-es/cairn/command"
 )
 
 // RejectedError is the reason a rejected command's handler receives: the
@@ -34,57 +36,106 @@ type PanicError struct {
 func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
 
 // run calls the handler on a fresh copy of the instance's state and turns
-// what it decided into r: the new state, the commands with their IDs, and
-// the deadlines. A handler error or panic is herr, and nothing is stored.
-func (e *engine[S]) run(ctx context.Context, in *instance[S], r *record, msg *message, now time.Time,
-	handler func(s *S, o *Output) error) (*record, outcome, error) {
+// what it decided into the step's record: the new state, the commands with
+// their IDs, and the deadlines. A handler error or panic, or a decision
+// that cannot be stored, is herr, and nothing is stored.
+func (e *engine[S]) run(ctx context.Context, in *instance[S], d *decision, msg *message,
+	handler func(s *S, o *Output) error) (*record, outcome, error, error) {
+	r := &d.r
 	s, err := e.state(in)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, err, nil
 	}
-	out := &Output{now: now}
+	out := &Output{now: d.now}
 	if err := guard(func() error { return handler(s, out) }); err != nil {
-		return nil, 0, err
+		return nil, 0, err, nil
 	}
-	if len(out.commands) > maxCommandsPerStep {
-		return nil, 0, fmt.Errorf("the step sends %d commands, more than the limit of %d", len(out.commands), maxCommandsPerStep)
+	if err := e.commands(in, r, msg.key(), out.commands); err != nil {
+		return nil, 0, err, nil
 	}
-	for i, cmd := range out.commands {
-		if cmd == nil || !e.t.sends[typeOf(cmd)] {
-			return nil, 0, fmt.Errorf("command %d of the step, %T, is not declared with saga.Sends", i, cmd)
-		}
-		raw, err := e.t.reg.EncodeValue(cmd)
-		if err != nil {
-			return nil, 0, fmt.Errorf("command %d of the step: %w", i, err)
-		}
-		r.Commands = append(r.Commands, sentCommand{ID: commandID(in.stream, msg.key(), i), Command: toRaw(raw)})
+	if err := e.timings(in, r, msg.key(), out.timing); err != nil {
+		return nil, 0, err, nil
 	}
-	for _, name := range out.cancels {
-		r.Deadlines = slices.DeleteFunc(r.Deadlines, func(d deadline) bool { return d.Name == name })
-	}
-	for _, sc := range out.schedules {
-		if sc.name == "" {
-			return nil, 0, fmt.Errorf("a deadline without a name")
-		}
-		if e.t.deadlines[sc.name] == nil {
-			return nil, 0, fmt.Errorf("deadline %q has no handler (saga.OnDeadline)", sc.name)
-		}
-		raw, err := e.t.reg.EncodeValue(sc.payload)
-		if err != nil {
-			return nil, 0, fmt.Errorf("the payload of deadline %q: %w", sc.name, err)
-		}
-		r.Deadlines = slices.DeleteFunc(r.Deadlines, func(d deadline) bool { return d.Name == sc.name })
-		r.Deadlines = append(r.Deadlines, deadline{ID: deadlineID(msg.key(), sc.name), Name: sc.name, At: sc.at, Payload: toRaw(raw)})
-	}
-	if out.complete {
-		r.Completed, r.Deadlines, r.Held = true, nil, nil
+	if out.complete && !r.Completed {
+		complete(r, d.version)
 	}
 	state, err := e.t.reg.EncodeValue(*s)
 	if err != nil {
-		return nil, 0, fmt.Errorf("encoding the saga state: %w", err)
+		return nil, 0, fmt.Errorf("encoding the saga state: %w", err), nil
 	}
 	r.State = toRaw(state)
-	return r, handled, nil
+	return r, handled, nil, nil
+}
+
+// commands records the commands a step sends, each with the ID that its
+// meaning gives it (see commandID). A command of an undeclared type, one
+// that does not encode, or one without a target aggregate fails the step:
+// the bus could never carry it out.
+func (e *engine[S]) commands(in *instance[S], r *record, key string, cmds []command.Command) error {
+	ordinals := make(map[[2]string]int, len(cmds))
+	for i, cmd := range cmds {
+		if cmd == nil || !e.t.sends[typeOf(cmd)] {
+			return fmt.Errorf("command %d of the step, %T, is not declared with saga.Sends", i, cmd)
+		}
+		raw, err := e.t.reg.EncodeValue(cmd)
+		if err != nil {
+			return fmt.Errorf("command %d of the step: %w", i, err)
+		}
+		var target string
+		if err := guard(func() error { target = cmd.AggregateID(); return nil }); err != nil {
+			return fmt.Errorf("command %d of the step, %T: AggregateID: %w", i, cmd, err)
+		}
+		if target == "" {
+			return fmt.Errorf("command %d of the step, %T, names no aggregate (its AggregateID is empty)", i, cmd)
+		}
+		k := [2]string{raw.Type, target}
+		n := ordinals[k]
+		ordinals[k] = n + 1
+		r.Commands = append(r.Commands, sentCommand{ID: commandID(in.stream, key, raw.Type, target, n), Command: toRaw(raw)})
+	}
+	return nil
+}
+
+// timings applies a step's deadline operations to its record, in the order
+// the handler called them. A schedule without a handler, at a time no
+// deadline can have, or with a payload that does not encode fails the step.
+func (e *engine[S]) timings(in *instance[S], r *record, key string, ops []timing) error {
+	for _, op := range ops {
+		r.Deadlines = slices.DeleteFunc(r.Deadlines, func(d deadline) bool { return d.Name == op.name })
+		if op.cancel {
+			continue
+		}
+		switch {
+		case op.name == "":
+			return fmt.Errorf("a deadline without a name")
+		case e.t.deadlines[op.name] == nil:
+			return fmt.Errorf("deadline %q has no handler (saga.OnDeadline)", op.name)
+		case op.at.IsZero():
+			return fmt.Errorf("deadline %q is scheduled at the zero time (a time field left empty?)", op.name)
+		case op.at.Year() < 1970 || op.at.Year() > 9999:
+			return fmt.Errorf("deadline %q is scheduled at %s, outside the years 1970 to 9999", op.name, op.at.Format(time.RFC3339))
+		}
+		raw, err := e.t.reg.EncodeValue(op.payload)
+		if err != nil {
+			return fmt.Errorf("the payload of deadline %q: %w", op.name, err)
+		}
+		r.Deadlines = append(r.Deadlines, deadline{ID: deadlineID(in.stream, key, op.name), Name: op.name, At: op.at, Payload: toRaw(raw)})
+	}
+	return nil
+}
+
+// complete ends the instance in r, at the step of version: its deadlines
+// are dropped, and so are the events waiting for it, which it would
+// ignore; the outcomes of the commands that step sends still reach it.
+func complete(r *record, version uint64) {
+	r.Completed, r.CompletedAt, r.Deadlines = true, version, nil
+	r.Held = slices.DeleteFunc(r.Held, func(h envelope) bool { return h.kind() == kindEvent })
+	for src, p := range r.Sources {
+		if p.Pending {
+			p.Pending = false
+			r.Sources[src] = p
+		}
+	}
 }
 
 // guard calls fn, turning a panic into a [*PanicError].
@@ -113,6 +164,9 @@ type counters struct {
 	// conflicts counts the step appends lost to another writer of the
 	// instance (another runner), each followed by a reload.
 	conflicts atomic.Int64
+	// unreadable counts the records that could not be read (damaged, or
+	// foreign events in an instance stream), each skipped and logged.
+	unreadable atomic.Int64
 }
 
 func (c *counters) count(o outcome) {

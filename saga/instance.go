@@ -89,9 +89,9 @@ func (e *engine[S]) state(in *instance[S]) (*S, error) {
 // it shares no mutable memory with the loaded one, and sends no commands.
 func (in *instance[S]) next() record {
 	r := in.rec
-	r.Marks = maps.Clone(r.Marks)
-	if r.Marks == nil {
-		r.Marks = make(map[string]uint64)
+	r.Sources = maps.Clone(r.Sources) // progress values copy their slices before changing them
+	if r.Sources == nil {
+		r.Sources = make(map[string]progress)
 	}
 	r.Held = slices.Clone(r.Held)
 	r.Deadlines = slices.Clone(r.Deadlines)

@@ -8,11 +8,23 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-// Retry runs an instance's parked message again. When it succeeds the
-// instance goes on with the messages held behind it; when it fails again
-// it stays parked, its attempts counted. An instance with nothing parked
-// is [ErrNotParked].
-func (r *Runner[S]) Retry(ctx context.Context, id string) (Outcome, error) {
+// Operators act on what they saw: Retry and Skip name the parked message
+// (by its [ParkedMessage.ID]) and Release the gap (by the sequence it
+// waits for), and each refuses with a [*StaleError], changing nothing,
+// when the instance no longer has it so: another operator acted first, or
+// the instance moved on. What an action unblocks is drained through the
+// instance's own steps, each stored before the next is read, so a crash in
+// the middle leaves the rest waiting where it was, and a later event of a
+// stream never overtakes a held one.
+
+// Retry runs instance id's parked message again, the one named messageID
+// (its [ParkedMessage.ID]). When it succeeds the instance goes on with the
+// messages held behind it; when it fails again it stays parked, its
+// attempts counted. A parked command (one the bus kept failing) is sent
+// again, with the rest of its step's commands, by the outbox. An instance
+// with nothing parked is a [*StaleError] that matches [ErrNotParked];
+// one with another message parked, a [*StaleError].
+func (r *Runner[S]) Retry(ctx context.Context, id, messageID string) (Outcome, error) {
 	unlock, err := r.e.locks.Lock(ctx, r.e.t.Stream(id))
 	if err != nil {
 		return 0, err
@@ -22,56 +34,75 @@ func (r *Runner[S]) Retry(ctx context.Context, id string) (Outcome, error) {
 	if err != nil {
 		return 0, err
 	}
-	p := in.rec.Parked
-	if p == nil {
-		return 0, fmt.Errorf("%w: saga %q, instance %q", ErrNotParked, r.e.t.name, id)
+	p, err := r.parked(in, "retry", messageID)
+	if err != nil {
+		return 0, err
 	}
-	kind := p.Message.Kind
-	switch {
-	case p.Deadline != "":
-		kind = kindDeadline
-	case kind == "":
-		kind = kindEvent
+	if p.Message.kind() == kindCommand {
+		err := r.operateLocked(ctx, id, func(in *instance[S], rec *record) error {
+			p, err := r.parked(in, "retry", messageID)
+			if err != nil {
+				return err
+			}
+			if rec.Commands, err = r.remaining(ctx, in, p.Message, true); err != nil {
+				return err
+			}
+			rec.Parked = nil
+			rec.Handled = cause{Kind: kindRetried, Message: p.Message.reference()}
+			return nil
+		})
+		return Handled, err
 	}
-	out, err := r.e.retried(ctx, id, &message{kind: kind, in: p.Message, deadline: p.Deadline, unpark: true})
+	out, err := r.e.retried(ctx, id, &message{in: p.Message, unpark: true})
 	if err != nil {
 		return Outcome(out), err
 	}
 	return Outcome(out), r.e.drain(ctx, id)
 }
 
-// Skip drops an instance's parked message without handling it: its source
-// goes on after it, and the instance with the messages held behind it. A
-// skipped deadline does not fire. An instance with nothing parked is
-// [ErrNotParked].
-func (r *Runner[S]) Skip(ctx context.Context, id string) error {
+// Skip drops instance id's parked message, the one named messageID (its
+// [ParkedMessage.ID]), without handling it: its source goes on after it,
+// and the instance with the messages held behind it. A skipped deadline
+// does not fire; a skipped rejection never reaches its handler; a skipped
+// command is never sent (the rest of its step's commands are). An instance
+// with nothing parked, or another message parked, is a [*StaleError] (see
+// [Runner.Retry]).
+func (r *Runner[S]) Skip(ctx context.Context, id, messageID string) error {
 	return r.operate(ctx, id, func(in *instance[S], rec *record) error {
-		p := in.rec.Parked
-		if p == nil {
-			return fmt.Errorf("%w: saga %q, instance %q", ErrNotParked, r.e.t.name, id)
+		p, err := r.parked(in, "skip", messageID)
+		if err != nil {
+			return err
 		}
+		m := p.Message
 		rec.Parked = nil
-		rec.Handled = cause{Kind: kindSkipped, Source: p.Message.Source, Sequence: p.Message.Sequence, EventID: p.Message.EventID,
-			Type: p.Message.Event.Type, Deadline: p.Deadline, Command: p.Message.Command}
-		if p.Deadline != "" {
-			rec.Deadlines = slices.DeleteFunc(rec.Deadlines, func(d deadline) bool { return d.ID == p.Deadline })
-		} else if mark, seen := rec.Marks[p.Message.Source]; !seen || mark < p.Message.Sequence {
-			rec.Marks[p.Message.Source] = p.Message.Sequence
+		rec.Handled = cause{Kind: kindSkipped, Message: m.reference()}
+		switch m.kind() {
+		case kindDeadline:
+			rec.Deadlines = slices.DeleteFunc(rec.Deadlines, func(d deadline) bool { return d.ID == m.Deadline })
+		case kindEvent:
+			rec.Sources[m.Source] = rec.Sources[m.Source].take(m.Sequence, m.Ordered)
+		case kindRejected:
+			rec.Settled = rec.Settled.add(m.Command, m.Sent)
+		case kindCommand:
+			rec.Settled = rec.Settled.add(m.Command, m.Sent)
+			rec.Commands, err = r.remaining(ctx, in, m, false)
 		}
-		return nil
+		return err
 	})
 }
 
-// Release gives up waiting for the missing messages of source that an
-// instance's held messages wait for: the lowest held message of source
-// becomes the next one, and the instance goes on from there. Use it for a
-// gap that will never fill (see [Runner.Explain]). A source with nothing
-// held is an [*eventstore.InvalidArgumentError].
-func (r *Runner[S]) Release(ctx context.Context, id, source string) error {
+// Release gives up waiting for the missing messages of source that
+// instance id's held deliveries wait for, at the sequence waitsFor (the
+// [Gap.WaitsFor], or [HeldMessage.WaitsFor], the operator saw): the lowest
+// held message of source becomes the next one, and the instance goes on
+// from there. Use it for a gap that will never fill. A source with nothing
+// held is an [*eventstore.InvalidArgumentError]; a gap that no longer
+// waits for waitsFor (it filled, or was released) a [*StaleError].
+func (r *Runner[S]) Release(ctx context.Context, id, source string, waitsFor uint64) error {
 	return r.operate(ctx, id, func(in *instance[S], rec *record) error {
 		lowest, found := uint64(0), false
 		for _, h := range rec.Held {
-			if h.Source == source && (!found || h.Sequence < lowest) {
+			if h.kind() == kindEvent && h.Source == source && (!found || h.Sequence < lowest) {
 				lowest, found = h.Sequence, true
 			}
 		}
@@ -79,12 +110,56 @@ func (r *Runner[S]) Release(ctx context.Context, id, source string) error {
 			return &eventstore.InvalidArgumentError{Index: -1, Field: "source",
 				Reason: fmt.Sprintf("%q has no message held in saga %q, instance %q", source, r.e.t.name, id)}
 		}
-		if lowest > 0 {
-			rec.Marks[source] = lowest - 1
+		p := rec.Sources[source]
+		if p.Next != waitsFor || lowest <= p.Next {
+			return &StaleError{Saga: r.e.t.name, Instance: id, Action: "release", Want: fmt.Sprintf("the gap of %q at %d", source, waitsFor),
+				Now: fmt.Sprintf("its gap at %d", p.Next)}
 		}
-		rec.Handled = cause{Kind: kindReleased, Source: source, Sequence: lowest}
+		rec.Sources[source] = p.passTo(lowest)
+		rec.Handled = cause{Kind: kindReleased, Message: envelope{Source: source, Sequence: lowest}}
 		return nil
 	})
+}
+
+// parked returns the parked message of in when it is the one named key.
+func (r *Runner[S]) parked(in *instance[S], action, key string) (*parkedMessage, error) {
+	p := in.rec.Parked
+	if p == nil || p.Message.key() != key {
+		return nil, r.e.stale(in, action, key)
+	}
+	return p, nil
+}
+
+// remaining returns the commands of the record that sent the failed
+// command m, from it on (with it when from is set, after it otherwise),
+// less those whose outcome instance in took already: the commands that a
+// retry or a skip of m sends again, under their IDs.
+func (r *Runner[S]) remaining(ctx context.Context, in *instance[S], m envelope, from bool) ([]sentCommand, error) {
+	ev, found, err := r.e.storedEvent(ctx, in.stream, m.Sent)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: saga stream %q has no record %d, which sent command %s", eventstore.ErrCorrupt, in.stream, m.Sent, m.Command)
+	}
+	sender, err := decodeRecord(ev)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(sender.Commands, func(c sentCommand) bool { return c.ID == m.Command })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: record %d of saga stream %q did not send command %s", eventstore.ErrCorrupt, m.Sent, in.stream, m.Command)
+	}
+	if !from {
+		i++
+	}
+	var out []sentCommand
+	for _, c := range sender.Commands[i:] {
+		if !in.rec.Settled.has(c.ID) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // operate stores one operator's step on an instance, made by change from
@@ -95,6 +170,11 @@ func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *inst
 		return err
 	}
 	defer unlock()
+	return r.operateLocked(ctx, id, change)
+}
+
+// operateLocked is operate, for a caller that holds the instance's lock.
+func (r *Runner[S]) operateLocked(ctx context.Context, id string, change func(in *instance[S], rec *record) error) error {
 	for conflicts := 0; ; conflicts++ {
 		in, err := r.e.read(ctx, id)
 		if err != nil {
@@ -109,8 +189,7 @@ func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *inst
 			return err
 		}
 		rec.Handled.At = r.e.now().UTC()
-		h := rec.Handled
-		key := "op/" + h.Kind + "/" + h.Source + "/" + uitoa(h.Sequence) + "/" + h.Deadline
+		key := "op/" + rec.Handled.Kind + "/" + rec.Handled.Message.key()
 		data, err := encodeRecord(in.stream, in.version+1, key, &rec, eventstore.Metadata{})
 		if err != nil {
 			return err

@@ -2,12 +2,16 @@ package saga
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 
+	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/failpoint"
 )
 
@@ -18,9 +22,16 @@ import (
 // instance as a step, exactly once (its handler is [OnRejected]'s). The
 // bus records the rejection in the aggregate's stream first, so that no
 // re-send of the command ID, by this runner or another, ever succeeds
-// after it; and a command the instance already took a rejection for is not
-// sent again. Other failures are returned: the record is sent again,
-// whole, later.
+// after it; and a command whose outcome the instance took already is not
+// sent again.
+//
+// A command the bus keeps failing without a rejection, for a reason of its
+// own (it does not decode, its aggregate panics, its ID was used by
+// another command: see ownFailures), parks its instance, with the failure,
+// and the rest of its record's commands wait for an operator to retry or
+// skip it; the other instances go on. Any other failure (the store
+// unavailable, a race lost too often, the context ending) is returned:
+// the record is sent again, whole, later.
 func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) error {
 	id, ok := strings.CutPrefix(ev.StreamID, r.e.t.Category())
 	if !ok || len(rec.Commands) == 0 {
@@ -29,68 +40,126 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 	if r.bus == nil {
 		return fmt.Errorf("saga %q: instance %q has commands to send, and the runner has no command bus", r.e.t.name, id)
 	}
-	in, err := r.e.peek(ctx, id)
-	if err != nil {
+	var done settled
+	switch in, err := r.e.peek(ctx, id); {
+	case err == nil:
+		done = in.rec.Settled
+	case !errors.Is(err, eventstore.ErrCorrupt):
 		return err
 	}
-	rejectedThrough := in.rec.Marks[rejectionSource]
-	for i, c := range rec.Commands {
-		seq := rejectionSeq(ev.Version, i)
-		if seq <= rejectedThrough {
-			continue // rejected and fed back before a crash: that is final
+	for _, c := range rec.Commands {
+		if done.has(c.ID) {
+			continue // its outcome was taken before a crash: that is final
 		}
-		v, err := r.e.t.reg.DecodeValue(c.Command.upcast())
+		back, err := r.dispatch(ctx, id, ev, c)
 		if err != nil {
-			return fmt.Errorf("saga %q, instance %q: command %s: %w", r.e.t.name, id, c.ID, err)
-		}
-		cmd, ok := v.(command.Command)
-		if !ok {
-			return fmt.Errorf("saga %q, instance %q: command %s decodes to %T, which is not a command", r.e.t.name, id, c.ID, v)
-		}
-		r.sent.Add(1)
-		// RecordRejection: a rejection is this command ID's final outcome
-		// only if it is recorded where every later dispatch finds it. Fed
-		// back but unrecorded, another runner's re-send (or this one's,
-		// after a crash before the feed-back) could succeed on a changed
-		// aggregate. A re-send that meets the record is rejected again
-		// (a RecordedRejectionError) and fed back, which the instance drops
-		// as a duplicate by its rejection sequence.
-		res, err := r.bus.Dispatch(ctx, command.Message{ID: c.ID, CorrelationID: ev.Metadata.CorrelationID, CausationID: ev.ID.String(),
-			Command: cmd, RecordRejection: true})
-		hit(failpoint.OutboxAfterDispatch)
-		switch {
-		case err == nil:
-			continue
-		case !res.Rejected:
-			return fmt.Errorf("saga %q, instance %q: sending command %s (%T): %w", r.e.t.name, id, c.ID, cmd, err)
-		}
-		// A rejection is the domain's answer, kept in the instance's
-		// history (Runner.Explain): worth a debug line, not one at info
-		// per declined payment.
-		r.e.log.DebugContext(ctx, "saga: a command was rejected; feeding it back to its instance",
-			slog.String("saga", r.e.t.name), slog.String("instance", id), slog.String("command_id", c.ID),
-			slog.String("command", c.Command.Type), slog.Any("reason", err))
-		if _, err := r.e.process(ctx, id, rejection(ev, i, c, err)); err != nil {
 			return err
+		}
+		if back == nil {
+			continue
+		}
+		if _, err := r.e.process(ctx, id, back); err != nil {
+			return err
+		}
+		if back.kind() == kindCommand {
+			return nil // the instance is parked on it
 		}
 	}
 	return nil
 }
 
+// dispatch sends one recorded command of instance id's record ev, and
+// returns what to feed back to the instance: its rejection, or its failure
+// for good (after the runner's attempts), or nil when it was carried out.
+// A failure that may pass is returned as err.
+func (r *Runner[S]) dispatch(ctx context.Context, id string, ev eventstore.Event, c sentCommand) (*message, error) {
+	v, err := r.e.t.reg.DecodeValue(c.Command.upcast())
+	if err != nil {
+		return commandFailed(ev, c, fmt.Errorf("the recorded command does not decode: %w", err)), nil
+	}
+	cmd, ok := v.(command.Command)
+	if !ok {
+		return commandFailed(ev, c, fmt.Errorf("the recorded command decodes to %T, which is not a command", v)), nil
+	}
+	for attempt := 1; ; attempt++ {
+		r.sent.Add(1)
+		res, err := r.bus.Dispatch(ctx, command.Message{ID: c.ID, CorrelationID: ev.Metadata.CorrelationID, CausationID: ev.ID.String(),
+			Command: cmd, RecordRejection: true})
+		hit(failpoint.OutboxAfterDispatch)
+		switch {
+		case err == nil:
+			return nil, nil
+		case res.Rejected:
+			// A rejection is the domain's answer, kept in the instance's
+			// history (Runner.Explain): worth a debug line, not one at info
+			// per declined payment.
+			r.e.log.DebugContext(ctx, "saga: a command was rejected; feeding it back to its instance",
+				slog.String("saga", r.e.t.name), slog.String("instance", id), slog.String("command_id", c.ID),
+				slog.String("command", c.Command.Type), slog.Any("reason", err))
+			return rejection(ev, c, err), nil
+		case !commandsOwn(err) || ctx.Err() != nil:
+			return nil, fmt.Errorf("saga %q, instance %q: sending command %s (%T): %w", r.e.t.name, id, c.ID, cmd, err)
+		case attempt >= r.e.attempts:
+			r.e.log.WarnContext(ctx, "saga: a command keeps failing without a rejection; its instance is parked on it",
+				slog.String("saga", r.e.t.name), slog.String("instance", id), slog.String("command_id", c.ID),
+				slog.String("command", c.Command.Type), slog.Int("attempts", attempt), slog.Any("error", err))
+			return commandFailed(ev, c, err), nil
+		}
+		if err := backoff.Wait(ctx, r.e.retry.Delay(attempt)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// ownFailures are the failures that belong to a command itself, which no
+// retry later changes: it is malformed or routed nowhere, its ID was used
+// by another command, its aggregate panics or cannot be loaded (a stored
+// event it cannot decode or apply). Every other failure (the store
+// unavailable, a connection lost, a race lost too often) may pass, and is
+// the batch's to retry.
+var ownFailures = []error{
+	eventstore.ErrInvalidArgument, eventstore.ErrCorrupt,
+	command.ErrNoRoute, command.ErrCommandIDReused,
+	aggregate.ErrPanicked, aggregate.ErrApplyFailed, aggregate.ErrUnknownEvent, aggregate.ErrInvalidType,
+	codec.ErrUnknownType, codec.ErrVersionTooNew, codec.ErrNoUpcastPath, codec.ErrUndecodable, codec.ErrUpcastFailed,
+	codec.ErrUnexpectedType, codec.ErrUnregisteredType, codec.ErrNilValue,
+}
+
+// commandsOwn reports whether err is a failure of the command itself (see
+// ownFailures), and not one that may pass by itself.
+func commandsOwn(err error) bool {
+	if errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, command.ErrContention) {
+		return false
+	}
+	for _, target := range ownFailures {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
 // rejection is the message that feeds back to an instance the rejection of
-// the index-th command of its step record ev.
-func rejection(ev eventstore.Event, index int, c sentCommand, reason error) *message {
-	return &message{kind: kindRejected, in: heldMessage{Kind: kindRejected, Source: rejectionSource, Sequence: rejectionSeq(ev.Version, index),
-		Ordered: true, Event: c.Command, Command: c.ID, Reason: reason.Error(), Metadata: ev.Metadata}}
+// command c of its step record ev.
+func rejection(ev eventstore.Event, c sentCommand, reason error) *message {
+	return &message{in: envelope{Kind: kindRejected, Command: c.ID, Type: c.Command.Type, Sent: ev.Version, Reason: clipReason(reason.Error())},
+		command: &c.Command, md: eventstore.Metadata{CorrelationID: ev.Metadata.CorrelationID, CausationID: c.ID}}
+}
+
+// commandFailed is the message that parks an instance on command c of its
+// step record ev, which failed for good without a rejection.
+func commandFailed(ev eventstore.Event, c sentCommand, err error) *message {
+	return &message{in: envelope{Kind: kindCommand, Command: c.ID, Type: c.Command.Type, Sent: ev.Version, Reason: clipReason(err.Error())},
+		md: eventstore.Metadata{CorrelationID: ev.Metadata.CorrelationID, CausationID: c.ID}}
 }
 
 // Reject feeds back to instance id the rejection of command commandID, one
 // that a step of the instance sent, exactly as the outbox does when the
 // command's aggregate refuses it: the instance's [OnRejected] handler runs
-// once, as a step; a second Reject of the same command is a Duplicate. Use
-// it when a saga's commands are carried out elsewhere (another service),
-// and in tests. An ID that no step of the instance sent is an
-// [*eventstore.InvalidArgumentError].
+// once, as a step; a second Reject of the same command is a Duplicate,
+// whatever the order of the rejections. Use it when a saga's commands are
+// carried out elsewhere (another service), and in tests. An ID that no step
+// of the instance sent is an [*eventstore.InvalidArgumentError].
 func (r *Runner[S]) Reject(ctx context.Context, id, commandID string, reason error) (Outcome, error) {
 	if reason == nil {
 		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "rejection reason", Reason: "is nil"}
@@ -103,9 +172,9 @@ func (r *Runner[S]) Reject(ctx context.Context, id, commandID string, reason err
 		if err != nil {
 			return 0, err
 		}
-		for i, c := range rec.Commands {
+		for _, c := range rec.Commands {
 			if c.ID == commandID {
-				out, err := r.e.process(ctx, id, rejection(ev, i, c, reason))
+				out, err := r.e.process(ctx, id, rejection(ev, c, reason))
 				return Outcome(out), err
 			}
 		}

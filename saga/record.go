@@ -12,40 +12,31 @@ import (
 )
 
 // Step records are the events of an instance stream: one per step.
+// Version 2 keeps stored events by reference; version 1 records (see
+// legacy.go) are read and upgraded.
 const (
 	recordType    = "cairn.saga.step"
-	recordVersion = 1
+	recordVersion = 2
 )
-
-// rejectionSource is the source of the rejections fed back to an instance;
-// no stream or delivery source can be named so (they cannot start with
-// "$"). Its sequence is the rejected command's place: the version of the
-// record that sent it and its index there (see rejectionSeq).
-const rejectionSource = "$rejected"
-
-// rejectionSeq orders the commands of an instance: by the record that sent
-// them, then by their index in it. It starts at 1, so that a watermark of
-// 0 (or none) means that no rejection was fed back.
-func rejectionSeq(recordVersion uint64, index int) uint64 {
-	return (recordVersion<<16 | uint64(index)) + 1
-}
-
-// maxCommandsPerStep bounds the commands of one step, so that rejectionSeq
-// stays unique.
-const maxCommandsPerStep = 1 << 16
 
 // record is one step of an instance: what it handled and everything the
 // instance is after it, so that loading an instance reads this one record.
+// Its size is bounded (see [MaxStepSize]): stored events appear in it by
+// reference, and only what has no other home is kept inline (the state, a
+// delivery's payload, a rejection's reason).
 type record struct {
 	// Handled is the message this step handled (or held, or parked).
 	Handled cause `json:"handled"`
 	// State is the instance's state after the step, encoded by the codec.
 	State raw `json:"state"`
-	// Marks maps each source to the last sequence handled from it.
-	Marks map[string]uint64 `json:"marks,omitempty"`
-	// Held are messages waiting: for a gap in their source to fill, or
-	// behind a parked message.
-	Held []heldMessage `json:"held,omitempty"`
+	// Sources is what the instance has taken from each source: in-order
+	// dedup, out-of-order messages and stored events waiting to be read
+	// again are kept there (see progress).
+	Sources map[string]progress `json:"sources,omitempty"`
+	// Held are the deliveries and rejections waiting: for a gap in their
+	// source to fill, or behind a parked message. Stored events waiting
+	// are not listed here: their source's progress is pending instead.
+	Held []envelope `json:"held,omitempty"`
 	// Parked is the message the instance failed on, if any: the instance
 	// handles nothing else until it is retried or skipped.
 	Parked *parkedMessage `json:"parked,omitempty"`
@@ -53,9 +44,16 @@ type record struct {
 	Commands []sentCommand `json:"commands,omitempty"`
 	// Deadlines are the deadlines pending after this step.
 	Deadlines []deadline `json:"deadlines,omitempty"`
-	// Completed says the instance has ended.
-	Completed bool `json:"completed,omitempty"`
-	// Counts of messages this instance dropped, for operations.
+	// Settled are the commands whose final outcome the instance took
+	// (their rejection, or an operator's skip), so that none is taken twice
+	// and the outbox sends none of them again.
+	Settled settled `json:"settled,omitzero"`
+	// Completed says the instance has ended, at the step whose version is
+	// CompletedAt: it takes no more events or deadlines, only the outcomes
+	// of the commands that step (or a later one) sent.
+	Completed   bool   `json:"completed,omitempty"`
+	CompletedAt uint64 `json:"completed_at,omitempty"`
+	// Duplicates counts the messages this instance dropped, for operations.
 	Duplicates uint64 `json:"duplicates,omitempty"`
 }
 
@@ -64,37 +62,77 @@ const (
 	kindEvent    = "event"    // an event was handled
 	kindDeadline = "deadline" // a deadline fired
 	kindRejected = "rejected" // a sent command was rejected
+	kindCommand  = "command"  // a sent command failed for good without a rejection
 	kindHeld     = "held"     // a message was held, early or behind a parked one
 	kindParked   = "parked"   // a message failed and was parked
 	kindSkipped  = "skipped"  // an operator skipped the parked message
-	kindReleased = "released" // an operator released a gap
+	kindReleased = "released" // held messages were taken out, or an operator released a gap
+	kindRetried  = "retried"  // an operator re-sent the commands of a parked command
 	kindRedriven = "redriven" // an operator set the instance back to re-run its messages
 )
 
+// envelope is a message as a record keeps it: what identifies it, and its
+// payload only when the payload has no other home. A stored event (Ordered)
+// is a reference, its Source and Sequence being its stream and version; a
+// delivery keeps its event and metadata; a rejection or a failed command
+// names the command and the record that sent it.
+type envelope struct {
+	// Kind is kindEvent, kindRejected or kindCommand; empty means
+	// kindEvent.
+	Kind     string `json:"kind,omitempty"`
+	Source   string `json:"source,omitempty"`
+	Sequence uint64 `json:"seq,omitempty"`
+	// Ordered says the message is a stored event, read in its stream's
+	// order, so a gap in its sequence is expected rather than waited for.
+	Ordered  bool                `json:"ordered,omitempty"`
+	EventID  uuid.UUID           `json:"event_id,omitzero"`
+	Type     string              `json:"type,omitempty"`
+	Position eventstore.Position `json:"position,omitzero"`
+	// Event and Metadata are a delivery's payload, before upcasting.
+	Event    *raw                 `json:"event,omitempty"`
+	Metadata *eventstore.Metadata `json:"metadata,omitempty"`
+	// Deadline is the ID of a deadline that fires.
+	Deadline string `json:"deadline,omitempty"`
+	// Command is the ID of a rejected or failed command, Sent the version
+	// of the record that sent it, and Reason the rejection's or the
+	// failure's text.
+	Command string `json:"command,omitempty"`
+	Sent    uint64 `json:"sent,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Since is when the message was first held.
+	Since time.Time `json:"since,omitzero"`
+}
+
+// kind returns the envelope's message kind.
+func (m *envelope) kind() string {
+	switch {
+	case m.Deadline != "":
+		return kindDeadline
+	case m.Kind == "":
+		return kindEvent
+	}
+	return m.Kind
+}
+
+// key identifies the message among those of its instance: the IDs of the
+// commands and deadlines its step decides derive from it, and operators
+// name a parked message by it (see [ParkedMessage.ID]).
+func (m *envelope) key() string {
+	switch m.kind() {
+	case kindDeadline:
+		return "d/" + m.Deadline
+	case kindRejected:
+		return "r/" + m.Command
+	case kindCommand:
+		return "c/" + m.Command
+	}
+	return "e/" + m.Source + "/" + uitoa(m.Sequence)
+}
+
 // cause says what a step did, and to which message.
 type cause struct {
-	Kind     string              `json:"kind"`
-	Source   string              `json:"source,omitempty"`
-	Sequence uint64              `json:"seq,omitempty"`
-	EventID  uuid.UUID           `json:"event_id"`
-	Type     string              `json:"type,omitempty"`
-	Position eventstore.Position `json:"position"`
-	// Ordered says the message came in its source's order (a stored event,
-	// read by the runner's subscription), so a gap in its sequence is
-	// expected rather than waited for.
-	Ordered bool `json:"ordered,omitempty"`
-	// Deadline is the ID of the deadline that fired.
-	Deadline string `json:"deadline,omitempty"`
-	// Command is the ID of the rejected command.
-	Command string `json:"command,omitempty"`
-	// Reason is a rejection's error text.
-	Reason string `json:"reason,omitempty"`
-	// Event is the message as it was stored or delivered (an event, or a
-	// rejected command), before upcasting, and Metadata its metadata: with
-	// them the instance's stream alone can replay its history through newer
-	// code (see sagatest.CheckHistory).
-	Event    *raw                `json:"event,omitempty"`
-	Metadata eventstore.Metadata `json:"metadata"`
+	Kind    string   `json:"kind"`
+	Message envelope `json:"message"`
 	// At is when the step ran, by the runner's clock.
 	At time.Time `json:"at"`
 }
@@ -109,32 +147,9 @@ type raw struct {
 func toRaw(r upcast.Raw) raw     { return raw{Type: r.Type, Version: r.Version, Data: r.Data} }
 func (r raw) upcast() upcast.Raw { return upcast.Raw{Type: r.Type, Version: r.Version, Data: r.Data} }
 
-// heldMessage is a message kept in the instance's stream until it can be
-// handled: the stored form of an event (before upcasting, so that it is
-// upcast when it is handled) and where it came from.
-type heldMessage struct {
-	// Kind is kindEvent (or empty) for an event, kindRejected for a
-	// rejection, whose Event is the rejected command.
-	Kind     string              `json:"kind,omitempty"`
-	Source   string              `json:"source"`
-	Sequence uint64              `json:"seq"`
-	Ordered  bool                `json:"ordered,omitempty"`
-	EventID  uuid.UUID           `json:"event_id"`
-	Position eventstore.Position `json:"position"`
-	Event    raw                 `json:"event"`
-	Metadata eventstore.Metadata `json:"metadata"`
-	// Command and Reason are a rejection's command ID and error text.
-	Command string `json:"command,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	// Since is when it was first held.
-	Since time.Time `json:"since"`
-}
-
 // parkedMessage is the message an instance failed on.
 type parkedMessage struct {
-	Message heldMessage `json:"message"`
-	// Deadline is the ID of a parked deadline (Message is then empty).
-	Deadline string    `json:"deadline,omitempty"`
+	Message  envelope  `json:"message"`
 	Error    string    `json:"error"`
 	Attempts int       `json:"attempts"`
 	Since    time.Time `json:"since"`
@@ -148,8 +163,9 @@ type sentCommand struct {
 
 // deadline is a pending deadline.
 type deadline struct {
-	// ID is unique per scheduling, so that a rescheduled deadline's earlier
-	// timer is recognized and ignored.
+	// ID derives from the instance, the message whose step set it and its
+	// name (see deadlineID): fixed in size, and the same when that message
+	// is decided again by [Runner.Redrive].
 	ID      string    `json:"id"`
 	Name    string    `json:"name"`
 	At      time.Time `json:"at"`
@@ -171,16 +187,27 @@ func encodeRecord(stream string, version uint64, key string, r *record, md event
 	}, nil
 }
 
-// decodeRecord reads a stored step record.
+// decodeRecord reads a stored step record, of this version or an earlier
+// one.
 func decodeRecord(e eventstore.Event) (*record, error) {
-	if e.Type != recordType || e.SchemaVersion != recordVersion {
+	if e.Type != recordType {
 		return nil, corrupt(e.StreamID, e.Version, "not a saga step record: type "+e.Type, nil)
 	}
-	var r record
-	if err := json.Unmarshal(e.Data, &r); err != nil {
-		return nil, corrupt(e.StreamID, e.Version, "undecodable step record", err)
+	switch e.SchemaVersion {
+	case recordVersion:
+		var r record
+		if err := json.Unmarshal(e.Data, &r); err != nil {
+			return nil, corrupt(e.StreamID, e.Version, "undecodable step record", err)
+		}
+		return &r, nil
+	case 1:
+		r, err := decodeLegacyRecord(e.Data)
+		if err != nil {
+			return nil, corrupt(e.StreamID, e.Version, "undecodable step record (version 1)", err)
+		}
+		return r, nil
 	}
-	return &r, nil
+	return nil, corrupt(e.StreamID, e.Version, "a step record of schema version "+uitoa(uint64(e.SchemaVersion))+", which this code does not know", nil)
 }
 
 var idSpace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/cairn-es/cairn/saga/v1"))
@@ -194,22 +221,5 @@ var idSpace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/cairn-e
 func recordID(stream string, version uint64, key string) uuid.UUID {
 	return uuid.NewSHA1(idSpace, []byte(stream+"\x00record\x00"+uitoa(version)+"\x00"+key))
 }
-
-// commandID is the ID of the index-th command that the step handling key
-// sends from stream: the same whenever that step is decided, so the bus
-// absorbs a re-send.
-func commandID(stream, key string, index int) string {
-	return uuid.NewSHA1(idSpace, []byte(stream+"\x00command\x00"+key+"\x00"+uitoa(uint64(index)))).String()
-}
-
-// deadlineID identifies one scheduling of a deadline: the key of the
-// message whose step set it, and its name. Each message is decided once,
-// so a later scheduling of the same name has another ID (and the earlier
-// one's timer is recognised as stale); and the same message decided again
-// by [Runner.Redrive] schedules the same ID, so that the commands of its
-// firing keep their IDs too and the bus absorbs them. (Records written
-// before this rule hold "<version>/<name>" IDs, which still match
-// themselves.)
-func deadlineID(key, name string) string { return key + "/" + name }
 
 func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -10,27 +10,33 @@ import (
 
 // Redrive runs the messages of instance id again, from its step at version
 // from on, through the current code: use it after a handler that decided
-// wrong has been fixed. It returns how many messages it ran again.
+// wrong has been fixed. It returns how many messages it runs again.
 //
 // The instance is set back, in one operator's step, to what the step
-// before from left it: its state, watermarks, pending deadlines, held and
-// parked messages, and completion. The events that the steps from from on
-// handled, held or parked are held in that same step, in the order they
-// first arrived, and are then handled in their turn, as any held message
-// is; so an interrupted Redrive goes on at the instance's next message.
+// before from left it: its state, the progress of its sources, its pending
+// deadlines, held and parked messages, settled commands and completion.
+// The messages that the steps from from on took in are then taken again,
+// in their turn, as held messages are: the stored events are read again
+// from their streams, from the first one taken (each stream's pending
+// progress); the deliveries, whose payloads the records kept, are held
+// again; and the rejections and failures of commands sent before from are
+// held again, so that none is lost (those of commands sent from from on
+// come back through the outbox, if the fixed code sends them again). An
+// interrupted Redrive goes on at the instance's next message.
 //
-// Commands keep their IDs: a command's ID derives from the instance and the
-// message it answers, not from the step's version, so the bus absorbs a
-// command the first run already carried out and returns its recorded
-// outcome. A recorded rejection comes back through the outbox and is fed
-// to the instance again; rejections fed in with [Runner.Reject] are not
-// replayed. Deadlines pending before from are pending again and fire at
-// once when they are overdue; those the re-run steps schedule keep their
-// IDs too. What the first run sent and the fixed code no longer sends is
-// not undone: that is for the handlers to compensate.
+// Commands keep their IDs: a command's ID derives from the instance, the
+// message it answers and the command's type and target (see
+// [Output.Send]), not from the step's version or its place in the step, so
+// the bus absorbs a command the first run already carried out, and a
+// command the fixed code adds gets an ID of its own. Deadlines pending
+// before from are pending again and fire at once when they are overdue;
+// those the re-run steps schedule keep their IDs too. What the first run
+// sent and the fixed code no longer sends is not undone: that is for the
+// handlers to compensate.
 //
-// A version past the latest step, or an instance with no steps, is an
-// [*eventstore.InvalidArgumentError].
+// A version past the latest step, an instance with no steps, or a step
+// from from on whose delivery payload its record could not keep (see
+// [MaxStepSize]) is an [*eventstore.InvalidArgumentError].
 func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (int, error) {
 	rerun := 0
 	err := r.operate(ctx, id, func(in *instance[S], rec *record) error {
@@ -38,7 +44,7 @@ func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (int, e
 			return &eventstore.InvalidArgumentError{Stream: in.stream, Index: -1, Field: "redrive version",
 				Reason: fmt.Sprintf("is %d, past the latest step %d of saga %q, instance %q", from, in.version, r.e.t.name, id)}
 		}
-		base, messages, err := r.redriven(ctx, in.stream, from)
+		base, taken, err := r.redriven(ctx, in.stream, from)
 		if err != nil {
 			return err
 		}
@@ -46,28 +52,46 @@ func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (int, e
 		*rec = base
 		rec.Duplicates = duplicates
 		rec.Commands = nil
-		rec.Handled = cause{Kind: kindRedriven, Sequence: from}
-		for _, h := range messages {
-			// The step before from may hold or have parked some of them
-			// already (held early, their step came later): they run in their
-			// turn from there.
-			if !slices.ContainsFunc(rec.Held, func(o heldMessage) bool { return o.Source == h.Source && o.Sequence == h.Sequence }) &&
-				(rec.Parked == nil || rec.Parked.Message.Source != h.Source || rec.Parked.Message.Sequence != h.Sequence) {
-				rec.Held = append(rec.Held, h)
-			}
+		rec.Handled = cause{Kind: kindRedriven, Message: envelope{Sequence: from}}
+		for _, m := range taken {
+			retake(rec, m)
 		}
-		rerun = len(messages)
+		rerun = len(taken)
 		return nil
 	})
 	return rerun, err
 }
 
+// retake puts message m, which a step being re-driven took in, back in
+// rec's care: a stored event by its source's pending progress, anything
+// else among the held messages (unless rec holds or parks it already).
+func retake(rec *record, m envelope) {
+	if m.Ordered && m.kind() == kindEvent {
+		p, seen := rec.Sources[m.Source]
+		if !seen || m.Sequence < p.Next {
+			p.Next = m.Sequence
+		}
+		p.Pending = true
+		rec.Sources[m.Source] = p
+		return
+	}
+	key := m.key()
+	if slices.ContainsFunc(rec.Held, func(h envelope) bool { return h.key() == key }) ||
+		(rec.Parked != nil && rec.Parked.Message.key() == key) {
+		return
+	}
+	rec.Held = append(rec.Held, m)
+}
+
 // redriven reads the history of stream from version from-1 on, and returns
 // the record the step before from left (an empty one when from is 0) and
-// the events that the steps from from on took in, first arrival first.
-func (r *Runner[S]) redriven(ctx context.Context, stream string, from uint64) (record, []heldMessage, error) {
-	base := record{Marks: make(map[string]uint64)}
-	var messages []heldMessage
+// the messages that the steps from from on took in, first arrival first:
+// events (handled, held or parked), and the rejections and failures of
+// commands sent before from.
+func (r *Runner[S]) redriven(ctx context.Context, stream string, from uint64) (record, []envelope, error) {
+	base := record{Sources: make(map[string]progress)}
+	var taken []envelope
+	seen := make(map[string]bool)
 	start := from
 	if from > 0 {
 		start = from - 1
@@ -84,17 +108,54 @@ func (r *Runner[S]) redriven(ctx context.Context, stream string, from uint64) (r
 			base = (&instance[S]{rec: *rec}).next()
 			continue
 		}
-		h := rec.Handled
-		taken := h.Kind == kindEvent || h.Kind == kindHeld || h.Kind == kindParked
-		if !taken || h.Event == nil || h.Command != "" {
-			continue // a deadline (pending again), a rejection (fed again by the outbox), or an operator's step
+		m, ok, err := takenIn(stream, ev.Version, rec, from)
+		if err != nil {
+			return record{}, nil, err
 		}
-		if slices.ContainsFunc(messages, func(m heldMessage) bool { return m.Source == h.Source && m.Sequence == h.Sequence }) {
+		if !ok || seen[m.key()] {
 			continue
 		}
-		messages = append(messages, heldMessage{Kind: kindEvent, Source: h.Source, Sequence: h.Sequence,
-			Ordered: h.Ordered || !h.Position.IsZero(), EventID: h.EventID, Position: h.Position,
-			Event: *h.Event, Metadata: h.Metadata, Since: h.At})
+		seen[m.key()] = true
+		taken = append(taken, m)
 	}
-	return base, messages, nil
+	return base, taken, nil
+}
+
+// takenIn returns the message that step record rec (at version of
+// stream) took in, with the payload it has no other home for, and whether
+// it is one that Redrive from from takes again.
+func takenIn(stream string, version uint64, rec *record, from uint64) (envelope, bool, error) {
+	h := rec.Handled
+	m := h.Message
+	switch h.Kind {
+	case kindEvent, kindHeld, kindParked, kindRejected:
+	default:
+		return envelope{}, false, nil // a deadline (pending again) or an operator's step
+	}
+	switch m.kind() {
+	case kindDeadline:
+		return envelope{}, false, nil
+	case kindRejected, kindCommand:
+		m.Since = h.At
+		return m, m.Sent < from, nil
+	}
+	if m.Ordered {
+		return m, true, nil
+	}
+	if m.Event == nil {
+		// A held or parked delivery keeps its payload in the record's held
+		// or parked message.
+		key := m.key()
+		if i := slices.IndexFunc(rec.Held, func(o envelope) bool { return o.key() == key }); i >= 0 {
+			m = rec.Held[i]
+		} else if rec.Parked != nil && rec.Parked.Message.key() == key {
+			m = rec.Parked.Message
+		}
+	}
+	if m.Event == nil {
+		return envelope{}, false, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "redrive version",
+			Reason: fmt.Sprintf("step %d took in %s, whose payload its record could not keep; redrive from a later step", version, describe(m))}
+	}
+	m.Since = h.At
+	return m, true, nil
 }

@@ -60,24 +60,40 @@ func (d Divergence) String() string {
 	return fmt.Sprintf("%s:\n  recorded: %+v\n  now:      %+v", what, d.Recorded, d.Now)
 }
 
-// Replay runs a recorded history of one instance (its step records, oldest
-// first, as an instance stream holds them: from a store, or exported to a
-// file) through the current code of saga type t, and reports every step
-// where it decides differently: other commands, other deadlines, another
-// completion, or no decision at all (the old state or message no longer
-// decodes, the handler fails). Each step is decided from the state the
-// history recorded before it, with the message it recorded, at the time it
-// ran; so a model change is checked against real instances before it meets
-// them in production. It stores nothing.
+// Replay runs a recorded history of one instance through the current code
+// of saga type t, and reports every step where it decides differently:
+// other commands, other deadlines, another completion, or no decision at
+// all (the old state or message no longer decodes, the handler fails).
+// Each step is decided from the state the history recorded before it,
+// with the message it recorded, at the time it ran; so a model change is
+// checked against real instances before it meets them in production. It
+// stores nothing.
+//
+// The history is what [Runner.Export] yields: the instance's step records,
+// oldest first, each after the stored events it refers to (records keep
+// stored events by reference). A step whose event the history does not
+// hold is reported as one the current code cannot decide.
 func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore.Event, error]) ([]Divergence, error) {
 	if err := t.reg.Validate(); err != nil {
 		return nil, &SetupError{Saga: t.name, Reason: "its codec registry is not set up right", Err: err}
 	}
 	var out []Divergence
 	in := &instance[S]{}
+	// Records refer to the stored events they took in, and to the records
+	// that sent the commands rejected: the history carries both.
+	events := make(map[string]eventstore.Event)
+	at := func(stream string, version uint64) string { return stream + "\x00" + uitoa(version) }
+	lookup := func(_ context.Context, stream string, version uint64) (eventstore.Event, bool, error) {
+		ev, ok := events[at(stream, version)]
+		return ev, ok, nil
+	}
 	for ev, err := range history {
 		if err != nil {
 			return out, err
+		}
+		events[at(ev.StreamID, ev.Version)] = ev
+		if ev.Type != recordType || (in.stream != "" && ev.StreamID != in.stream) {
+			continue // an event that a record refers to
 		}
 		rec, err := decodeRecord(ev)
 		if err != nil {
@@ -87,8 +103,8 @@ func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore
 			in.stream = ev.StreamID
 			in.id = ev.StreamID[min(len(t.Category()), len(ev.StreamID)):]
 		}
-		if msg := replayed(&in.rec, rec.Handled); msg != nil {
-			if d, diverges := replayStep(ctx, t, in, msg, ev.Version, rec); diverges {
+		if msg := replayed(&in.rec, rec); msg != nil {
+			if d, diverges := replayStep(ctx, t, in, msg, ev.Version, rec, lookup); diverges {
 				out = append(out, d)
 			}
 		}
@@ -97,45 +113,84 @@ func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore
 	return out, nil
 }
 
+// Export yields the history of instance id as [Replay] and
+// sagatest.CheckHistory take it: the instance's step records, oldest
+// first, each after the stored event it handled, which the record keeps by
+// reference. The history stands alone: write it to a file with
+// sagatest.WriteHistory, and check a model change against it in CI.
+func (r *Runner[S]) Export(ctx context.Context, id string) iter.Seq2[eventstore.Event, error] {
+	return func(yield func(eventstore.Event, error) bool) {
+		for ev, err := range r.e.store.ReadStream(ctx, r.e.t.Stream(id), eventstore.Forward(0)) {
+			if err != nil {
+				yield(eventstore.Event{}, err)
+				return
+			}
+			rec, err := decodeRecord(ev)
+			if err != nil {
+				yield(eventstore.Event{}, err)
+				return
+			}
+			if m := rec.Handled.Message; m.Ordered && m.Event == nil && replayed(&record{}, rec) != nil {
+				src, found, err := r.e.storedEvent(ctx, m.Source, m.Sequence)
+				if err != nil {
+					yield(eventstore.Event{}, err)
+					return
+				}
+				if found && !yield(src, nil) {
+					return
+				}
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
 // replayed rebuilds the message a recorded step handled, or nil for a step
-// that decided nothing (held, parked, skipped, released).
-func replayed(prev *record, c cause) *message {
-	msg := &message{kind: c.Kind, deadline: c.Deadline}
+// that decided nothing (held, parked, skipped, released) or whose message
+// its record could not keep.
+func replayed(prev *record, rec *record) *message {
+	c := rec.Handled
+	m := c.Message
+	msg := &message{in: m}
 	switch c.Kind {
 	case kindDeadline:
-	case kindEvent, kindRejected:
-		if c.Event == nil {
-			return nil // recorded before steps kept their message
+	case kindEvent:
+		if !m.Ordered && m.Event == nil {
+			return nil // a delivery too large to keep beside the step
 		}
-		msg.in = heldMessage{Source: c.Source, Sequence: c.Sequence, Ordered: true, EventID: c.EventID, Position: c.Position,
-			Event: *c.Event, Metadata: c.Metadata, Command: c.Command, Reason: c.Reason}
-		if c.Kind == kindRejected {
-			msg.in.Kind = kindRejected
+		if p := prev.Sources[m.Source]; m.Ordered && p.Pending {
+			// Taken from its pending stream by a drain: the last one when the
+			// step ended the waiting.
+			msg.pending, msg.last = true, !rec.Sources[m.Source].Pending
 		}
-		msg.fromHeld = slices.ContainsFunc(prev.Held, func(h heldMessage) bool { return h.Source == c.Source && h.Sequence == c.Sequence })
+	case kindRejected:
 	default:
 		return nil
 	}
-	if p := prev.Parked; p != nil && p.Deadline == c.Deadline && p.Message.Source == c.Source && p.Message.Sequence == c.Sequence {
-		msg.unpark = true
-	}
+	key := msg.key()
+	msg.fromHeld = slices.ContainsFunc(prev.Held, func(h envelope) bool { return h.key() == key })
+	msg.unpark = prev.Parked != nil && prev.Parked.Message.key() == key
 	return msg
 }
 
 // replayStep decides msg from the state before a recorded step, and
 // compares it with what the step recorded.
-func replayStep[S any](ctx context.Context, t *Type[S], before *instance[S], msg *message, version uint64, rec *record) (Divergence, bool) {
-	e := &engine[S]{t: t, now: func() time.Time { return rec.Handled.At }}
-	d := Divergence{Step: Step{Version: version, Kind: rec.Handled.Kind, Source: rec.Handled.Source, Sequence: rec.Handled.Sequence,
-		Type: rec.Handled.Type, EventID: rec.Handled.EventID, Position: rec.Handled.Position, Deadline: rec.Handled.Deadline,
-		Command: rec.Handled.Command, At: rec.Handled.At, Completed: rec.Completed}}
+func replayStep[S any](ctx context.Context, t *Type[S], before *instance[S], msg *message, version uint64, rec *record,
+	events func(ctx context.Context, stream string, version uint64) (eventstore.Event, bool, error)) (Divergence, bool) {
+	e := &engine[S]{t: t, now: func() time.Time { return rec.Handled.At }, events: events}
+	d := Divergence{Step: stepOf(version, rec)}
 	var err error
 	if d.Recorded, err = e.decision(rec); err != nil {
 		d.Err = fmt.Errorf("the recorded step: %w", err)
 		return d, true
 	}
-	now, out, err := e.decide(ctx, before, msg, nil)
+	now, out, herr, err := e.decide(ctx, before, msg, nil)
 	switch {
+	case herr != nil:
+		d.Err = herr
+		return d, true
 	case err != nil:
 		d.Err = err
 		return d, true

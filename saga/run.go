@@ -40,12 +40,12 @@ func (r *Runner[S]) start() (*consumers, error) {
 			events, outbox := r.segmentNames(k)
 			eopts, oopts := popts, popts
 			eopts.Filter, oopts.Filter = eventsFilter, recordsFilter
-			if opts.Leases != nil {
-				// A former holder of the outbox's lease may have set
-				// deadlines that this process never read: read them once
-				// the checkpoint is ours.
-				oopts.OnClaim = func(ctx context.Context, from eventstore.Position) error { return r.claimedOutbox(ctx, k, from) }
-			}
+			// The records up to the checkpoint this session claims are not
+			// read again, and another process (the former holder of the
+			// lease, or without leases the other runner that moved the
+			// checkpoint) may have set deadlines there that this one never
+			// read: read them once the checkpoint is ours.
+			oopts.OnClaim = func(ctx context.Context, from eventstore.Position) error { return r.claimedOutbox(ctx, k, from) }
 			var err error
 			if seg.events, err = projection.NewBatch(events, r.e.store, checkpoints,
 				func(ctx context.Context, evs []eventstore.Event) error { return r.handleEvents(ctx, k, evs) }, eopts); err != nil {
@@ -88,11 +88,12 @@ func (r *Runner[S]) OutboxConsumer() string { return StreamPrefix + r.e.t.name +
 // Run runs the saga until ctx ends, then returns nil: it hands every
 // stored event the saga maps to its instance (instances in parallel, each
 // one's events in order), sends the commands the steps record, and fires
-// deadlines when they are due. It first reads the pending deadlines of
-// every instance from their latest steps (with a lease store, each time
-// an outbox consumer takes its lease, as its former holder may have set
-// some since). An error of the event store that outlasts the retries is
-// returned.
+// deadlines when they are due. Each time an outbox consumer claims its
+// checkpoint, it first reads the pending deadlines of the records up to
+// there that this process has not read (all of them at the start; those a
+// former lease holder, or another runner, passed since). An error of the
+// event store that outlasts the retries is returned; one that concerns a
+// single instance parks that instance's message and goes on.
 //
 // With several segments and a lease store, Run takes a member lease and
 // runs its share of the segments, which it gives up to processes that join
@@ -102,16 +103,6 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 	c, err := r.start()
 	if err != nil {
 		return err
-	}
-	if r.opts.Leases == nil {
-		// With leases, each outbox consumer reads them once it holds its
-		// segment.
-		if err := r.loadDeadlines(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -167,11 +158,6 @@ func (r *Runner[S]) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.opts.Leases == nil {
-		if err := r.loadDeadlines(ctx); err != nil {
-			return err
-		}
-	}
 	for {
 		// Deadlines fire only once the events and the commands they cause
 		// are quiet, so that one due at T never overtakes an event stored
@@ -207,13 +193,13 @@ func (r *Runner[S]) handleEvents(ctx context.Context, k int, events []eventstore
 	var order []string
 	groups := make(map[string][]*message)
 	for _, ev := range events {
-		id, msg, problem := r.storedMessage(ev)
+		id, msg, problem := r.e.storedMessage(ev)
 		switch {
 		case problem != nil:
 			if k != 0 {
 				continue
 			}
-			if err := r.park(ctx, ev, "", problem); err != nil {
+			if err := r.deadLetter(ctx, r.EventsConsumer(), ev, "", problem); err != nil {
 				return err
 			}
 			continue
@@ -230,9 +216,20 @@ func (r *Runner[S]) handleEvents(ctx context.Context, k int, events []eventstore
 		}
 		groups[id] = append(groups[id], msg)
 	}
+	consumer, _ := r.segmentNames(k)
 	return r.parallel(ctx, order, func(ctx context.Context, id string) error {
 		for _, msg := range groups[id] {
-			if _, err := r.e.process(ctx, id, msg); err != nil {
+			_, err := r.e.process(ctx, id, msg)
+			if err == nil {
+				continue
+			}
+			if !instanceProblem(err) || ctx.Err() != nil {
+				return err
+			}
+			// The instance cannot take the event (its stream holds a record
+			// that cannot be read, or the store refuses its step): the event
+			// waits as a dead letter, and every other instance goes on.
+			if err := r.deadLetter(ctx, consumer, *msg.event, id, err); err != nil {
 				return err
 			}
 		}
@@ -257,19 +254,41 @@ func (r *Runner[S]) handleRecords(ctx context.Context, k int, events []eventstor
 		}
 		groups[id] = append(groups[id], ev)
 	}
+	_, outbox := r.segmentNames(k)
 	err := r.parallel(ctx, order, func(ctx context.Context, id string) error {
 		for _, ev := range groups[id] {
-			if err := r.sendRecord(ctx, id, ev); err != nil {
+			err := r.sendRecord(ctx, id, ev)
+			if err == nil {
+				continue
+			}
+			if !instanceProblem(err) || ctx.Err() != nil {
+				return err
+			}
+			// A record that cannot be read, or whose rejection its instance
+			// cannot take: it waits as a dead letter of the outbox, and the
+			// other instances' commands go on.
+			if errors.Is(err, eventstore.ErrCorrupt) {
+				r.unreadable(ctx, ev, err)
+			}
+			if err := r.deadLetter(ctx, outbox, ev, id, err); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err == nil && r.opts.Leases != nil && len(events) > 0 {
+	if err == nil && len(events) > 0 {
 		// The session read on from its claim, where the index was whole.
-		r.timers.cover(k, events[len(events)-1].Position)
+		r.timers.extend(k, events[len(events)-1].Position)
 	}
 	return err
+}
+
+// instanceProblem reports an error that concerns one instance only: a
+// record of its stream that cannot be read, a step the store refuses, a
+// record too large. It parks that instance's message; any other error (the
+// store unavailable) fails the batch, which is tried again.
+func instanceProblem(err error) bool {
+	return errors.Is(err, eventstore.ErrCorrupt) || errors.Is(err, eventstore.ErrInvalidArgument) || errors.Is(err, ErrRecordTooLarge)
 }
 
 // parallel runs fn for each ID, at most Workers at once, and returns the
@@ -302,114 +321,33 @@ func (r *Runner[S]) parallel(ctx context.Context, ids []string, fn func(ctx cont
 	return ctx.Err()
 }
 
-// park keeps a stored event that cannot reach an instance (it does not
-// decode, or its mapping finds no instance) as a dead letter of the events
-// consumer, so that an operator sees it; the events after it go on.
-func (r *Runner[S]) park(ctx context.Context, ev eventstore.Event, id string, cause error) error {
+// deadLetter keeps a stored event that cannot reach its instance (it does
+// not decode, its mapping finds no instance, or the instance cannot take
+// it) as a dead letter of consumer, so that an operator sees it; the
+// events after it go on. Without a dead letter store it is an error, which
+// stops the runner.
+func (r *Runner[S]) deadLetter(ctx context.Context, consumer string, ev eventstore.Event, id string, cause error) error {
 	herr := &HandlerError{Saga: r.e.t.name, Instance: id, Attempts: 1, Err: cause,
 		Message: fmt.Sprintf("event %s #%d of %q", ev.Type, ev.Version, ev.StreamID)}
-	r.e.log.WarnContext(ctx, "saga: an event reaches no instance; parked as a dead letter", slog.String("saga", r.e.t.name),
-		slog.String("stream", ev.StreamID), slog.Uint64("version", ev.Version), slog.String("type", ev.Type), slog.Any("error", cause))
+	r.e.log.WarnContext(ctx, "saga: an event cannot reach its instance; parked as a dead letter", slog.String("saga", r.e.t.name),
+		slog.String("consumer", consumer), slog.String("instance", id), slog.String("stream", ev.StreamID),
+		slog.Uint64("version", ev.Version), slog.String("type", ev.Type), slog.Any("error", cause))
 	r.e.stats.count(parkedOut)
 	if r.deadLetters == nil {
 		return herr
 	}
 	now := time.Now().UTC()
-	_, err := r.deadLetters.ParkDeadLetter(ctx, eventstore.DeadLetter{Consumer: r.EventsConsumer(), Event: ev,
+	_, err := r.deadLetters.ParkDeadLetter(ctx, eventstore.DeadLetter{Consumer: consumer, Event: ev,
 		Error: herr.Error(), Attempts: 1, FirstFailure: now, LastFailure: now})
 	return err
 }
 
-// loadDeadlines fills the deadline and gap indexes from the latest step
-// of every instance, read from the store, once.
-func (r *Runner[S]) loadDeadlines(ctx context.Context) error {
-	r.loadOnce.Lock()
-	defer r.loadOnce.Unlock()
-	if r.loaded {
-		return nil
-	}
-	if err := r.scanDeadlines(ctx); err != nil {
-		return err
-	}
-	r.loaded = true
-	return nil
-}
-
-// claimedOutbox makes the deadline index whole for segment k, whose
-// outbox consumer has claimed its checkpoint at from: the records up to
-// from are not read again, and a former holder of the lease may have set
-// deadlines in them that this process never saw. Unless this process ran
-// the outbox that far itself (it lost its lease and took it back, say), it
-// reads the deadlines again.
-func (r *Runner[S]) claimedOutbox(ctx context.Context, k int, from eventstore.Position) error {
-	if r.timers.covered(k, from) {
-		return nil
-	}
-	if err := r.reloadDeadlines(ctx); err != nil {
-		return err
-	}
-	r.timers.cover(k, from)
-	return nil
-}
-
-// reloadDeadlines reads the deadlines of every instance of the active
-// segments again, for a consumer that has just claimed its checkpoint:
-// the scan starts after the claim, so it sees every record up to the
-// checkpoint. Claims that ask at once share one scan, and a store error
-// is retried as a handler's failure is.
-func (r *Runner[S]) reloadDeadlines(ctx context.Context) error {
-	want := r.reloads.asked.Add(1)
-	r.reloads.mu.Lock()
-	defer r.reloads.mu.Unlock()
-	if r.reloads.done >= want {
-		return nil // a scan that started after this claim has run
-	}
-	covered := r.reloads.asked.Load()
-	for attempt := 1; ; attempt++ {
-		err := r.scanDeadlines(ctx)
-		if err == nil {
-			r.reloads.done = covered
-			return nil
-		}
-		if ctx.Err() != nil || attempt >= r.e.attempts {
-			return err
-		}
-		r.e.log.WarnContext(ctx, "saga: reading the pending deadlines failed; retrying", slog.String("saga", r.e.t.name), slog.Any("error", err))
-		if err := backoff.Wait(ctx, r.e.retry.Delay(attempt)); err != nil {
-			return err
-		}
-	}
-}
-
-// scanDeadlines reads the saga's step records once and tells the deadline
-// and gap indexes what the latest step of each instance of an active
-// segment leaves pending.
-func (r *Runner[S]) scanDeadlines(ctx context.Context) error {
-	f := eventstore.Filter{Types: []string{recordType}, StreamPrefixes: []string{r.e.t.Category()}}
-	latest := make(map[string]*record)
-	versions := make(map[string]uint64)
-	for ev, err := range r.e.store.ReadAll(ctx, eventstore.Start, f) {
-		if err != nil {
-			return err
-		}
-		id, _ := strings.CutPrefix(ev.StreamID, r.e.t.Category())
-		if !r.timers.isActive(Segment(id, r.segments)) {
-			continue // another process fires them
-		}
-		rec, err := decodeRecord(ev)
-		if err != nil {
-			return err
-		}
-		if len(rec.Deadlines) == 0 && len(rec.Held) == 0 {
-			delete(latest, id)
-			continue
-		}
-		latest[id], versions[id] = rec, ev.Version
-	}
-	for id, rec := range latest {
-		r.observe(id, versions[id], rec)
-	}
-	return nil
+// unreadable reports a record of the saga's that cannot be read: logged
+// with its stream and version, and counted in [Stats].
+func (r *Runner[S]) unreadable(ctx context.Context, ev eventstore.Event, err error) {
+	r.e.stats.unreadable.Add(1)
+	r.e.log.WarnContext(ctx, "saga: a record of an instance stream cannot be read; it is passed over", slog.String("saga", r.e.t.name),
+		slog.String("stream", ev.StreamID), slog.Uint64("version", ev.Version), slog.String("type", ev.Type), slog.Any("error", err))
 }
 
 // fireWhenDue fires deadlines as they fall due, waiting on one timer for
@@ -418,9 +356,9 @@ func (r *Runner[S]) scanDeadlines(ctx context.Context) error {
 func (r *Runner[S]) fireWhenDue(ctx context.Context) error {
 	failures := 0
 	for {
-		at, changed := r.timers.next()
+		at, pending, changed := r.timers.next()
 		var due <-chan time.Time
-		if !at.IsZero() {
+		if pending {
 			due = r.e.clock.After(max(at.Sub(r.e.now()), 0))
 		}
 		select {

@@ -2,9 +2,9 @@ package saga
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,12 +141,9 @@ type Runner[S any] struct {
 
 	loadOnce sync.Mutex
 	loaded   bool
-	// reloads coalesce the deadline scans that segment claims ask for.
-	reloads struct {
-		asked atomic.Uint64
-		mu    sync.Mutex
-		done  uint64
-	}
+	// scans runs the scans of the deadline index one at a time (see
+	// Runner.scan).
+	scans sync.Mutex
 
 	// segments is how many segments instances hash to; held, while Run
 	// runs, the ones whose consumers run here. activity orders a
@@ -209,7 +206,11 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 // from another service's broker or topic.
 type Delivery struct {
 	// Source names where the event comes from (a topic, a partition, the
-	// sender's stream); not empty and not starting with "$".
+	// sender's stream), by the rules of a stream name: not empty, at most
+	// [eventstore.MaxStreamLen] bytes of printable UTF-8, not starting with
+	// "$". Deliveries and the store's events share one namespace of
+	// sources: a delivery source must not be named as a stream whose
+	// events the saga maps.
 	Source string
 	// Sequence numbers the source's messages for one instance 0, 1, 2, ...
 	// without gaps, so that the instance can put them in order and drop
@@ -267,26 +268,46 @@ func (o Outcome) String() string {
 // the same steps as the store's events: duplicates are dropped, early
 // messages held until their turn, failing handlers retried and then parked.
 // When Deliver returns nil the outcome is durable, so the caller can
-// acknowledge the message to its broker. An event of an unmapped type, or
-// one whose mapping finds no instance, is a typed error and nothing is
-// stored.
+// acknowledge the message to its broker.
+//
+// The source is checked as a stream name is (not empty, at most
+// [eventstore.MaxStreamLen] bytes of printable UTF-8, not starting with
+// "$"), and the metadata as an append checks it: a bad one is an
+// [*eventstore.InvalidArgumentError] naming the field. An event of an
+// unmapped type, or one whose mapping finds no instance, is a
+// [*HandlerError]. An early message that the instance cannot keep within
+// [MaxStepSize], beside those it holds already, is a [*RecordSizeError]
+// (match [ErrRecordTooLarge]): nothing is stored, and the broker may
+// deliver it again once the gap has filled. In every error case nothing
+// is stored.
 func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	t := r.e.t
-	switch {
-	case d.Source == "":
-		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "delivery source", Reason: "is empty"}
-	case strings.HasPrefix(d.Source, "$"):
-		return 0, &eventstore.InvalidArgumentError{Index: -1, Field: "delivery source", Reason: fmt.Sprintf(`%q starts with "$", which is reserved`, d.Source)}
+	if err := eventstore.ValidateStream(d.Source); err != nil {
+		var bad *eventstore.InvalidArgumentError
+		if errors.As(err, &bad) {
+			named := *bad
+			named.Field, named.Stream = "delivery source", ""
+			return 0, &named
+		}
+		return 0, err
+	}
+	if err := eventstore.ValidateMetadata(d.Metadata); err != nil {
+		return 0, err
 	}
 	id, err := r.InstanceOf(d.Event, d.Metadata)
 	if err != nil {
 		return 0, &HandlerError{Saga: t.name, Message: fmt.Sprintf("delivery #%d of %q (%T)", d.Sequence, d.Source, d.Event), Err: err}
 	}
-	raw, err := t.reg.EncodeValue(d.Event)
+	encoded, err := t.reg.EncodeValue(d.Event)
 	if err != nil {
 		return 0, err
 	}
-	msg := &message{kind: kindEvent, in: heldMessage{Source: d.Source, Sequence: d.Sequence, EventID: d.ID, Event: toRaw(raw), Metadata: d.Metadata}}
+	payload, md := toRaw(encoded), d.Metadata.Clone()
+	msg := &message{in: envelope{Source: d.Source, Sequence: d.Sequence, EventID: d.ID, Type: payload.Type, Event: &payload, Metadata: &md},
+		md: eventstore.Metadata{CorrelationID: md.CorrelationID}}
+	if d.ID != (uuid.UUID{}) {
+		msg.md.CausationID = d.ID.String()
+	}
 	out, err := r.e.process(ctx, id, msg)
 	return Outcome(out), err
 }
@@ -298,12 +319,12 @@ func (r *Runner[S]) InstanceOf(event any, md eventstore.Metadata) (string, error
 	if m == nil {
 		return "", fmt.Errorf("%w: saga %q maps no event of type %T", eventstore.ErrInvalidArgument, r.e.t.name, event)
 	}
-	return r.instanceOf(m, event, md)
+	return instanceOf(m, event, md)
 }
 
 // instanceOf runs a mapping's Instance function, which is user code: a
 // panic or an empty ID is an error.
-func (r *Runner[S]) instanceOf(m *eventMapping[S], v any, md eventstore.Metadata) (id string, err error) {
+func instanceOf[S any](m *eventMapping[S], v any, md eventstore.Metadata) (id string, err error) {
 	err = guard(func() error {
 		id = m.instance(deref(v), md)
 		return nil

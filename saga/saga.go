@@ -31,6 +31,9 @@ type Type[S any] struct {
 	deadlines map[string]*deadlineMapping[S]
 	rejected  map[reflect.Type]*rejectionMapping[S]
 	sends     map[reflect.Type]bool
+	// stored are the stored type names of the mapped events, older names
+	// included, once the set-up ends.
+	stored map[string]bool
 }
 
 // Options configure a saga [Type]. The zero value is the default.
@@ -89,9 +92,13 @@ type Event[S, E any] struct {
 	// Starts lets the event start an instance that does not exist yet;
 	// without it such an event is ignored (and counted).
 	Starts bool
-	// AnyOrder handles the event when it arrives, even when messages of
-	// its source that come before it are still missing. Duplicates are
-	// still dropped, by the source's watermark.
+	// AnyOrder handles a delivered event when it arrives, even when
+	// messages of its source that come before it are still missing (see
+	// [Delivery]). Duplicates are still dropped: the instance keeps the
+	// sequences it handled above its source's watermark (at most 256 per
+	// source; beyond them the event waits for the gap below to fill), and
+	// the messages below it are taken in their turn. Stored events come in
+	// their stream's order anyway.
 	AnyOrder bool
 	// Handle decides what the instance does: it may change the state and
 	// say, through out, which commands to send, which deadlines to set or
@@ -242,9 +249,18 @@ func (t *Type[S]) freeze(bus *command.Bus) error {
 	if err := t.reg.Validate(); err != nil {
 		return &SetupError{Saga: t.name, Reason: "its codec registry is not set up right", Err: err}
 	}
+	if !t.frozen {
+		t.stored = make(map[string]bool)
+		for _, name := range t.eventTypes() {
+			t.stored[name] = true
+		}
+	}
 	t.frozen = true
 	return nil
 }
+
+// storedTypes returns the stored type names of the events the saga maps.
+func (t *Type[S]) storedTypes() map[string]bool { return t.stored }
 
 // eventTypes returns the stored type names the saga reacts to, including
 // the older names that upcasters turn into them.

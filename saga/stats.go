@@ -23,6 +23,11 @@ type Stats struct {
 	// same instance and were decided again from the reloaded instance: how
 	// often several processes raced on one instance.
 	Conflicts int64
+	// Unreadable counts the step records the runner passed over because
+	// they cannot be read (damaged, or foreign events of another type in an
+	// instance stream), each logged with its stream and version; the
+	// messages their instances could not take wait as dead letters.
+	Unreadable int64
 	// DeadlinesPending counts the pending deadlines the runner knows of,
 	// and NextDeadline is when the soonest it fires is due (zero for none).
 	DeadlinesPending int
@@ -55,7 +60,8 @@ type SegmentStats struct {
 func (r *Runner[S]) Stats(ctx context.Context) (Stats, error) {
 	c := r.e.stats
 	s := Stats{Saga: r.e.t.name, Handled: c.handled.Load(), Duplicates: c.duplicates.Load(), Ignored: c.ignored.Load(),
-		Held: c.held.Load(), Parked: c.parked.Load(), Conflicts: c.conflicts.Load(), Segments: r.segments}
+		Held: c.held.Load(), Parked: c.parked.Load(), Conflicts: c.conflicts.Load(), Unreadable: c.unreadable.Load(),
+		Segments: r.segments}
 	s.DeadlinesPending, s.NextDeadline = r.timers.count()
 	if gaps := r.gaps.list(); len(gaps) > 0 {
 		s.Gaps, s.OldestGap = len(gaps), gaps[0].Since

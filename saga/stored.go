@@ -3,7 +3,6 @@ package saga
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -34,11 +33,11 @@ func (r *Runner[S]) HandleStored(ctx context.Context, ev eventstore.Event) (Outc
 	if err := eventstore.ValidateStream(ev.StreamID); err != nil {
 		return 0, err
 	}
-	if !slices.Contains(r.e.t.eventTypes(), ev.Type) {
+	if !r.e.t.storedTypes()[ev.Type] {
 		r.e.stats.count(ignored)
 		return Ignored, nil
 	}
-	id, msg, problem := r.storedMessage(ev)
+	id, msg, problem := r.e.storedMessage(ev)
 	switch {
 	case problem != nil:
 		return 0, &HandlerError{Saga: r.e.t.name, Attempts: 1, Err: problem,
@@ -56,15 +55,15 @@ func (r *Runner[S]) HandleStored(ctx context.Context, ev eventstore.Event) (Outc
 // the types the event decodes to, which an upcaster may have turned it
 // into; problem is set when the event cannot reach an instance: it does
 // not decode, or its mapping finds no instance.
-func (r *Runner[S]) storedMessage(ev eventstore.Event) (id string, msg *message, problem error) {
-	values, err := r.e.t.reg.Decode(ev)
+func (e *engine[S]) storedMessage(ev eventstore.Event) (id string, msg *message, problem error) {
+	values, err := e.t.reg.Decode(ev)
 	if err != nil {
 		return "", nil, err
 	}
 	var m *eventMapping[S]
 	var v any
 	for _, d := range values {
-		if m = r.e.t.events[typeOf(d.Value)]; m != nil {
+		if m = e.t.events[typeOf(d.Value)]; m != nil {
 			v = d.Value
 			break
 		}
@@ -72,13 +71,12 @@ func (r *Runner[S]) storedMessage(ev eventstore.Event) (id string, msg *message,
 	if m == nil {
 		return "", nil, nil
 	}
-	if id, err = r.instanceOf(m, v, ev.Metadata); err != nil {
+	if id, err = instanceOf(m, v, ev.Metadata); err != nil {
 		return "", nil, err
 	}
-	return id, &message{kind: kindEvent, values: values, in: heldMessage{
-		Source: ev.StreamID, Sequence: ev.Version, Ordered: true, EventID: ev.ID, Position: ev.Position,
-		Event: raw{Type: ev.Type, Version: ev.SchemaVersion, Data: ev.Data}, Metadata: ev.Metadata,
-	}}, nil
+	return id, &message{event: &ev, values: values,
+		in: envelope{Source: ev.StreamID, Sequence: ev.Version, Ordered: true, EventID: ev.ID, Type: ev.Type, Position: ev.Position},
+		md: eventstore.Metadata{CorrelationID: ev.Metadata.CorrelationID, CausationID: ev.ID.String()}}, nil
 }
 
 // SendStored does for one stored step record of this saga type what the

@@ -103,7 +103,8 @@ func (w *world) count(in reservation.Inputs) {
 //   - Each deadline fired at most once, never before it was due, and
 //     never after it was cancelled: in this flow a handled payment
 //     cancels it, and completion drops every pending deadline.
-//   - Nothing happened after the instance completed.
+//   - Nothing happened after the instance completed but the outcomes of
+//     the commands its completing step sent.
 func (w *world) checkSteps(o *order, steps []saga.Step) (timedOut bool) {
 	bad := func(i int, format string, args ...any) {
 		w.violate("safety: order %s, step %d: %s", o.id, i, fmt.Sprintf(format, args...))
@@ -112,8 +113,12 @@ func (w *world) checkSteps(o *order, steps []saga.Step) (timedOut bool) {
 	handled := make(map[uuid.UUID]int)
 	fired := make(map[string]bool)
 	completed, paid, reserved := -1, -1, -1
+	sentAt := make(map[string]int)
 	for i, s := range steps {
-		if completed >= 0 {
+		for _, c := range s.Commands {
+			sentAt[c.ID] = i
+		}
+		if at, ok := sentAt[s.Command]; completed >= 0 && (s.Command == "" || !ok || at < completed) {
 			bad(i, "a %s step after the instance completed at step %d", s.Kind, completed)
 		}
 		switch s.Kind {
@@ -151,7 +156,7 @@ func (w *world) checkSteps(o *order, steps []saga.Step) (timedOut bool) {
 			fired[s.Deadline] = true
 			timedOut = true
 		}
-		if s.Completed {
+		if s.Completed && completed < 0 {
 			completed = i
 		}
 	}

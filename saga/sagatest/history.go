@@ -17,10 +17,10 @@ import (
 // of saga type t (see [saga.Replay]) and fails the test for every step
 // that the current code decides differently (other commands, other
 // deadlines, another completion) or cannot decide (the recorded state or
-// message no longer decodes). Record histories with [WriteHistory] from a
-// store that older code ran, keep them in testdata, and read them back
-// with [ReadHistory]: a model change is then checked in CI before it meets
-// the instances in production.
+// message no longer decodes). Record histories with [WriteHistory] from
+// saga.Runner.Export on a store that older code ran, keep them in
+// testdata, and read them back with [ReadHistory]: a model change is then
+// checked in CI before it meets the instances in production.
 func CheckHistory[S any](tb testing.TB, t *saga.Type[S], histories ...iter.Seq2[eventstore.Event, error]) {
 	tb.Helper()
 	for i, h := range histories {
@@ -35,8 +35,8 @@ func CheckHistory[S any](tb testing.TB, t *saga.Type[S], histories ...iter.Seq2[
 	}
 }
 
-// WriteHistory writes the events of history (an instance stream read from
-// a store) to w, one JSON object a line.
+// WriteHistory writes the events of history (what saga.Runner.Export
+// yields) to w, one JSON object a line.
 func WriteHistory(w io.Writer, history iter.Seq2[eventstore.Event, error]) error {
 	enc := json.NewEncoder(w)
 	for e, err := range history {

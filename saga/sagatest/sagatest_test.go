@@ -97,11 +97,28 @@ func TestCheckHistoryCatchesAModelChange(t *testing.T) {
 		require.NoError(t, err)
 	}
 	deliver("a", OrderPlaced{OrderID: "h-1"})
-	deliver("b", SeatsReserved{OrderID: "h-1"})
+	// A stored event: the step keeps it by reference, and Export writes it
+	// into the history beside the step.
+	data, err := registry().Encode(SeatsReserved{OrderID: "h-1"})
+	require.NoError(t, err)
+	_, err = store.Append(ctx, "seats-h-1", eventstore.NoStream, data)
+	require.NoError(t, err)
+	for ev, err := range store.ReadStream(ctx, "seats-h-1", eventstore.Forward(0)) {
+		require.NoError(t, err)
+		out, err := old.HandleStored(ctx, ev)
+		require.NoError(t, err)
+		require.Equal(t, saga.Handled, out)
+	}
 	deliver("c", PaymentAccepted{OrderID: "h-1"})
 	var file bytes.Buffer
-	require.NoError(t, sagatest.WriteHistory(&file, store.ReadStream(ctx, "saga:sale-h-1", eventstore.Forward(0))))
+	require.NoError(t, sagatest.WriteHistory(&file, old.Export(ctx, "h-1")))
 	recorded := file.String()
+
+	// The instance's stream alone lacks the stored event its step handled.
+	rec0 := &recorder{TB: t}
+	sagatest.CheckHistory(rec0, saleSaga(registry(), 15*time.Minute), store.ReadStream(ctx, "saga:sale-h-1", eventstore.Forward(0)))
+	require.Len(t, rec0.errs, 1, "the step of the stored event cannot be decided without it")
+	assert.Contains(t, rec0.errs[0], "is not found where the instance's record names it")
 
 	// The same code decides the same.
 	sagatest.CheckHistory(t, saleSaga(registry(), 15*time.Minute), sagatest.ReadHistory(strings.NewReader(recorded)))

@@ -1,0 +1,129 @@
+package saga
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/backoff"
+)
+
+// The deadline index (and the gap index beside it) learns a record when
+// this runner stores it, when its outbox reads it, and when a scan reads
+// it. It must be whole with or without leases: every outbox session
+// starts at a checkpoint that another process may have moved past records
+// this one never read, so each claim first reads what lies between where
+// the index was whole and the claimed checkpoint.
+
+// loadDeadlines fills the deadline and gap indexes from the latest step
+// of every instance, read from the store, once.
+func (r *Runner[S]) loadDeadlines(ctx context.Context) error {
+	r.loadOnce.Lock()
+	defer r.loadOnce.Unlock()
+	if r.loaded {
+		return nil
+	}
+	if err := r.scan(ctx, -1, eventstore.Start); err != nil {
+		return err
+	}
+	r.loaded = true
+	return nil
+}
+
+// claimedOutbox makes the deadline index whole for segment k, whose
+// outbox consumer has claimed its checkpoint at from: the records up to
+// from are not read again, and another process may have set deadlines in
+// them that this one never saw. Unless this process read that far itself,
+// it reads the records it has not read, up to the end of the log, with
+// retries (a store error is retried as a handler's failure is).
+func (r *Runner[S]) claimedOutbox(ctx context.Context, k int, from eventstore.Position) error {
+	for attempt := 1; ; attempt++ {
+		err := r.scan(ctx, k, from)
+		if err == nil || ctx.Err() != nil || attempt >= r.e.attempts {
+			return err
+		}
+		r.e.log.WarnContext(ctx, "saga: reading the pending deadlines failed; retrying", slog.String("saga", r.e.t.name), slog.Any("error", err))
+		if err := backoff.Wait(ctx, r.e.retry.Delay(attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+// scan reads the saga's step records from the lowest position where an
+// active segment's index is not known to be whole, to the end of the log,
+// and tells the indexes what the latest of each instance's records leaves
+// pending; the active segments are then whole up to what it read, and
+// segment k (when not negative) at least up to from, which its consumer
+// claimed before the scan began. Scans run one at a time: one that a
+// claim waited for may have covered it already.
+func (r *Runner[S]) scan(ctx context.Context, k int, from eventstore.Position) error {
+	r.scans.Lock()
+	defer r.scans.Unlock()
+	if k >= 0 && r.timers.covered(k, from) {
+		return nil
+	}
+	start, epochs := r.timers.plan()
+	last, err := r.scanRecords(ctx, start)
+	if err != nil {
+		return err
+	}
+	for seg, epoch := range epochs {
+		p := last
+		if seg == k && p.Before(from) {
+			p = from // the scan read to the end of the log, past the claim
+		}
+		r.timers.cover(seg, p, epoch)
+	}
+	return nil
+}
+
+// scanRecords reads the saga's step records after position start and
+// tells the indexes what the latest record of each instance of an active
+// segment leaves pending. A record that cannot be read is reported and
+// passed over. It returns the position of the last record read (start
+// when none).
+func (r *Runner[S]) scanRecords(ctx context.Context, start eventstore.Position) (eventstore.Position, error) {
+	type latest struct {
+		version uint64
+		rec     *record
+	}
+	found := make(map[string]latest)
+	last := start
+	f := eventstore.Filter{Types: []string{recordType}, StreamPrefixes: []string{r.e.t.Category()}}
+	for ev, err := range r.e.store.ReadAll(ctx, start, f) {
+		if err != nil {
+			return last, err
+		}
+		last = ev.Position
+		id, _ := strings.CutPrefix(ev.StreamID, r.e.t.Category())
+		if !r.timers.isActive(Segment(id, r.segments)) {
+			continue // another process fires them
+		}
+		rec, err := decodeRecord(ev)
+		if err != nil {
+			r.unreadable(ctx, ev, err)
+			continue
+		}
+		if len(rec.Deadlines) == 0 && len(rec.Held) == 0 && !r.timers.knows(id) && !r.gaps.knows(id) {
+			delete(found, id) // nothing to index, nor to drop from the indexes
+			continue
+		}
+		// Only what the indexes read is kept: the deadlines, and the held
+		// messages with the progress their gaps are judged by.
+		found[id] = latest{version: ev.Version, rec: &record{Deadlines: rec.Deadlines, Held: references(rec.Held), Sources: rec.Sources}}
+	}
+	for id, l := range found {
+		r.observe(id, l.version, l.rec)
+	}
+	return last, nil
+}
+
+// references returns held messages without their payloads.
+func references(held []envelope) []envelope {
+	out := make([]envelope, len(held))
+	for i, h := range held {
+		out[i] = h.reference()
+	}
+	return out
+}

@@ -101,7 +101,7 @@ func edgeLiveHeap() uint64 {
 func TestEdge15ReschedulingADeadlineKeepsTheHeapFlat(t *testing.T) {
 	const instances, warm, more = 100, 1_000, 40_000
 	ctx := edgeContext(t)
-	g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+	g := newEdgeRig(t, edgeOnMemory, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 		if e.Text == "start" {
 			out.ScheduleAfter("a", time.Minute, edgeDue{Text: "a"}) // due first, and pending throughout
 		}
@@ -144,16 +144,16 @@ func TestEdge15ReschedulingADeadlineKeepsTheHeapFlat(t *testing.T) {
 	assert.Less(t, perStep, 20.0, "the live heap grows with every rescheduling: %.1f bytes each", perStep)
 }
 
-// TestEdge16ReArmingDeadlineKeepsABoundedID: case 16. A deadline that
+// testEdge16ReArmingDeadlineKeepsABoundedID: case 16. A deadline that
 // re-arms itself in its handler got an ID longer by the name's length (and
 // a separator) at every firing: a one-minute reminder's step records passed
 // 1 MiB after about 33 days, and then case 11 applied. Promise (DESIGN
 // "Identity from meaning, not position. Command and deadline IDs derive
 // from the instance, the message and what is sent or scheduled ... fixed
 // size"): the ID stays short however often the deadline re-arms.
-func TestEdge16ReArmingDeadlineKeepsABoundedID(t *testing.T) {
+func testEdge16ReArmingDeadlineKeepsABoundedID(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	g := newEdgeRig(t, edgeHooks{
+	g := newEdgeRig(t, st, edgeHooks{
 		event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 			out.ScheduleAfter("remind", time.Minute, edgeDue{Text: "remind"})
 			return nil

@@ -32,16 +32,16 @@ func edgeOthersGoOn(t *testing.T, g *edgeRig, r *saga.Runner[edgeState]) {
 	assert.Equal(t, []string{"other"}, edgeSeen(t, r, "other"), "another instance's event is handled")
 }
 
-// TestEdge11OversizedStepRecordDoesNotStopTheSaga: case 11. One 800 KiB
+// testEdge11OversizedStepRecordDoesNotStopTheSaga: case 11. One 800 KiB
 // event (the store takes up to 1 MiB), or 300 KiB events held behind a
 // parked one, made a step record over the store's limit: the append was
 // refused, the batch failed, and CatchUp and Run ended, on every restart.
 // Promise (DESIGN "Isolate per instance ... a record the store refuses";
 // "a step record has a size budget checked before the append"): the
 // catch-up does not fail, and other instances' events are handled.
-func TestEdge11OversizedStepRecordDoesNotStopTheSaga(t *testing.T) {
+func testEdge11OversizedStepRecordDoesNotStopTheSaga(t *testing.T, st edgeStores) {
 	t.Run("OneLargeEvent", func(t *testing.T) {
-		g := newEdgeRig(t, edgeHooks{})
+		g := newEdgeRig(t, st, edgeHooks{})
 		big := edgeEvent{ID: "big", Text: "big", Pad: strings.Repeat("x", 800<<10)}
 		g.put(t, "src-big", big) // the store takes it
 		r := g.runner(t, nil, saga.RunnerOptions{BatchSize: 1})
@@ -49,7 +49,7 @@ func TestEdge11OversizedStepRecordDoesNotStopTheSaga(t *testing.T) {
 		assert.Equal(t, []string{"big"}, edgeSeen(t, r, "big"), "the large event is handled: its step keeps it by reference")
 	})
 	t.Run("LargeEventsHeldBehindAParkedOne", func(t *testing.T) {
-		g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
+		g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
 			if e.Text == "poison" {
 				return errors.New("the handler fails on poison")
 			}
@@ -71,17 +71,17 @@ func TestEdge11OversizedStepRecordDoesNotStopTheSaga(t *testing.T) {
 	})
 }
 
-// TestEdge12ForeignOrDamagedRecordDoesNotStopTheSaga: case 12. A foreign
+// testEdge12ForeignOrDamagedRecordDoesNotStopTheSaga: case 12. A foreign
 // event at the head of one instance stream, or one damaged step record
 // anywhere, stopped Run and CatchUp for every instance; with the damaged
 // record, the start-up deadline scan failed before any event was handled.
 // Promise (DESIGN "Isolate per instance ... corrupt or foreign data"): the
 // catch-up does not fail, and other instances' events are handled.
-func TestEdge12ForeignOrDamagedRecordDoesNotStopTheSaga(t *testing.T) {
+func testEdge12ForeignOrDamagedRecordDoesNotStopTheSaga(t *testing.T, st edgeStores) {
 	t.Run("ForeignEventAtTheHeadOfAnInstanceStream", func(t *testing.T) {
-		g := newEdgeRig(t, edgeHooks{})
+		g := newEdgeRig(t, st, edgeHooks{})
 		ctx := edgeContext(t)
-		_, err := g.mem.Append(ctx, g.typ.Stream("bad"), eventstore.NoStream,
+		_, err := g.store.Append(ctx, g.typ.Stream("bad"), eventstore.NoStream,
 			eventstore.EventData{Type: "someone.elses", SchemaVersion: 1, Data: []byte(`{}`)})
 		require.NoError(t, err)
 		ev := g.put(t, "src-bad", edgeEvent{ID: "bad", Text: "for the instance with the foreign head"})
@@ -90,16 +90,16 @@ func TestEdge12ForeignOrDamagedRecordDoesNotStopTheSaga(t *testing.T) {
 		edgeDeadLettered(t, g, r, ev, "saga:edge-bad", "version 0")
 	})
 	t.Run("DamagedStepRecord", func(t *testing.T) {
-		g := newEdgeRig(t, edgeHooks{})
+		g := newEdgeRig(t, st, edgeHooks{})
 		ctx := edgeContext(t)
 		edgeDeliver(t, g.runner(t, nil, saga.RunnerOptions{}), "src-damaged", 0, edgeEvent{ID: "damaged", Text: "start"})
 		var rec eventstore.Event
-		for ev, err := range g.mem.ReadStream(ctx, g.typ.Stream("damaged"), eventstore.Forward(0)) {
+		for ev, err := range g.store.ReadStream(ctx, g.typ.Stream("damaged"), eventstore.Forward(0)) {
 			require.NoError(t, err)
 			rec = ev
 		}
 		// A step record of the same type, whose data was damaged.
-		_, err := g.mem.Append(ctx, rec.StreamID, eventstore.Exact(rec.Version),
+		_, err := g.store.Append(ctx, rec.StreamID, eventstore.Exact(rec.Version),
 			eventstore.EventData{Type: rec.Type, SchemaVersion: rec.SchemaVersion, Data: []byte(`{"handled":{"kind":`)})
 		require.NoError(t, err)
 		ev := g.put(t, "src-damaged", edgeEvent{ID: "damaged", Text: "after the damage"})
@@ -132,7 +132,7 @@ func edgeDeadLettered(t *testing.T, g *edgeRig, r *saga.Runner[edgeState], ev ev
 	assert.Positive(t, stats.Parked)
 }
 
-// TestEdge13PoisonCommandDoesNotStopTheOutbox: case 13. A command that the
+// testEdge13PoisonCommandDoesNotStopTheOutbox: case 13. A command that the
 // bus always fails without calling it a rejection (an empty aggregate ID,
 // an aggregate whose Handle panics, a recorded command that no longer
 // decodes) stopped the outbox, and CatchUp and Run, for every instance,
@@ -140,7 +140,7 @@ func edgeDeadLettered(t *testing.T, g *edgeRig, r *saga.Runner[edgeState], ev ev
 // undecodable command ... never stops the runner, the outbox or another
 // instance"): the catch-up does not fail, and another instance's command
 // is sent.
-func TestEdge13PoisonCommandDoesNotStopTheOutbox(t *testing.T) {
+func testEdge13PoisonCommandDoesNotStopTheOutbox(t *testing.T, st edgeStores) {
 	send := func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 		s.Seen = append(s.Seen, e.ID)
 		if e.Text == "notify" {
@@ -172,14 +172,14 @@ func TestEdge13PoisonCommandDoesNotStopTheOutbox(t *testing.T) {
 		{"AggregateHandlePanics", "panic-13", "command"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			g := newEdgeRig(t, edgeHooks{event: send})
+			g := newEdgeRig(t, st, edgeHooks{event: send})
 			r := g.runner(t, nil, saga.RunnerOptions{BatchSize: 1})
 			edgeDeliver(t, r, "src-poison", 0, edgeEvent{ID: "poison", Text: c.account})
 			check(t, g, r, c.kind)
 		})
 	}
 	t.Run("RecordedCommandNoLongerDecodes", func(t *testing.T) {
-		old := newEdgeRig(t, edgeHooks{event: send})
+		old := newEdgeRig(t, st, edgeHooks{event: send})
 		edgeDeliver(t, old.runner(t, nil, saga.RunnerOptions{}), "src-poison", 0, edgeEvent{ID: "poison", Text: "acct13"})
 		// The new code no longer knows edgeCharge; the old step still holds one.
 		current := old.sibling(t, edgeHooks{event: send}, true)
@@ -187,15 +187,15 @@ func TestEdge13PoisonCommandDoesNotStopTheOutbox(t *testing.T) {
 	})
 }
 
-// TestEdge14ZeroTimeDeadlineDoesNotBlockItsSegment: case 14. One deadline
+// testEdge14ZeroTimeDeadlineDoesNotBlockItsSegment: case 14. One deadline
 // scheduled at the zero time (ScheduleAt with a time an event left empty)
 // sat at the top of its segment's heap and read as "no deadline", so no
 // deadline of the segment fired any more. Promise (DESIGN "Isolate per
 // instance ... an invalid deadline"; deadlines fire when due): another
 // instance's due deadline fires.
-func TestEdge14ZeroTimeDeadlineDoesNotBlockItsSegment(t *testing.T) {
+func testEdge14ZeroTimeDeadlineDoesNotBlockItsSegment(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 		s.Seen = append(s.Seen, e.Text)
 		var at time.Time // the event left it empty
 		if e.Text == "soon" {

@@ -122,12 +122,12 @@ type edgeHooks struct {
 }
 
 // edgeRig is one version of the edge saga's code (registry, saga type, bus)
-// on a memory store, with checkpoints and a clock that the test moves.
-// Siblings share the store, checkpoints and clock: other code, or other
-// processes.
+// on a store (see edgeStores), with checkpoints and a clock that the test
+// moves. Siblings share the store, checkpoints and clock: other code, or
+// other processes.
 type edgeRig struct {
-	mem      *memory.Store
-	cps      *memory.Consumers
+	store    eventstore.Store
+	cps      sagatest.ConsumerStore
 	clock    *sagatest.Clock
 	reg      *codec.Registry
 	typ      *saga.Type[edgeState]
@@ -135,18 +135,30 @@ type edgeRig struct {
 	accounts *aggregate.Repository[edgeAccount, *edgeAccount]
 }
 
-func newEdgeRig(t *testing.T, hooks edgeHooks) *edgeRig {
-	g := &edgeRig{mem: memory.New(), cps: memory.NewConsumers(), clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
-	t.Cleanup(func() { _ = g.mem.Close() })
+func newEdgeRig(t *testing.T, st edgeStores, hooks edgeHooks) *edgeRig {
+	g := &edgeRig{clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
+	s := st(t)
+	g.store, g.cps = s.Events, s.Consumers
 	g.build(t, hooks, false)
 	return g
+}
+
+// edgeStores opens the stores of one edge test (see TestEdgesOn*), and
+// closes them at its cleanup.
+type edgeStores = sagatest.Factory
+
+// edgeOnMemory is the memory store and consumer store.
+func edgeOnMemory(t *testing.T) sagatest.Stores {
+	s := memory.New()
+	t.Cleanup(func() { _ = s.Close() })
+	return sagatest.Stores{Events: s, Consumers: memory.NewConsumers()}
 }
 
 // sibling returns other code on g's store, checkpoints and clock. Without
 // charges, its registry does not know edgeCharge (the command type was
 // removed), and its saga sends only edgeNotify.
 func (g *edgeRig) sibling(t *testing.T, hooks edgeHooks, withoutCharges bool) *edgeRig {
-	s := &edgeRig{mem: g.mem, cps: g.cps, clock: g.clock}
+	s := &edgeRig{store: g.store, cps: g.cps, clock: g.clock}
 	s.build(t, hooks, withoutCharges)
 	return s
 }
@@ -213,12 +225,12 @@ func (g *edgeRig) build(t *testing.T, hooks edgeHooks, withoutCharges bool) {
 
 	accounts, err := aggregate.NewType[edgeAccount]("acct", aggregate.Options[edgeAccount]{})
 	require.NoError(t, err)
-	g.bus = command.New(g.mem, g.reg, command.Options{})
+	g.bus = command.New(g.store, g.reg, command.Options{})
 	require.NoError(t, command.Route[edgeNotify](g.bus, accounts))
 	if !withoutCharges {
 		require.NoError(t, command.Route[edgeCharge](g.bus, accounts))
 	}
-	g.accounts, err = aggregate.NewRepository(g.mem, g.reg, accounts, aggregate.RepositoryOptions{})
+	g.accounts, err = aggregate.NewRepository(g.store, g.reg, accounts, aggregate.RepositoryOptions{})
 	require.NoError(t, err)
 }
 
@@ -229,7 +241,7 @@ func (g *edgeRig) build(t *testing.T, hooks edgeHooks, withoutCharges bool) {
 func (g *edgeRig) runner(t *testing.T, store eventstore.Store, opts saga.RunnerOptions) *saga.Runner[edgeState] {
 	t.Helper()
 	if store == nil {
-		store = g.mem
+		store = g.store
 	}
 	if opts.Clock == nil {
 		opts.Clock = g.clock
@@ -256,9 +268,9 @@ func (g *edgeRig) put(t *testing.T, stream string, ev any) eventstore.Event {
 	t.Helper()
 	data, err := g.reg.Encode(ev)
 	require.NoError(t, err)
-	res, err := g.mem.Append(context.Background(), stream, eventstore.Any, data)
+	res, err := g.store.Append(context.Background(), stream, eventstore.Any, data)
 	require.NoError(t, err)
-	for e, err := range g.mem.ReadStream(context.Background(), stream, eventstore.Forward(res.LastVersion)) {
+	for e, err := range g.store.ReadStream(context.Background(), stream, eventstore.Forward(res.LastVersion)) {
 		require.NoError(t, err)
 		return e
 	}
@@ -396,14 +408,14 @@ func (s *edgeStore) ReadStream(ctx context.Context, stream string, opts eventsto
 	}
 }
 
-// TestEdge01AnyOrderMessageDoesNotDropEarlierOnes: case 1. A message of a
+// testEdge01AnyOrderMessageDoesNotDropEarlierOnes: case 1. A message of a
 // type mapped with AnyOrder moved its source's watermark to its own
 // sequence, so the earlier messages of that source, arriving later, were
 // dropped as duplicates. Promise (saga.Event.AnyOrder, DESIGN "One
 // structure, one job"): an any-order message is handled when it arrives,
 // and it drops nothing that was not handled; every message is handled once.
-func TestEdge01AnyOrderMessageDoesNotDropEarlierOnes(t *testing.T) {
-	g := newEdgeRig(t, edgeHooks{})
+func testEdge01AnyOrderMessageDoesNotDropEarlierOnes(t *testing.T, st edgeStores) {
+	g := newEdgeRig(t, st, edgeHooks{})
 	r := g.runner(t, nil, saga.RunnerOptions{})
 	require.Equal(t, saga.Handled, edgeDeliver(t, r, "start", 0, edgeEvent{ID: "1", Text: "start"}))
 
@@ -421,7 +433,7 @@ func TestEdge01AnyOrderMessageDoesNotDropEarlierOnes(t *testing.T) {
 	assert.Len(t, edgeSeen(t, r, "1"), len(seen), "redeliveries change nothing")
 }
 
-// TestEdge02DeadlineSetBehindAnotherRunnersCheckpointFires: case 2. Two
+// testEdge02DeadlineSetBehindAnotherRunnersCheckpointFires: case 2. Two
 // runners without leases share their checkpoints: runner A's outbox moved
 // the shared checkpoint past a record that set a deadline; runner B, whose
 // deadline index was loaded before, started its outbox session after that
@@ -429,9 +441,9 @@ func TestEdge01AnyOrderMessageDoesNotDropEarlierOnes(t *testing.T) {
 // Promise (docs/sagas.md "Without Exclusive every runner runs every
 // segment ... it costs work, never correctness"; DESIGN: deadlines are
 // durable and fire exactly once): B fires the deadline when it is due.
-func TestEdge02DeadlineSetBehindAnotherRunnersCheckpointFires(t *testing.T) {
+func testEdge02DeadlineSetBehindAnotherRunnersCheckpointFires(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 		s.Seen = append(s.Seen, e.Text)
 		out.ScheduleAfter("due", 15*time.Minute, edgeDue{Text: e.ID})
 		return nil
@@ -456,7 +468,7 @@ func TestEdge02DeadlineSetBehindAnotherRunnersCheckpointFires(t *testing.T) {
 	assert.Empty(t, x.Deadlines, "and is no longer pending")
 }
 
-// TestEdge03HeldEventSurvivesAnInterruptedDrainAfterSkip: case 3. A stored
+// testEdge03HeldEventSurvivesAnInterruptedDrainAfterSkip: case 3. A stored
 // event held behind a parked one was dropped as a duplicate when the
 // stream's next event was stepped before the drain that follows Skip had
 // handled it (here the drain's append failed once, as after a crash or a
@@ -464,16 +476,16 @@ func TestEdge02DeadlineSetBehindAnotherRunnersCheckpointFires(t *testing.T) {
 // unblock is crash-safe (a later event of a stream never overtakes a held
 // one)"; HandleStored: each event of a stream, in order, at least once):
 // the held event is handled, once, before the stream's later one.
-func TestEdge03HeldEventSurvivesAnInterruptedDrainAfterSkip(t *testing.T) {
+func testEdge03HeldEventSurvivesAnInterruptedDrainAfterSkip(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
 		if e.Text == "poison" {
 			return errors.New("the handler fails on poison")
 		}
 		s.Seen = append(s.Seen, e.Text)
 		return nil
 	}})
-	store := newEdgeStore(g.mem)
+	store := newEdgeStore(g.store)
 	r := g.runner(t, store, saga.RunnerOptions{})
 	var evs []eventstore.Event
 	for _, text := range []string{"start", "poison", "held", "next"} {
@@ -506,7 +518,7 @@ func TestEdge03HeldEventSurvivesAnInterruptedDrainAfterSkip(t *testing.T) {
 	assert.Empty(t, edgeExplain(t, r, "1").Held)
 }
 
-// TestEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom: case 4.
+// testEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom: case 4.
 // Redrive set the instance back to the step before from, which had not
 // taken the rejection of a command sent before from; that command is never
 // sent again (the outbox passed its step), so the rejection was lost for
@@ -514,10 +526,10 @@ func TestEdge03HeldEventSurvivesAnInterruptedDrainAfterSkip(t *testing.T) {
 // the outbox and is fed to the instance again"; DESIGN: a rejection is fed
 // back once): after the re-drive and the outbox, the rejection's handler
 // has run in the re-driven history, and its effect is in the state once.
-func TestEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom(t *testing.T) {
+func testEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
 	var rejections atomic.Int32
-	g := newEdgeRig(t, edgeHooks{
+	g := newEdgeRig(t, st, edgeHooks{
 		event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 			s.Seen = append(s.Seen, e.Text)
 			out.Send(edgeCharge{Account: "reject-4", Ref: "c"})
@@ -553,15 +565,15 @@ func TestEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom(t *testing.T) {
 	assert.Zero(t, g.account(t, "reject-4").Charges["c"], "the rejected charge never applied")
 }
 
-// TestEdge05RejectionOfAnEarlierCommandAfterALaterOneIsHandled: case 5.
+// testEdge05RejectionOfAnEarlierCommandAfterALaterOneIsHandled: case 5.
 // Rejections were deduplicated by one highest-seen number, so the
 // rejection of an earlier command, fed back after a later one's, was a
 // Duplicate and its handler never ran. Promise (Runner.Reject: "the
 // instance's OnRejected handler runs once"; DESIGN "rejections (per
 // command)"): each command's rejection is handled once, in any order.
-func TestEdge05RejectionOfAnEarlierCommandAfterALaterOneIsHandled(t *testing.T) {
+func testEdge05RejectionOfAnEarlierCommandAfterALaterOneIsHandled(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 		s.Seen = append(s.Seen, e.Text)
 		out.Send(edgeCharge{Account: "acct5", Ref: e.Text})
 		return nil
@@ -592,7 +604,7 @@ func TestEdge05RejectionOfAnEarlierCommandAfterALaterOneIsHandled(t *testing.T) 
 	assert.Equal(t, saga.Duplicate, out, "a second rejection of one command is the duplicate")
 }
 
-// TestEdge06ConcurrentOperatorsDoNotLoseTheNextParkedMessage: case 6. Two
+// testEdge06ConcurrentOperatorsDoNotLoseTheNextParkedMessage: case 6. Two
 // operators act on the same parked message P at once; the first one
 // retries it, P succeeds, and the held message Q runs, fails and is
 // parked; the second one, acting on the P it saw, un-parked Q (Retry: P is
@@ -608,12 +620,12 @@ func TestEdge05RejectionOfAnEarlierCommandAfterALaterOneIsHandled(t *testing.T) 
 // read the instance, deterministically, as a race between two operator
 // processes would. The second one's action must then be refused as stale.
 // (Written at first against the API that named only the instance.)
-func TestEdge06ConcurrentOperatorsDoNotLoseTheNextParkedMessage(t *testing.T) {
+func testEdge06ConcurrentOperatorsDoNotLoseTheNextParkedMessage(t *testing.T, st edgeStores) {
 	for _, op := range []string{"Retry", "Skip"} {
 		t.Run(op, func(t *testing.T) {
 			ctx := edgeContext(t)
 			var fixed atomic.Bool
-			g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
+			g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
 				switch {
 				case e.Text == "P" && !fixed.Load():
 					return errors.New("P fails until it is fixed")
@@ -624,7 +636,7 @@ func TestEdge06ConcurrentOperatorsDoNotLoseTheNextParkedMessage(t *testing.T) {
 				return nil
 			}})
 			first := g.runner(t, nil, saga.RunnerOptions{})
-			racing := newEdgeStore(g.mem)
+			racing := newEdgeStore(g.store)
 			second := g.runner(t, racing, saga.RunnerOptions{CacheSize: -1})
 			require.Equal(t, saga.Handled, edgeDeliver(t, first, "s", 0, edgeEvent{ID: "1", Text: "start"}))
 			require.Equal(t, saga.Parked, edgeDeliver(t, first, "s", 1, edgeEvent{ID: "1", Text: "P"}))
@@ -665,17 +677,17 @@ func TestEdge06ConcurrentOperatorsDoNotLoseTheNextParkedMessage(t *testing.T) {
 	}
 }
 
-// TestEdge07RejectionOfACommandSentByTheCompletingStepIsHandled: case 7. A
+// testEdge07RejectionOfACommandSentByTheCompletingStepIsHandled: case 7. A
 // step that sends a command and completes the instance never saw that
 // command's rejection: the instance, complete, ignored it, so OnRejected
 // did not run and the compensation was lost. Promise (OnRejected: "The
 // rejection reaches the instance exactly once, as a step ... This is where
 // compensation starts"; DESIGN: a rejection is fed back once): the
 // compensation handler runs exactly once.
-func TestEdge07RejectionOfACommandSentByTheCompletingStepIsHandled(t *testing.T) {
+func testEdge07RejectionOfACommandSentByTheCompletingStepIsHandled(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
 	var compensations atomic.Int32
-	g := newEdgeRig(t, edgeHooks{
+	g := newEdgeRig(t, st, edgeHooks{
 		event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 			s.Seen = append(s.Seen, e.Text)
 			out.Send(edgeCharge{Account: "reject-7", Ref: "final"})

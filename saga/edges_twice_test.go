@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-es/cairn/saga"
 )
 
-// TestEdge08RedriveWithAnAddedCommandAppliesEachCommandOnce: case 8.
+// testEdge08RedriveWithAnAddedCommandAppliesEachCommandOnce: case 8.
 // Redrive gave commands IDs by their index in the step: when the fixed
 // handler sends a new command first, the old command got a new ID and was
 // applied twice (a charge made twice), and the new one inherited the old
@@ -24,10 +24,10 @@ import (
 // (Runner.Redrive: "Commands keep their IDs ... the bus absorbs a command
 // the first run already carried out"; DESIGN "Identity from meaning, not
 // position"): after the re-drive, each command has applied exactly once.
-func TestEdge08RedriveWithAnAddedCommandAppliesEachCommandOnce(t *testing.T) {
+func testEdge08RedriveWithAnAddedCommandAppliesEachCommandOnce(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
 	var fixed atomic.Bool
-	g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 		s.Seen = append(s.Seen, e.Text)
 		if fixed.Load() {
 			out.Send(edgeNotify{Account: "acct8", Ref: "receipt"}) // the fix: a receipt first
@@ -51,15 +51,15 @@ func TestEdge08RedriveWithAnAddedCommandAppliesEachCommandOnce(t *testing.T) {
 	assert.Equal(t, 1, acct.Notices["receipt"], "the command the fixed handler added is applied, not answered as a duplicate")
 }
 
-// TestEdge09CancelAfterScheduleInOneStepIsNotLost: case 9. A handler that
+// testEdge09CancelAfterScheduleInOneStepIsNotLost: case 9. A handler that
 // schedules a deadline and then cancels it, in one step, left it pending:
 // the cancellation was applied before the scheduling, and the deadline
 // fired after it was cancelled. Promise (Output.Cancel: "it never reaches
 // its handler"; DESIGN "a cancelled deadline never reaches its handler";
 // Output: what a handler decides, in order): nothing fires.
-func TestEdge09CancelAfterScheduleInOneStepIsNotLost(t *testing.T) {
+func testEdge09CancelAfterScheduleInOneStepIsNotLost(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	g := newEdgeRig(t, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
 		s.Seen = append(s.Seen, e.Text)
 		out.ScheduleAfter("due", time.Minute, edgeDue{Text: "x"})
 		out.Cancel("due")
@@ -76,16 +76,16 @@ func TestEdge09CancelAfterScheduleInOneStepIsNotLost(t *testing.T) {
 	assert.Equal(t, []string{"schedule then cancel"}, edgeSeen(t, r, "1"))
 }
 
-// TestEdge10InvalidUTF8SourceIsNotHandledTwice: case 10. A delivery
+// testEdge10InvalidUTF8SourceIsNotHandledTwice: case 10. A delivery
 // source that is not valid UTF-8 was stored under another key (the JSON
 // record replaced its bytes), so after a reload every redelivery was
 // handled again. Promise (docs/sagas.md "Watermarks per source": a message
 // at or below its source's last handled sequence is a duplicate; Deliver
 // refuses a source it cannot take with a typed error): a redelivery does
 // not change the state again, whether Deliver took the source or refused it.
-func TestEdge10InvalidUTF8SourceIsNotHandledTwice(t *testing.T) {
+func testEdge10InvalidUTF8SourceIsNotHandledTwice(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	g := newEdgeRig(t, edgeHooks{})
+	g := newEdgeRig(t, st, edgeHooks{})
 	const source = "\xffbroker"
 	d := saga.Delivery{Source: source, Sequence: 0, Event: edgeEvent{ID: "1", Text: "once"}}
 	out1, err1 := g.runner(t, nil, saga.RunnerOptions{CacheSize: -1}).Deliver(ctx, d)

@@ -518,6 +518,43 @@ func testEdge03HeldEventSurvivesAnInterruptedDrainAfterSkip(t *testing.T, st edg
 	assert.Empty(t, edgeExplain(t, r, "1").Held)
 }
 
+// testEdge03DrainResumesAfterTheOperatorsProcessStops: the other half of
+// case 3. An operator's Skip is stored and the drain that follows it fails
+// (the operator's process dies, say), and no later event of the instance
+// ever arrives to drain it. Promise (DESIGN "whatever they unblock is
+// crash-safe"): the outbox of the production runner, reading the skip's
+// record, drains the instance: the held events are handled, once each, in
+// their stream's order.
+func testEdge03DrainResumesAfterTheOperatorsProcessStops(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
+		if e.Text == "poison" {
+			return errors.New("the handler fails on poison")
+		}
+		s.Seen = append(s.Seen, e.Text)
+		return nil
+	}})
+	production := g.runner(t, nil, saga.RunnerOptions{})
+	for _, text := range []string{"start", "poison", "held-1", "held-2"} {
+		g.put(t, "src-1", edgeEvent{ID: "1", Text: text})
+	}
+	require.NoError(t, production.CatchUp(ctx))
+	x := edgeExplain(t, production, "1")
+	require.NotNil(t, x.Parked)
+	require.Equal(t, map[string]uint64{"src-1": 1}, x.Pending, "the held events wait in their stream")
+
+	failing := newEdgeStore(g.store)
+	operator := g.runner(t, failing, saga.RunnerOptions{})
+	failing.failAppend(g.typ.Stream("1"), 1) // the skip is stored, the drain's first step is not
+	require.Error(t, operator.Skip(ctx, "1", x.Parked.ID))
+
+	require.NoError(t, production.CatchUp(ctx), "the outbox reads the skip's record")
+	x = edgeExplain(t, production, "1")
+	assert.Equal(t, []string{"start", "held-1", "held-2"}, x.State.Seen)
+	assert.Empty(t, x.Pending, "nothing waits any more")
+	assert.Nil(t, x.Parked)
+}
+
 // testEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom: case 4.
 // Redrive set the instance back to the step before from, which had not
 // taken the rejection of a command sent before from; that command is never

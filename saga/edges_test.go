@@ -25,6 +25,7 @@ var edgeTests = []struct {
 	{"01AnyOrderMessageDoesNotDropEarlierOnes", testEdge01AnyOrderMessageDoesNotDropEarlierOnes},
 	{"02DeadlineSetBehindAnotherRunnersCheckpointFires", testEdge02DeadlineSetBehindAnotherRunnersCheckpointFires},
 	{"03HeldEventSurvivesAnInterruptedDrainAfterSkip", testEdge03HeldEventSurvivesAnInterruptedDrainAfterSkip},
+	{"03DrainResumesAfterTheOperatorsProcessStops", testEdge03DrainResumesAfterTheOperatorsProcessStops},
 	{"04RedriveKeepsARejectionOfACommandSentBeforeFrom", testEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom},
 	{"05RejectionOfAnEarlierCommandAfterALaterOneIsHandled", testEdge05RejectionOfAnEarlierCommandAfterALaterOneIsHandled},
 	{"06ConcurrentOperatorsDoNotLoseTheNextParkedMessage", testEdge06ConcurrentOperatorsDoNotLoseTheNextParkedMessage},

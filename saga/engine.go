@@ -213,6 +213,21 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 	}
 }
 
+// resume drains instance id, for a caller that stepped nothing but read
+// its record at version seen: a cached instance older than that is read
+// again first.
+func (e *engine[S]) resume(ctx context.Context, id string, seen uint64) error {
+	unlock, err := e.locks.Lock(ctx, e.t.Stream(id))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if in, ok := e.cache.Get(e.t.Stream(id)); ok && in.version < seen {
+		e.cache.Evict(in.stream)
+	}
+	return e.drain(ctx, id)
+}
+
 // drain handles the held messages that the instance can take now, and the
 // stored events waiting in its pending sources, one step each, until none
 // is left that it can.

@@ -100,14 +100,25 @@ func (r *Runner[S]) SendStored(ctx context.Context, ev eventstore.Event) error {
 	return r.sendRecord(ctx, id, ev)
 }
 
-// sendRecord is the outbox's work on one step record ev of instance id.
+// sendRecord is the outbox's work on one step record ev of instance id:
+// tell the indexes, send its commands, and, when the record left messages
+// that the instance may take now, drain them. That last part makes the
+// drain that follows an operator's action (or any step) survive the crash
+// of the process that stored the step: the outbox of whichever process
+// reads the record next goes on with it.
 func (r *Runner[S]) sendRecord(ctx context.Context, id string, ev eventstore.Event) error {
 	rec, err := decodeRecord(ev)
 	if err != nil {
 		return err
 	}
 	r.observe(id, ev.Version, rec)
-	return r.send(ctx, ev, rec)
+	if err := r.send(ctx, ev, rec); err != nil {
+		return err
+	}
+	if rec.Parked == nil && (len(rec.Held) > 0 || len(pendingSources(rec)) > 0) {
+		return r.e.resume(ctx, id, ev.Version)
+	}
+	return nil
 }
 
 // LoadDeadlines reads the pending deadlines of every instance from their

@@ -46,6 +46,9 @@ torture:
 	@# 1-100, a child SIGKILLed at each cell's failpoint, a clean child
 	@# draining; the table of figures is the last thing printed.
 	CAIRN_TORTURE=1 $(GO) test -tags cairnfailpoints -count=1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestCrashMatrix$$' ./internal/crashmatrix/
+	@# A saga's memory (issue 20): 10,000 instances rescheduling an
+	@# inactivity timeout 100 times each, the live heap flat.
+	CAIRN_TORTURE=1 $(GO) test -count=1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestTenThousandInstances' ./saga/
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)

@@ -233,7 +233,11 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 			return nil, err
 		}
 		for i := len(s.Commands) - 1; i >= 0; i-- {
-			if !in.rec.Settled.has(s.Commands[i].ID) {
+			done, err := r.e.isSettled(ctx, in, s.Commands[i].ID, ev.Version)
+			if err != nil {
+				return nil, err
+			}
+			if !done {
 				out = append(out, s.Commands[i])
 			}
 		}

@@ -137,7 +137,8 @@ func decodeLegacyRecord(data []byte) (*record, error) {
 // legacyEnvelope is a version 1 message as an envelope.
 func legacyEnvelope(h legacyMessage) envelope {
 	if h.Kind == kindRejected {
-		return envelope{Kind: kindRejected, Command: h.Command, Sent: legacySent(h.Sequence), Reason: h.Reason, Since: h.Since}
+		return envelope{Kind: kindRejected, Command: h.Command, Type: h.Event.Type, Sent: legacySent(h.Sequence), Reason: h.Reason,
+			Since: h.Since}
 	}
 	ev, md := h.Event, h.Metadata
 	m := envelope{Source: h.Source, Sequence: h.Sequence, Ordered: h.Ordered, EventID: h.EventID, Type: h.Event.Type,

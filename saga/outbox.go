@@ -40,16 +40,19 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 	if r.bus == nil {
 		return fmt.Errorf("saga %q: instance %q has commands to send, and the runner has no command bus", r.e.t.name, id)
 	}
-	var done settled
-	switch in, err := r.e.peek(ctx, id); {
-	case err == nil:
-		done = in.rec.Settled
-	case !errors.Is(err, eventstore.ErrCorrupt):
+	in, err := r.e.peek(ctx, id)
+	if err != nil && !errors.Is(err, eventstore.ErrCorrupt) {
 		return err
 	}
 	for _, c := range rec.Commands {
-		if done.has(c.ID) {
-			continue // its outcome was taken before a crash: that is final
+		if in != nil {
+			done, err := r.e.isSettled(ctx, in, c.ID, ev.Version)
+			if err != nil && !errors.Is(err, eventstore.ErrCorrupt) {
+				return err
+			}
+			if done {
+				continue // its outcome was taken before a crash: that is final
+			}
 		}
 		back, err := r.dispatch(ctx, id, ev, c)
 		if err != nil {

@@ -110,7 +110,7 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 
 	source, seq := msg.in.Source, msg.in.Sequence
 	p := r.Sources[source]
-	if !msg.unpark && (seen || p.taken(seq)) {
+	if !msg.unpark && (seen || p.taken(seq) || (msg.in.Ordered && !msg.pending && p.waits(seq))) {
 		return d.nothing(duplicate)
 	}
 	if r.Completed {
@@ -175,7 +175,7 @@ func (d *decision) nothing(o outcome) (*record, outcome, error, error) {
 func (d *decision) take(msg *message, p progress) {
 	p = p.take(msg.in.Sequence, msg.in.Ordered)
 	if msg.pending && msg.last {
-		p.Pending = false
+		p.Pending, p.HeldTo = false, 0
 	}
 	d.r.Sources[msg.in.Source] = p
 	d.changed = true
@@ -194,7 +194,7 @@ func (d *decision) hold(msg *message) (*record, outcome, error, error) {
 		if !seen {
 			p.Next = msg.in.Sequence
 		}
-		p.Pending = true
+		p.Pending, p.HeldTo = true, max(p.HeldTo, msg.in.Sequence)
 		r.Sources[msg.in.Source] = p
 	} else {
 		h := msg.in
@@ -233,7 +233,7 @@ func (e *engine[S]) pass(d *decision, msg *message) (*record, outcome, error, er
 		return d.nothing(ignored)
 	}
 	p = p.passTo(msg.in.Sequence)
-	p.Pending = false
+	p.Pending, p.HeldTo = false, 0
 	d.r.Sources[msg.in.Source] = p
 	d.changed = true
 	return d.nothing(ignored)

@@ -535,13 +535,20 @@ func testEdge03DrainResumesAfterTheOperatorsProcessStops(t *testing.T, st edgeSt
 		return nil
 	}})
 	production := g.runner(t, nil, saga.RunnerOptions{})
+	var evs []eventstore.Event
 	for _, text := range []string{"start", "poison", "held-1", "held-2"} {
-		g.put(t, "src-1", edgeEvent{ID: "1", Text: text})
+		evs = append(evs, g.put(t, "src-1", edgeEvent{ID: "1", Text: text}))
 	}
 	require.NoError(t, production.CatchUp(ctx))
 	x := edgeExplain(t, production, "1")
 	require.NotNil(t, x.Parked)
 	require.Equal(t, map[string]uint64{"src-1": 1}, x.Pending, "the held events wait in their stream")
+	for _, ev := range evs[2:] {
+		out, err := production.HandleStored(ctx, ev)
+		require.NoError(t, err)
+		assert.Equal(t, saga.Duplicate, out, "a held event delivered again waits already: nothing is stored")
+	}
+	assert.Equal(t, x.Version, edgeExplain(t, production, "1").Version)
 
 	failing := newEdgeStore(g.store)
 	operator := g.runner(t, failing, saga.RunnerOptions{})

@@ -132,7 +132,7 @@ func complete(r *record, version uint64) {
 	r.Held = slices.DeleteFunc(r.Held, func(h envelope) bool { return h.kind() == kindEvent })
 	for src, p := range r.Sources {
 		if p.Pending {
-			p.Pending = false
+			p.Pending, p.HeldTo = false, 0
 			r.Sources[src] = p
 		}
 	}

@@ -107,7 +107,7 @@ func decodeLegacyRecord(data []byte) (*record, error) {
 			if _, marked := old.Marks[h.Source]; !marked && (!seen || h.Sequence < p.Next) {
 				p.Next = h.Sequence
 			}
-			p.Pending = true
+			p.Pending, p.HeldTo = true, max(p.HeldTo, h.Sequence)
 			r.Sources[h.Source] = p
 			continue
 		}

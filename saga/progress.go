@@ -26,7 +26,15 @@ type progress struct {
 	// their stream's order, when it can. Every later event of the source
 	// waits behind them, so none overtakes an earlier one.
 	Pending bool `json:"pending,omitempty"`
+	// HeldTo is, while Pending, the highest sequence of the source held:
+	// an event at or below it was held by a step already stored, which the
+	// drain reads past, so its redelivery is a duplicate.
+	HeldTo uint64 `json:"held_to,omitempty"`
 }
+
+// waits reports whether the stored event at seq was held already, and
+// waits in its pending source.
+func (p progress) waits(seq uint64) bool { return p.Pending && seq >= p.Next && seq <= p.HeldTo }
 
 // taken reports whether the message at seq was handled or passed over:
 // a repeat of it is a duplicate.
@@ -46,6 +54,9 @@ func (p progress) take(seq uint64, ordered bool) progress {
 	switch {
 	case ordered || seq == p.Next:
 		p.Next = max(p.Next, seq+1)
+		if p.HeldTo < p.Next {
+			p.HeldTo = 0
+		}
 	default:
 		i, found := slices.BinarySearch(p.Above, seq)
 		if !found {

@@ -71,7 +71,7 @@ func retake(rec *record, m envelope) {
 		if !seen || m.Sequence < p.Next {
 			p.Next = m.Sequence
 		}
-		p.Pending = true
+		p.Pending, p.HeldTo = true, max(p.HeldTo, m.Sequence)
 		rec.Sources[m.Source] = p
 		return
 	}

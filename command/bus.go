@@ -80,8 +80,11 @@ type Bus struct {
 
 	mu     sync.RWMutex
 	routes map[reflect.Type]route
-	types  map[string]any // aggregate name -> *aggregate.Type, to catch two types with one name
-	repos  map[any]route  // *aggregate.Type -> its route, shared by its command types
+	// names are the routed command types' names as their events record
+	// them (see commandTypeName), made once at Route.
+	names map[reflect.Type]string
+	types map[string]any // aggregate name -> *aggregate.Type, to catch two types with one name
+	repos map[any]route  // *aggregate.Type -> its route, shared by its command types
 }
 
 // New returns a bus that loads aggregates from store and decodes and
@@ -102,6 +105,7 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 		log:    opts.Logger,
 		cache:  lru.New[any](opts.CacheSize),
 		routes: make(map[reflect.Type]route),
+		names:  make(map[reflect.Type]string),
 		types:  make(map[string]any),
 		repos:  make(map[any]route),
 	}
@@ -155,24 +159,25 @@ func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
 	if msg.Command == nil {
 		return Result{CommandID: msg.ID}, &NoRouteError{CommandType: "<nil>"}
 	}
+	ct := reflect.TypeOf(msg.Command)
 	b.mu.RLock()
-	r := b.routes[reflect.TypeOf(msg.Command)]
+	r, name := b.routes[ct], b.names[ct]
 	b.mu.RUnlock()
 	if r == nil {
 		return Result{CommandID: msg.ID}, &NoRouteError{CommandType: fmt.Sprintf("%T", msg.Command)}
 	}
-	return r.dispatch(ctx, b, msg)
+	return r.dispatch(ctx, b, msg, name)
 }
 
-// commandType names cmd's type as its events record it (see
+// commandTypeName names command type ct as its events record it (see
 // aggregate.SaveOptions.CommandType): the codec's type name when the bus's
 // registry knows the Go type, which survives a refactor of the Go code;
-// its Go type name otherwise.
-func (b *Bus) commandType(cmd Command) string {
-	if name, _, ok := b.reg.NameOfType(reflect.TypeOf(cmd)); ok {
+// its Go type name (as %T prints it) otherwise.
+func (b *Bus) commandTypeName(ct reflect.Type) string {
+	if name, _, ok := b.reg.NameOfType(ct); ok {
 		return name
 	}
-	return fmt.Sprintf("%T", cmd)
+	return ct.String()
 }
 
 // CachedAggregates returns how many loaded aggregates the bus keeps now.

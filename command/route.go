@@ -16,7 +16,7 @@ import (
 
 // route dispatches the commands of one aggregate type.
 type route interface {
-	dispatch(ctx context.Context, b *Bus, msg *Message) (Result, error)
+	dispatch(ctx context.Context, b *Bus, msg *Message, commandType string) (Result, error)
 	aggregateName() string
 }
 
@@ -57,6 +57,7 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 		b.types[typ.Name()] = typ
 	}
 	b.routes[ct] = r
+	b.names[ct] = b.commandTypeName(ct)
 	return nil
 }
 
@@ -66,7 +67,7 @@ type typedRoute[T any, PT aggregate.Root[T]] struct {
 
 func (r *typedRoute[T, PT]) aggregateName() string { return r.repo.Type().Name() }
 
-func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) (Result, error) {
+func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, commandType string) (Result, error) {
 	id, err := aggregateID(msg.Command)
 	if err != nil {
 		return Result{CommandID: msg.ID}, err
@@ -83,7 +84,6 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message) 
 	defer unlock()
 
 	md := eventstore.Metadata{CorrelationID: msg.CorrelationID, CausationID: msg.CausationID, Extra: msg.Extra}
-	commandType := b.commandType(msg.Command)
 	if md.CorrelationID == "" {
 		md.CorrelationID = msg.ID
 	}

@@ -23,6 +23,19 @@
 // that fails is shrunk (see [Shrink]); the same seed always runs the same
 // way, which [Result.Hash] shows.
 //
+// A second workload (Config.Workload Tabs, tab*.go) walks the paths the
+// reservation flow never takes: a saga with any-order mappings and three
+// sources per instance, an inactivity timeout re-armed by each message, a
+// reminder that re-arms itself, cancel-after-schedule in one step, a
+// completing step whose charge is rejected, payloads near and over the
+// limits, poison and undecodable commands, damaged records repaired by
+// an operator, an operator's process (Retry, Skip, Release, Redrive on a
+// fixed code version, on fresh and stale views, racing the others) and a
+// second runner without leases on the same checkpoints. Its handlers
+// write the promises they see broken into the state; the checker counts
+// every message and command against the plan.
+//
 // TestSimulation runs 500 seeds in `make test` and 10,000 in `make sim`;
-// `make sim SEED=n` replays one seed with its trace.
+// `make sim SEED=n` replays one seed with its trace; WORKLOAD=tabs runs
+// the tab workload.
 package sim

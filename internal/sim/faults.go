@@ -51,12 +51,31 @@ const (
 	// flight is lost, and it resumes after its stored checkpoint.
 	RestartBridge
 
+	// The faults of the tab workload (see tabworld.go).
+
+	// Corrupt puts a record that cannot be read at the head of one
+	// instance's stream: a foreign event, or a damaged step record. The
+	// operator repairs it a few ticks later.
+	Corrupt
+	// Race runs another process's step on an instance (a delivery, a
+	// firing, a colleague's operator action) right after the operator's
+	// process has read that instance, before it acts.
+	Race
+	// Stale makes the operator act on what it saw of an instance some
+	// ticks before, rather than on a fresh look.
+	Stale
+	// SecondRunner gives the second runner (another process on the same
+	// store and checkpoints, without leases) a catch-up this tick.
+	SecondRunner
+	// CrashSecond restarts the second runner.
+	CrashSecond
+
 	numKinds
 )
 
 var kindNames = [numKinds]string{"drop", "duplicate", "delay", "reorder", "append-before", "append-after",
 	"checkpoint-before", "checkpoint-after", "stall", "crash-step", "crash-send", "crash-fire", "crash-idle",
-	"restart-outbox", "restart-bridge"}
+	"restart-outbox", "restart-bridge", "corrupt", "race", "stale", "second-runner", "crash-second"}
 
 // probability is each kind's chance per opportunity. The crashes after a
 // failure are likely, so that a crash lands on most failed writes' heels;
@@ -66,6 +85,7 @@ var probability = [numKinds]float64{
 	AppendBefore: 0.015, AppendAfter: 0.015, CheckpointBefore: 0.05, CheckpointAfter: 0.05,
 	Stall: 0.1, CrashStep: 0.3, CrashSend: 0.3, CrashFire: 0.3, CrashIdle: 0.01,
 	RestartOutbox: 0.02, RestartBridge: 0.02,
+	Corrupt: 0.015, Race: 0.25, Stale: 0.2, SecondRunner: 0.15, CrashSecond: 0.02,
 }
 
 // String returns the kind's name.

@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"time"
 
@@ -38,20 +38,6 @@ func (w *world) run() error {
 	return w.drain()
 }
 
-// jump is how far the clock moves at the start of a tick: mostly seconds,
-// sometimes minutes, now and then most of a payment window, so that some
-// payments miss their deadline.
-func (w *world) jump() time.Duration {
-	switch p := w.work.IntN(100); {
-	case p < 70:
-		return time.Duration(5+w.work.IntN(35)) * time.Second
-	case p < 95:
-		return time.Duration(60+w.work.IntN(180)) * time.Second
-	default:
-		return time.Duration(6+w.work.IntN(12)) * time.Minute
-	}
-}
-
 // step is one tick: time moves, the process may crash or restart parts of
 // itself, orders are placed, and every component gets its turn.
 func (w *world) step(d time.Duration) error {
@@ -76,9 +62,6 @@ func (w *world) step(d time.Duration) error {
 	}
 	return nil
 }
-
-// op moves the clock for one operation.
-func (w *world) op() { w.clock.Advance(opTime) }
 
 // place dispatches the orders due by now that are not placed yet; one that
 // fails is placed again next tick, with the same command ID.
@@ -119,18 +102,27 @@ func (w *world) observe() error {
 	return nil
 }
 
-// send is the outbox dispatcher's turn: it sends the step records stored
-// after its cursor, in log order, and stops at the first failure, to
-// retry it next tick; then it saves its checkpoint.
+// send is the outbox dispatcher's turn.
 func (w *world) send() error {
+	r := w.proc.runner
+	return w.sendRecords(&w.outbox, w.sale.Category(), r.OutboxConsumer(), r.SendStored, nil)
+}
+
+// sendRecords is an outbox dispatcher's turn: it sends the step records
+// of category stored after its cursor, in log order, and stops at the
+// first failure, to retry it next tick; then it saves its checkpoint under
+// consumer. park, when set, keeps a record that concerns one instance only
+// as a dead letter, as the runner's own outbox does, and goes on.
+func (w *base) sendRecords(ob *outbox, category, consumer string, send func(context.Context, eventstore.Event) error,
+	park func(ev eventstore.Event, err error) (bool, error)) error {
 	if f, _ := w.inj.fault(Stall); f && !w.draining {
 		return nil
 	}
-	if err := w.outbox.load(w); err != nil {
+	if err := ob.load(w, consumer); err != nil {
 		return err
 	}
 	var records []eventstore.Event
-	for ev, err := range w.mem.ReadAll(w.ctx, w.outbox.cursor, eventstore.Filter{StreamPrefixes: []string{w.sale.Category()}}) {
+	for ev, err := range w.mem.ReadAll(w.ctx, ob.cursor, eventstore.Filter{StreamPrefixes: []string{category}}) {
 		if err != nil {
 			return err
 		}
@@ -138,48 +130,43 @@ func (w *world) send() error {
 	}
 	for _, ev := range records {
 		w.op()
-		if err := w.proc.runner.SendStored(w.ctx, ev); err != nil {
-			_, err := w.failed(fmt.Sprintf("send %s#%d", ev.StreamID, ev.Version), err, CrashSend)
-			return err
+		what := fmt.Sprintf("send %s#%d", ev.StreamID, ev.Version)
+		if err := send(w.ctx, ev); err != nil {
+			parked := false
+			if park != nil {
+				var perr error
+				if parked, perr = park(ev, err); perr != nil {
+					return perr
+				}
+			}
+			if !parked {
+				_, err := w.failed(what, err, CrashSend)
+				return err
+			}
+			w.tracef("%s: dead letter: %v", what, err)
 		}
-		w.outbox.cursor = ev.Position
+		ob.cursor = ev.Position
 		w.tracef("sent %s#%d", ev.StreamID, ev.Version)
 	}
-	return w.saveCheckpoint(w.proc.runner.OutboxConsumer(), w.outbox.cursor)
+	return w.saveCheckpoint(consumer, ob.cursor)
 }
 
 // fire is the deadline scheduler's turn.
-func (w *world) fire() error {
+func (w *world) fire() error { return w.fireDue(w.proc.runner.FireDue) }
+
+// fireDue is a deadline scheduler's turn: it fires what is due.
+func (w *base) fireDue(fire func(context.Context) (int, error)) error {
 	if f, _ := w.inj.fault(Stall); f && !w.draining {
 		return nil
 	}
 	w.op()
-	n, err := w.proc.runner.FireDue(w.ctx)
+	n, err := fire(w.ctx)
 	if n > 0 {
 		w.tracef("fired %d deadlines", n)
 	}
 	if err != nil {
 		_, err := w.failed("fire", err, CrashFire)
 		return err
-	}
-	return nil
-}
-
-// saveCheckpoint moves a consumer's checkpoint to pos, from where the
-// store has it; a failed save is tried again at the next one.
-func (w *world) saveCheckpoint(name string, pos eventstore.Position) error {
-	cp, err := w.checkpoints.Checkpoint(w.ctx, name)
-	if err != nil {
-		return err
-	}
-	if cp.Position == pos {
-		return nil
-	}
-	if err := w.checkpoints.SaveCheckpoint(w.ctx, name, cp.Position, pos, 0); err != nil {
-		w.tracef("checkpoint %s: error: %v", name, err)
-		if !errors.Is(err, ErrInjected) {
-			w.violate("checkpoint %s failed on its own: %v", name, err)
-		}
 	}
 	return nil
 }
@@ -231,12 +218,4 @@ func (w *world) timeLeft() bool {
 	}
 	st, err := w.proc.runner.Stats(w.ctx)
 	return err != nil || st.DeadlinesPending > 0
-}
-
-// logLength returns the position of the last event stored.
-func (w *world) logLength() eventstore.Position {
-	for ev := range w.mem.ReadAll(w.ctx, w.logEnd, eventstore.Filter{}) {
-		w.logEnd = ev.Position
-	}
-	return w.logEnd
 }

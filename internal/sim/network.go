@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,12 +52,23 @@ type bridge struct {
 // reset forgets everything in flight, as a restart does.
 func (b *bridge) reset() { *b = bridge{skipped: b.skipped, heads: make(map[string][]*parcel)} }
 
+// sink is where the bridge hands stored events: a runner's HandleStored,
+// under the name of the runner's events consumer (whose checkpoint the
+// bridge keeps).
+type sink struct {
+	consumer string
+	handle   func(ctx context.Context, ev eventstore.Event) (saga.Outcome, error)
+	// park, when set, keeps an event that its instance cannot take as a
+	// dead letter, as the runner's own consumer does, and says whether it
+	// did: the bridge then acknowledges it and goes on.
+	park func(ev eventstore.Event, err error) (bool, error)
+}
+
 // deliverStored is the bridge's turn: it reads what was stored since its
 // cursor, then delivers what it may.
-func (w *world) deliverStored() error {
-	b := &w.bridge
+func (w *base) deliverStored(b *bridge, to sink) error {
 	if !b.loaded {
-		cp, err := w.checkpoints.Checkpoint(w.ctx, w.proc.runner.EventsConsumer())
+		cp, err := w.checkpoints.Checkpoint(w.ctx, to.consumer)
 		if err != nil {
 			return err
 		}
@@ -93,35 +105,49 @@ func (w *world) deliverStored() error {
 			p.due = due
 			continue
 		}
-		ev := p.ev
-		if p.acked && w.cfg.Sabotage == RewriteSequences {
-			ev.Version += 1 << 20
-		}
-		what := fmt.Sprintf("deliver %s#%d %s", p.ev.StreamID, p.ev.Version, p.ev.Type)
-		var out saga.Outcome
-		var err error
-		if !p.acked && !b.skipped && w.cfg.Sabotage == SkipEvent && ev.Type == "seats.reserved" {
-			b.skipped = true
-			w.tracef("%s: sabotaged, acknowledged without delivery", what)
-		} else {
-			w.op()
-			if out, err = w.proc.runner.HandleStored(w.ctx, ev); err != nil {
-				p.due = w.tick + 1
-				crashed, err := w.failed(what, err, CrashStep)
-				if err != nil || crashed {
-					return err // a crash lost the bridge's pool: the new process reads again
-				}
-				continue
-			}
-			w.tracef("%s: %s", what, out)
-		}
-		b.ack(p)
-		if dup, aux := w.inj.fault(Duplicate); dup {
-			b.pool = append(b.pool, &parcel{n: b.n, ev: p.ev, due: w.tick + int(aux%4), acked: true})
-			b.n++
+		if crashed, err := w.deliverParcel(b, p, to); err != nil || crashed {
+			return err // a crash lost the bridge's pool: the new process reads again
 		}
 	}
 	return nil
+}
+
+// deliverParcel hands one parcel to the runner, and acknowledges it when
+// the runner took it; crashed says the process restarted meanwhile.
+func (w *base) deliverParcel(b *bridge, p *parcel, to sink) (crashed bool, _ error) {
+	ev := p.ev
+	if p.acked && w.cfg.Sabotage == RewriteSequences {
+		ev.Version += 1 << 20
+	}
+	what := fmt.Sprintf("deliver %s#%d %s", p.ev.StreamID, p.ev.Version, p.ev.Type)
+	if !p.acked && !b.skipped && w.cfg.Sabotage == SkipEvent && ev.Type == "seats.reserved" {
+		b.skipped = true
+		w.tracef("%s: sabotaged, acknowledged without delivery", what)
+	} else {
+		w.op()
+		out, err := to.handle(w.ctx, ev)
+		if err != nil && to.park != nil {
+			parked, perr := to.park(p.ev, err)
+			if perr != nil {
+				return false, perr
+			}
+			if parked {
+				w.tracef("%s: dead letter: %v", what, err)
+				err, out = nil, saga.Parked
+			}
+		}
+		if err != nil {
+			p.due = w.tick + 1
+			return w.failed(what, err, CrashStep)
+		}
+		w.tracef("%s: %s", what, out)
+	}
+	b.ack(p)
+	if dup, aux := w.inj.fault(Duplicate); dup {
+		b.pool = append(b.pool, &parcel{n: b.n, ev: p.ev, due: w.tick + int(aux%4), acked: true})
+		b.n++
+	}
+	return false, nil
 }
 
 // transit decides what the network does with the next delivery, the
@@ -129,7 +155,7 @@ func (w *world) deliverStored() error {
 // (reorder), hold it back (delay), or lose it (drop: the broker redelivers
 // it after a timeout). It returns the index of the one it picks, and the
 // tick to which it is put off, or -1 when it goes now.
-func (w *world) transit(n int) (i, due int) {
+func (w *base) transit(n int) (i, due int) {
 	if f, aux := w.inj.fault(Reorder); f {
 		i = int(aux % uint64(n))
 	}
@@ -157,8 +183,7 @@ func (b *bridge) ack(p *parcel) {
 
 // saveBridge moves the bridge's checkpoint past the events delivered, up
 // to the first one not acknowledged.
-func (w *world) saveBridge() error {
-	b := &w.bridge
+func (w *base) saveBridge(b *bridge, consumer string) error {
 	if !b.loaded {
 		return nil
 	}
@@ -169,7 +194,7 @@ func (w *world) saveBridge() error {
 	if len(b.unacked) > 0 {
 		through = b.unacked[0].prev
 	}
-	return w.saveCheckpoint(w.proc.runner.EventsConsumer(), through)
+	return w.saveCheckpoint(consumer, through)
 }
 
 // note is a message of the payment provider.
@@ -272,11 +297,11 @@ type outbox struct {
 // checkpoint.
 func (o *outbox) reset() { *o = outbox{} }
 
-func (o *outbox) load(w *world) error {
+func (o *outbox) load(w *base, consumer string) error {
 	if o.loaded {
 		return nil
 	}
-	cp, err := w.checkpoints.Checkpoint(w.ctx, w.proc.runner.OutboxConsumer())
+	cp, err := w.checkpoints.Checkpoint(w.ctx, consumer)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,12 @@ import (
 type faultStore struct {
 	*memory.Store
 	inj *injector
+	// advance, when set, moves the clock after each append that wrote, so
+	// that no two steps share an instant even when one call (a catch-up, a
+	// drain) stores many: the deadlines they set never tie, and the order
+	// of tied deadlines (a map's, in the runner's index) never decides a
+	// run.
+	advance func()
 }
 
 var (
@@ -31,6 +37,9 @@ func (s *faultStore) Append(ctx context.Context, stream string, expected eventst
 	res, err := s.Store.Append(ctx, stream, expected, events...)
 	if err != nil {
 		return res, err
+	}
+	if s.advance != nil {
+		s.advance()
 	}
 	if f, _ := s.inj.fault(AppendAfter); f {
 		return eventstore.AppendResult{}, fmt.Errorf("%w: appending to %q failed after the write", ErrInjected, stream)

@@ -43,6 +43,7 @@ func (t *Totals) Add(r *Result) {
 	s.Crashes += a.Crashes
 	s.Steps += a.Steps
 	s.Ticks += a.Ticks
+	s.Tab.add(a.Tab)
 }
 
 // Summary describes the totals in a few lines.
@@ -54,8 +55,19 @@ func (t *Totals) Summary() string {
 		verdict = fmt.Sprintf("INVALID: %d seeds failed (first %d)", len(t.Failed), t.Failed[0])
 	}
 	fmt.Fprintf(&b, "seeds: %d, %s\n", t.Seeds, verdict)
-	fmt.Fprintf(&b, "orders: %d (%d confirmed, %d rejected); payment deadline fired first for %d; provider settled %d in time, %d late\n",
-		s.Orders, s.Confirmed, s.Rejected, s.TimedOut, s.SettledInTime, s.SettledLate)
+	if s.Tab.Tabs > 0 {
+		u := s.Tab
+		fmt.Fprintf(&b, "tabs: %d; messages %d sent (%d never), %d handled once, %d left unhandled by the operator; %d rejected charges compensated\n",
+			u.Tabs, u.Messages, u.Lost, u.Handled, u.Touched, u.Compensated)
+		fmt.Fprintf(&b, "operator: %d retries, %d skips (%d of commands), %d releases, %d re-drives (%d refused), %d actions refused as stale; %d repairs of %d damaged instances, %d dead letters\n",
+			u.Retries, u.Skips, u.SkippedCmds, u.Releases, u.Redrives, u.RedrivesRefused, u.StaleRefused, u.Repairs, u.Corruptions, u.DeadLetters)
+		fmt.Fprintf(&b, "deliveries refused as too large to hold: %d; second runner catch-ups: %d; seeds deploying the fixed code: %d\n",
+			u.TooLarge, u.SecondCatchUps, u.Deployed)
+	}
+	if s.Orders > 0 {
+		fmt.Fprintf(&b, "orders: %d (%d confirmed, %d rejected); payment deadline fired first for %d; provider settled %d in time, %d late\n",
+			s.Orders, s.Confirmed, s.Rejected, s.TimedOut, s.SettledInTime, s.SettledLate)
+	}
 	c := s.Commands
 	fmt.Fprintf(&b, "commands: attempted %d, acknowledged %d, applied %d, lost %d, duplicated %d, unexpected %d\n",
 		c.Attempted, c.Acknowledged, c.Applied, c.Lost, c.Duplicated, c.Unexpected)

@@ -4,22 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash"
-	"io"
-	"log/slog"
-	"math/rand/v2"
 	"time"
 
-	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/reservation"
 	"github.com/cairn-es/cairn/saga"
-	"github.com/cairn-es/cairn/saga/sagatest"
 )
 
 // DefaultOrders is how many orders a seed places.
@@ -41,11 +33,34 @@ const (
 	RewriteSequences
 )
 
+// Workload is what a run simulates.
+type Workload int
+
+const (
+	// Sales runs the reservation flow (internal/reservation).
+	Sales Workload = iota
+	// Tabs runs the tab saga (see tab.go): any-order and several sources
+	// per instance, recurring deadlines, large payloads, poison and
+	// undecodable commands, corrupt records, an operator and a second
+	// runner.
+	Tabs
+)
+
+// String names the workload.
+func (w Workload) String() string {
+	if w == Tabs {
+		return "tabs"
+	}
+	return "sales"
+}
+
 // Config is one run of the simulation. The zero value, with a seed, is the
-// full run.
+// full run of the reservation flow.
 type Config struct {
-	Seed uint64
-	// Orders is how many orders are placed; zero means DefaultOrders.
+	Seed     uint64
+	Workload Workload
+	// Orders is how many orders are placed (tabs opened, for Tabs); zero
+	// means DefaultOrders (DefaultTabs).
 	Orders int
 	// Only, when set, places only these of the orders (indexes below
 	// Orders), each with the inputs it has in the full run: for shrinking.
@@ -63,10 +78,13 @@ type Config struct {
 }
 
 func (c Config) orders() int {
-	if c.Orders <= 0 {
-		return DefaultOrders
+	switch {
+	case c.Orders > 0:
+		return c.Orders
+	case c.Workload == Tabs:
+		return DefaultTabs
 	}
-	return c.Orders
+	return DefaultOrders
 }
 
 // Result is what one run found.
@@ -106,6 +124,50 @@ type Stats struct {
 	DuplicatesAbsorbed, ReordersRepaired, Crashes int
 	// Steps are the saga steps stored, Ticks the ticks run.
 	Steps, Ticks int
+	// Tab are the figures of the tab workload.
+	Tab TabStats
+}
+
+// TabStats are the figures of the tab workload. Tabs are the tabs checked
+// and Messages their messages that the sources sent (Lost are those they
+// never sent); Handled were handled once, Touched left unhandled by an
+// operator's skip or release. Compensated counts the rejected charges
+// refunded. TooLarge counts the deliveries refused as too large to hold,
+// DeadLetters the events and records parked because their instance was
+// damaged (Corruptions times, each Repaired). Retries, Skips, Releases
+// and Redrives are the operator's actions that went through, StaleRefused
+// those refused because the instance had moved on, RedrivesRefused
+// re-drives from a step whose delivery was too large to keep.
+// SecondCatchUps are the second runner's catch-ups; Deployed counts the
+// seeds whose production moved to the fixed code.
+type TabStats struct {
+	Tabs, Messages, Lost, Handled, Touched, Compensated    int
+	TooLarge, DeadLetters, Corruptions, Repairs            int
+	Retries, Skips, Releases, Redrives, StaleRefused       int
+	RedrivesRefused, SecondCatchUps, Deployed, SkippedCmds int
+}
+
+// add adds u to t.
+func (t *TabStats) add(u TabStats) {
+	t.Tabs += u.Tabs
+	t.Messages += u.Messages
+	t.Lost += u.Lost
+	t.Handled += u.Handled
+	t.Touched += u.Touched
+	t.Compensated += u.Compensated
+	t.TooLarge += u.TooLarge
+	t.DeadLetters += u.DeadLetters
+	t.Corruptions += u.Corruptions
+	t.Repairs += u.Repairs
+	t.Retries += u.Retries
+	t.Skips += u.Skips
+	t.Releases += u.Releases
+	t.Redrives += u.Redrives
+	t.StaleRefused += u.StaleRefused
+	t.RedrivesRefused += u.RedrivesRefused
+	t.SecondCatchUps += u.SecondCatchUps
+	t.Deployed += u.Deployed
+	t.SkippedCmds += u.SkippedCmds
 }
 
 // Commands account for the commands of a run, Jepsen-style: Attempted are
@@ -134,39 +196,19 @@ type order struct {
 	early bool
 }
 
-// world is one run: the store that survives everything, the process that
-// crashes, and the sources around them.
+// world is one run of the reservation flow: the store that survives
+// everything, the process that crashes, and the sources around them.
 type world struct {
-	cfg      Config
-	ctx      context.Context
-	work     *rand.Rand // the workload's choices, apart from the faults'
-	inj      *injector
-	clock    *sagatest.Clock
-	start    time.Time
-	tick     int
-	draining bool
-
-	mem         *memory.Store
-	store       *faultStore
-	checkpoints *faultCheckpoints
-	reg         *codec.Registry
-	sale        *saga.Type[reservation.Sale]
-	log         *slog.Logger
+	*base
+	sale *saga.Type[reservation.Sale]
 
 	proc     *process
 	bridge   bridge
 	outbox   outbox
 	psp      psp
 	observed eventstore.Position
-	logEnd   eventstore.Position
 	orders   []*order
 	byID     map[string]*order
-	cmds     map[string]*sentCommand
-	stats    Stats
-
-	hash       hash.Hash
-	trace      []string
-	violations []string
 }
 
 // process is what a crash throws away: the command bus and the saga runner
@@ -182,28 +224,20 @@ type sentCommand struct {
 	attempts           int
 	acknowledged       bool
 	rejected, absorbed bool
+	// command is the command last dispatched under the ID.
+	command command.Command
 }
 
 // Run runs one seed: the workload under faults, then a drain without
 // faults, then the checks. The error is a failure of the simulation
 // itself; what the code under test got wrong is in Result.Violations.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	w := &world{cfg: cfg, ctx: ctx, hash: sha256.New(), byID: make(map[string]*order), cmds: make(map[string]*sentCommand),
-		work: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), log: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 1}))}
-	w.inj = &injector{rng: rand.New(rand.NewPCG(cfg.Seed, 0xfa17)), on: true, disabled: cfg.Disabled, trace: w.tracef}
-	if cfg.LimitFaults {
-		w.inj.allowed = make(map[int]bool, len(cfg.Allowed))
-		for _, n := range cfg.Allowed {
-			w.inj.allowed[n] = true
-		}
+	if cfg.Workload == Tabs {
+		return runTabs(ctx, cfg)
 	}
-	w.start = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	w.clock = sagatest.NewClock(w.start)
-	w.mem = memory.New()
+	w := &world{base: newBase(ctx, cfg, sha256.New()), byID: make(map[string]*order)}
 	defer func() { _ = w.mem.Close() }()
-	w.store = &faultStore{Store: w.mem, inj: w.inj}
-	w.checkpoints = &faultCheckpoints{Consumers: memory.NewConsumers(), inj: w.inj}
-	w.reg = codec.NewRegistry(codec.Options{})
+	w.base.restart = w.restart
 	if err := reservation.Register(w.reg); err != nil {
 		return nil, err
 	}
@@ -224,10 +258,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if st, err := w.proc.runner.Stats(ctx); err == nil {
 		w.stats.DuplicatesAbsorbed += int(st.Duplicates)
 	}
+	return w.result()
+}
+
+// result hashes the store the run left and sums up what it found.
+func (w *base) result() (*Result, error) {
 	if err := w.hashStore(); err != nil {
 		return nil, err
 	}
-	res := &Result{Config: cfg, Violations: w.violations, Hash: hex.EncodeToString(w.hash.Sum(nil)), Trace: w.trace,
+	res := &Result{Config: w.cfg, Violations: w.violations, Hash: hex.EncodeToString(w.hash.Sum(nil)), Trace: w.trace,
 		Faulted: w.inj.faulted, Stats: w.stats}
 	res.Stats.Faults = w.inj.counts
 	res.Stats.Ticks = w.tick
@@ -302,83 +341,12 @@ func (w *world) restart() error {
 	return nil
 }
 
-// crash kills the process at this point and starts a new one.
-func (w *world) crash(why string) error {
-	w.stats.Crashes++
-	w.tracef("crash (%s): the process restarts", why)
-	return w.restart()
+// deliverStored is the bridge's turn, into the runner's HandleStored.
+func (w *world) deliverStored() error {
+	return w.base.deliverStored(&w.bridge, sink{consumer: w.proc.runner.EventsConsumer(), handle: w.proc.runner.HandleStored})
 }
 
-// track is the bus middleware that tells the simulation what became of
-// each command.
-func (w *world) track(next command.Handler) command.Handler {
-	return command.HandlerFunc(func(ctx context.Context, msg *command.Message) (command.Result, error) {
-		res, err := next.Dispatch(ctx, msg)
-		c := w.cmds[msg.ID]
-		if c == nil {
-			c = &sentCommand{}
-			w.cmds[msg.ID] = c
-		}
-		c.attempts++
-		if err == nil || res.Rejected {
-			c.acknowledged = true
-			c.rejected = c.rejected || res.Rejected
-		}
-		if err == nil && res.Duplicate {
-			c.absorbed = true
-			w.stats.DuplicatesAbsorbed++
-		}
-		return res, err
-	})
-}
-
-// failed looks at an operation's error: one the simulation injected may
-// be followed by a crash of the process right there (the kind given);
-// any other is a finding.
-func (w *world) failed(op string, err error, crash Kind) (crashed bool, _ error) {
-	w.tracef("%s: error: %v", op, err)
-	if !errors.Is(err, ErrInjected) {
-		w.violate("%s failed on its own: %v", op, err)
-	}
-	if f, _ := w.inj.fault(crash); f {
-		return true, w.crash(crash.String() + " after " + op)
-	}
-	return false, nil
-}
-
-// violate records a failed check, once per text.
-func (w *world) violate(format string, args ...any) {
-	v := fmt.Sprintf(format, args...)
-	for _, seen := range w.violations {
-		if seen == v {
-			return
-		}
-	}
-	if len(w.violations) < 50 {
-		w.violations = append(w.violations, v)
-	}
-}
-
-// tracef adds a line to the trace: to the hash always, to the kept trace
-// when asked. Lines carry the tick and the simulated time, never a wall
-// clock reading or a random ID.
-func (w *world) tracef(format string, args ...any) {
-	line := fmt.Sprintf("t%d +%s ", w.tick, w.clock.Now().Sub(w.start)) + fmt.Sprintf(format, args...)
-	w.hash.Write([]byte(line))
-	w.hash.Write([]byte{'\n'})
-	if w.cfg.Trace {
-		w.trace = append(w.trace, line)
-	}
-}
-
-// hashStore adds what the store holds at the end to the hash: every
-// event's stream, version and type, in log order.
-func (w *world) hashStore() error {
-	for ev, err := range w.mem.ReadAll(w.ctx, eventstore.Start, eventstore.Filter{}) {
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w.hash, "%s#%d %s\n", ev.StreamID, ev.Version, ev.Type)
-	}
-	return nil
+// saveBridge moves the bridge's checkpoint.
+func (w *world) saveBridge() error {
+	return w.base.saveBridge(&w.bridge, w.proc.runner.EventsConsumer())
 }

@@ -1,0 +1,307 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/saga"
+)
+
+// drain stops the faults and lets the system settle: ticks of a second
+// while anything changes or is in flight, then time moves to the next
+// deadline (or past the operator's patience with a gap), until nothing is
+// left to wait for.
+func (w *tabWorld) drain() error {
+	w.inj.on, w.draining = false, true
+	w.tracef("faults stop; %s drains", map[bool]string{true: "the second runner alone", false: "every runner"}[w.aloneB])
+	for end, quiet := w.tick+drainTicks, 0; w.tick < end; w.tick++ {
+		before := w.logLength()
+		w.quiet = quiet > 0
+		if err := w.step(time.Second); err != nil {
+			return err
+		}
+		if w.logLength() != before || !w.settled() {
+			quiet = 0
+			continue
+		}
+		if quiet++; quiet < 2 {
+			continue
+		}
+		wait, ok := w.timeLeft()
+		if !ok {
+			return nil
+		}
+		w.clock.Advance(wait)
+		quiet = 0
+	}
+	w.violate("liveness: the system was still busy %d ticks after the faults stopped", drainTicks)
+	return nil
+}
+
+// settled reports that nothing is in flight: every stored event and
+// outside message sent and delivered, every damaged instance repaired.
+func (w *tabWorld) settled() bool {
+	for _, t := range w.tabs {
+		if t.corrupt > 0 || !t.items[len(t.items)-1].stored {
+			return false
+		}
+		for _, s := range t.scans {
+			if !s.sent && !s.lost {
+				return false
+			}
+		}
+	}
+	return len(w.pool) == 0 && (w.aloneB || len(w.bridge.pool) == 0)
+}
+
+// timeLeft returns how far to move time for something to change: to the
+// next deadline the runner that drains knows of, or past the operator's
+// patience when a gap is open; ok is false when nothing waits.
+func (w *tabWorld) timeLeft() (time.Duration, bool) {
+	r := w.a.runner
+	if w.aloneB {
+		r = w.b.runner
+	}
+	st, err := r.Stats(w.ctx)
+	if err != nil {
+		return time.Minute, true
+	}
+	if st.DeadlinesPending > 0 {
+		return max(st.NextDeadline.Sub(w.clock.Now()), time.Minute), true
+	}
+	if len(r.Gaps()) > 0 || len(w.b.runner.Gaps()) > 0 {
+		return gapPatience, true
+	}
+	return 0, false
+}
+
+// check runs the checks of a finished run of the tab workload, through a
+// runner of code that reads every record any version wrote.
+func (w *tabWorld) check() error {
+	c, err := w.process("checker", 2, true, w.mem, saga.RunnerOptions{CacheSize: -1})
+	if err != nil {
+		return err
+	}
+	sent := make(map[string]sentBy)
+	for _, t := range w.tabs {
+		if err := w.checkTab(c, t, sent); err != nil {
+			return err
+		}
+	}
+	return w.checkTabCommands(sent)
+}
+
+// checkTab checks one tab: it ended (complete, nothing parked, held,
+// pending or unsent), every message its sources sent was handled exactly
+// once (or not at all when an operator skipped it or released its gap),
+// none that they did not send, every rejected charge compensated once,
+// and its handlers saw no broken promise. The commands its steps recorded
+// are added to sent.
+func (w *tabWorld) checkTab(c *tabProc, t *tab, sent map[string]sentBy) error {
+	u := &w.stats.Tab
+	u.Tabs++
+	for s, err := range c.runner.History(w.ctx, t.id) {
+		if err != nil {
+			if t.corrupted && errors.Is(err, eventstore.ErrCorrupt) {
+				break // its later commands are known from the bus (see checkTabCommands)
+			}
+			return err
+		}
+		w.stats.Steps++
+		for _, cmd := range s.Commands {
+			sent[cmd.ID] = sentBy{order: t.id, typ: cmd.Type}
+		}
+	}
+	x, err := c.runner.Explain(w.ctx, t.id)
+	if err != nil {
+		if !t.corrupted {
+			return err
+		}
+		w.violate("tab %s: explaining the repaired instance failed: %v", t.id, err)
+		return nil
+	}
+	for _, cmd := range x.Unsent {
+		w.violate("liveness: tab %s: command %s (%s) was never confirmed sent", t.id, cmd.ID, cmd.Type)
+	}
+	switch {
+	case x.Parked != nil:
+		w.violate("liveness: tab %s is parked on %s: %s", t.id, x.Parked.ID, x.Parked.Error)
+	case !x.Completed:
+		w.violate("liveness: tab %s is not complete (%d held, %d deadlines pending: %v)", t.id, len(x.Held), len(x.Deadlines), x.Deadlines)
+	}
+	if x.State == nil {
+		w.violate("liveness: tab %s never started", t.id)
+		return nil
+	}
+	s := x.State
+	for _, p := range s.Problems {
+		w.violate("safety: tab %s: %s", t.id, p)
+	}
+	expected := map[string]bool{}
+	expect := func(name string, charge any) {
+		expected[name] = true
+		u.Messages++
+		switch n := s.Seen[name]; {
+		case n == 1:
+			u.Handled++
+		case n > 1:
+			w.violate("safety: tab %s: %s handled %d times", t.id, name, n)
+		case t.touched[name]:
+			u.Touched++
+		default:
+			w.violate("safety: tab %s: %s was never handled (and no operator skipped it or released its gap)", t.id, name)
+		}
+		if ref, rejected := rejectedCharge(charge); rejected && s.Seen[name] == 1 {
+			w.compensated(t, s, ref)
+		}
+	}
+	for _, it := range t.items {
+		var charge any
+		if item, ok := it.ev.(TabItem); ok && item.Account != "" {
+			charge = Charge{Account: item.Account, Ref: "item/" + uitoa(it.k)}
+		}
+		expect(msgName("feed", it.k), charge)
+	}
+	for _, sc := range t.scans {
+		name := msgName(sc.source, sc.seq)
+		if sc.lost {
+			u.Lost++
+			continue
+		}
+		var charge any
+		if tick, ok := sc.ev.(TabTick); ok && tick.Account != "" {
+			charge = Charge{Account: tick.Account, Ref: "tick/" + name}
+		}
+		expect(name, charge)
+	}
+	for name := range s.Seen {
+		if !expected[name] {
+			w.violate("safety: tab %s handled %s, which no source sent", t.id, name)
+		}
+	}
+	if x.Completed {
+		if _, rejected := rejectedCharge(Charge{Account: s.Close, Ref: "close"}); rejected {
+			w.compensated(t, s, "close")
+		}
+	}
+	return nil
+}
+
+// rejectedCharge returns the ref of a charge its account rejects.
+func rejectedCharge(v any) (string, bool) {
+	c, ok := v.(Charge)
+	return c.Ref, ok && strings.HasPrefix(c.Account, "reject-")
+}
+
+// compensated checks that the rejected charge ref of tab t was refunded
+// once in its history.
+func (w *tabWorld) compensated(t *tab, s *Tab, ref string) {
+	if n := s.Compensated[ref]; n != 1 {
+		w.violate("safety: tab %s: the rejected charge %s was compensated %d times", t.id, ref, n)
+		return
+	}
+	w.stats.Tab.Compensated++
+}
+
+// checkTabCommands accounts for every command of the tabs: each one a step
+// recorded took effect exactly once (one event, or one recorded
+// rejection), but those an operator skipped (at most once: a command that
+// no longer decodes may have been carried out by the code that still
+// could) and those sent to a panicking account (never); nothing took
+// effect that no step recorded. A damaged instance's steps after the
+// damage cannot be read back: its commands are known from the bus.
+func (w *tabWorld) checkTabCommands(sent map[string]sentBy) error {
+	for id, c := range w.cmds {
+		if _, ok := sent[id]; ok || c.command == nil {
+			continue
+		}
+		if t := w.byID[tabOfAccount(c.command.AggregateID())]; t != nil && t.corrupted {
+			sent[id] = sentBy{order: t.id, typ: fmt.Sprintf("%T", c.command)}
+		}
+	}
+	effects := make(map[string][]string)
+	refusals := make(map[string]int)
+	for ev, err := range w.mem.ReadAll(w.ctx, eventstore.Start, eventstore.Filter{}) {
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(ev.StreamID, "account-") {
+			continue
+		}
+		id := ev.Metadata.CommandID
+		effects[id] = append(effects[id], fmt.Sprintf("%s#%d %s", ev.StreamID, ev.Version, ev.Type))
+		if aggregate.IsRejection(&ev) {
+			refusals[id]++
+		}
+	}
+	ids := make([]string, 0, len(sent))
+	for id := range sent {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	cs := &w.stats.Commands
+	for _, id := range ids {
+		by, tracked := sent[id], w.cmds[id]
+		what := fmt.Sprintf("command %s (%s of tab %s)", id, by.typ, by.order)
+		cs.Attempted++
+		stored := effects[id]
+		poison := tracked != nil && tracked.command != nil && strings.HasPrefix(tracked.command.AggregateID(), "panic-")
+		switch {
+		case w.skipped[id] || poison:
+			w.stats.Tab.SkippedCmds++
+			if len(stored) > 1 || (poison && len(stored) > 0) {
+				cs.Duplicated++
+				w.violate("safety: %s, skipped by the operator, took effect %d times: %v", what, len(stored), stored)
+			}
+			if poison && !w.skipped[id] {
+				w.violate("liveness: %s, which its account cannot carry out, was never skipped", what)
+			}
+			continue
+		case tracked != nil && tracked.acknowledged:
+			cs.Acknowledged++
+		default:
+			w.violate("liveness: %s was never acknowledged", what)
+		}
+		rejected := tracked != nil && tracked.rejected
+		switch {
+		case len(stored) == 0:
+			cs.Lost++
+			w.violate("safety: %s took no effect", what)
+		case len(stored) > 1:
+			cs.Applied++
+			cs.Duplicated++
+			w.violate("safety: %s took effect %d times: %v", what, len(stored), stored)
+		case rejected != (refusals[id] == 1):
+			cs.Applied++
+			w.violate("safety: %s: the bus answered rejected=%v, and the store holds %v", what, rejected, stored)
+		default:
+			cs.Applied++
+		}
+	}
+	var unexpected []string
+	for id := range effects {
+		if _, ok := sent[id]; !ok {
+			unexpected = append(unexpected, id)
+		}
+	}
+	slices.Sort(unexpected)
+	for _, id := range unexpected {
+		cs.Unexpected += len(effects[id])
+		w.violate("safety: events %v carry command ID %q, which no step recorded", effects[id], id)
+	}
+	return nil
+}
+
+// tabOfAccount returns the tab an account belongs to: its name ends with
+// the tab's ID.
+func tabOfAccount(account string) string {
+	if i := strings.LastIndexByte(account, '-'); i >= 0 {
+		return account[i+1:]
+	}
+	return ""
+}

@@ -139,7 +139,9 @@ func (w *tabWorld) acted(p *tabProc, t *tab, action, what string, err error) {
 		case "release":
 			s.Releases++
 		}
-	case errors.Is(err, saga.ErrStale):
+	case errors.Is(err, saga.ErrStale) || (action == "release" && errors.Is(err, eventstore.ErrInvalidArgument)):
+		// Release of a gap whose held messages are gone (handled since the
+		// look) is refused as an invalid argument, not as stale.
 		s.StaleRefused++
 		w.tracef("%s: %s %s of %s: refused as stale", p.name, action, what, t.id)
 	case errors.Is(err, ErrInjected):

@@ -81,8 +81,8 @@ type Bus struct {
 	mu     sync.RWMutex
 	routes map[reflect.Type]route
 	// names are the routed command types' names as their events record
-	// them (see commandTypeName), made once at Route.
-	names map[reflect.Type]string
+	// them (see nameOf), made once at Route.
+	names map[reflect.Type]commandName
 	types map[string]any // aggregate name -> *aggregate.Type, to catch two types with one name
 	repos map[any]route  // *aggregate.Type -> its route, shared by its command types
 }
@@ -105,7 +105,7 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 		log:    opts.Logger,
 		cache:  lru.New[any](opts.CacheSize),
 		routes: make(map[reflect.Type]route),
-		names:  make(map[reflect.Type]string),
+		names:  make(map[reflect.Type]commandName),
 		types:  make(map[string]any),
 		repos:  make(map[any]route),
 	}
@@ -169,16 +169,34 @@ func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
 	return r.dispatch(ctx, b, msg, name)
 }
 
-// commandTypeName names command type ct as its events record it (see
-// aggregate.SaveOptions.CommandType): the codec's type name when the bus's
-// registry knows the Go type, which survives a refactor of the Go code;
-// its Go type name (as %T prints it) otherwise.
-func (b *Bus) commandTypeName(ct reflect.Type) string {
-	if name, _, ok := b.reg.NameOfType(ct); ok {
-		return name
-	}
-	return ct.String()
+// commandName is how a command type is named in its events (see
+// aggregate.SaveOptions.CommandType): the codec's name for it, which
+// survives a refactor of the Go code, and the older names that upcasters
+// rename into it. A type the codec does not know has no name: nothing is
+// recorded, and a reused ID goes unnoticed (a Go type name would change
+// with a move of its package, and refuse a redelivery across the move).
+type commandName struct {
+	name  string
+	names map[string]bool
 }
+
+// nameOf returns the name of command type ct.
+func (b *Bus) nameOf(ct reflect.Type) commandName {
+	name, _, ok := b.reg.NameOfType(ct)
+	if !ok {
+		return commandName{}
+	}
+	n := commandName{name: name, names: make(map[string]bool)}
+	for _, older := range b.reg.SourceTypes(name) {
+		n.names[older] = true
+	}
+	n.names[name] = true
+	return n
+}
+
+// names reports whether a command recorded under the name recorded is of
+// this type: the same name or an older one, or one of the names unknown.
+func (n commandName) is(recorded string) bool { return recorded == "" || n.name == "" || n.names[recorded] }
 
 // CachedAggregates returns how many loaded aggregates the bus keeps now.
 func (b *Bus) CachedAggregates() int { return b.cache.Len() }

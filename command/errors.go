@@ -24,16 +24,17 @@ var (
 // a saga's command with one of its own). Nothing was appended. A command
 // ID is scoped to its aggregate: the bus finds an ID's earlier outcome in
 // the stream the command goes to, so the same ID sent to another aggregate
-// is another command there. Events recorded before command types were
-// recorded with them are not told apart.
+// is another command there. Command types are named by the codec (a type
+// renamed by an upcaster keeps its older names): the bus tells apart only
+// commands whose types its registry knows, and events recorded before
+// command types were recorded with them are not told apart.
 type CommandIDReusedError struct {
 	// CommandID is the ID, Stream the aggregate's stream, and Version the
 	// version of the first event of the earlier command.
 	CommandID, Stream string
 	Version           uint64
-	// Recorded is the earlier command's type and Command this one's: the
-	// codec's type name when the bus's registry knows the Go type, its Go
-	// type name (as %T prints it) otherwise.
+	// Recorded is the earlier command's type and Command this one's, as the
+	// codec names them.
 	Recorded, Command string
 }
 

@@ -41,12 +41,12 @@ func (e *RecordedRejectionError) Is(target error) bool { return target == ErrRec
 
 // priorResult is the result of a command whose ID had an outcome before
 // this dispatch: its events, or its recorded rejection; or, when that
-// outcome was recorded for a command of another type than commandType, a
-// [*CommandIDReusedError].
-func priorResult(res Result, prior aggregate.Outcome, commandType string) (Result, error) {
-	if prior.CommandType != "" && commandType != "" && prior.CommandType != commandType {
+// outcome was recorded for a command of another type than the one named
+// name, a [*CommandIDReusedError].
+func priorResult(res Result, prior aggregate.Outcome, name commandName) (Result, error) {
+	if !name.is(prior.CommandType) {
 		return res, &CommandIDReusedError{CommandID: res.CommandID, Stream: res.Stream, Version: prior.FirstVersion,
-			Recorded: prior.CommandType, Command: commandType}
+			Recorded: prior.CommandType, Command: name.name}
 	}
 	res.Version, res.Position, res.Events, res.Duplicate = prior.LastVersion, prior.Position, prior.Events, true
 	if prior.Rejection == nil {

@@ -16,7 +16,7 @@ import (
 
 // route dispatches the commands of one aggregate type.
 type route interface {
-	dispatch(ctx context.Context, b *Bus, msg *Message, commandType string) (Result, error)
+	dispatch(ctx context.Context, b *Bus, msg *Message, name commandName) (Result, error)
 	aggregateName() string
 }
 
@@ -57,7 +57,7 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 		b.types[typ.Name()] = typ
 	}
 	b.routes[ct] = r
-	b.names[ct] = b.commandTypeName(ct)
+	b.names[ct] = b.nameOf(ct)
 	return nil
 }
 
@@ -67,7 +67,7 @@ type typedRoute[T any, PT aggregate.Root[T]] struct {
 
 func (r *typedRoute[T, PT]) aggregateName() string { return r.repo.Type().Name() }
 
-func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, commandType string) (Result, error) {
+func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, name commandName) (Result, error) {
 	id, err := aggregateID(msg.Command)
 	if err != nil {
 		return Result{CommandID: msg.ID}, err
@@ -111,7 +111,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		}
 		if found {
 			b.cache.Put(stream, inst)
-			return priorResult(res, prior, commandType)
+			return priorResult(res, prior, name)
 		}
 		events, err := inst.Handle(ctx, msg.Command)
 		hit(failpoint.BusAfterDecide)
@@ -124,7 +124,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 				if perr != nil {
 					return res, perr
 				}
-				return priorResult(res, prior, commandType)
+				return priorResult(res, prior, name)
 			}
 		}
 		if errors.Is(err, aggregate.ErrPanicked) {
@@ -145,7 +145,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		// expect the loaded version, so a success and a rejection of one
 		// command ID racing in two dispatches cannot both be appended.
 		var out aggregate.Outcome
-		opts := aggregate.SaveOptions{CommandID: msg.ID, Metadata: md, CommandType: commandType}
+		opts := aggregate.SaveOptions{CommandID: msg.ID, Metadata: md, CommandType: name.name}
 		rejection := err
 		hit(failpoint.BusBeforeAppend)
 		if rejection != nil {
@@ -157,7 +157,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		if err == nil {
 			b.cache.Put(stream, inst)
 			if out.Duplicate {
-				return priorResult(res, out, commandType) // another dispatch's outcome came first
+				return priorResult(res, out, name) // another dispatch's outcome came first
 			}
 			if rejection != nil {
 				res.Version, res.Position, res.Rejected = out.LastVersion, out.Position, true

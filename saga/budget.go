@@ -20,14 +20,24 @@ import (
 const MaxStepSize = eventstore.MaxEventSize / 4 * 3
 
 // maxReasonLen bounds the text of a rejection or a failure that a record
-// keeps.
-const maxReasonLen = 4 << 10
+// keeps, and maxHeldReasonLen that of a rejection held behind a parked
+// message, so that many of them fit in one record.
+const (
+	maxReasonLen     = 4 << 10
+	maxHeldReasonLen = 1 << 10
+)
+
+// parkLimit bounds a record that parks a message: the last record (within
+// MaxStepSize) and the parked message, within the store's limit.
+const parkLimit = eventstore.MaxEventSize - 4<<10
 
 // encode encodes rec, the step of msg at version of instance in, checking
 // it against [MaxStepSize] first. A handled delivery's payload, kept only
 // so that the step can be replayed, is left out of a record that would
-// not fit otherwise. A parking record is not held to the budget: it is the
-// last record plus a reference, which the store's own limit allows.
+// not fit otherwise. A parking record is held to the store's limit
+// instead (parkLimit): it is the last record plus the parked message, a
+// reference unless it is a delivery, whose payload may not fit: then the
+// delivery is refused, and its broker keeps it.
 func (e *engine[S]) encode(in *instance[S], version uint64, msg *message, rec *record, parking bool) (eventstore.EventData, error) {
 	md := eventstore.Metadata{CorrelationID: msg.md.CorrelationID, CausationID: msg.md.CausationID}
 	if md.CorrelationID == "" && md.CausationID == "" && msg.event != nil {
@@ -39,7 +49,11 @@ func (e *engine[S]) encode(in *instance[S], version uint64, msg *message, rec *r
 			return eventstore.EventData{}, fmt.Errorf("saga %q, instance %q: encoding the step record: %w", e.t.name, in.id, err)
 		}
 		size := len(data.Data) + len(md.CorrelationID) + len(md.CausationID)
-		if size <= MaxStepSize || parking {
+		limit := MaxStepSize
+		if parking {
+			limit = parkLimit
+		}
+		if size <= limit {
 			return data, nil
 		}
 		if h := &rec.Handled.Message; h.Event != nil {
@@ -47,7 +61,7 @@ func (e *engine[S]) encode(in *instance[S], version uint64, msg *message, rec *r
 			continue
 		}
 		return eventstore.EventData{}, &RecordSizeError{Saga: e.t.name, Instance: in.id, Stream: in.stream, Message: msg.String(),
-			Size: size, Limit: MaxStepSize, Parts: largestParts(rec)}
+			Size: size, Limit: limit, Parts: largestParts(rec)}
 	}
 }
 
@@ -75,11 +89,14 @@ func largestParts(rec *record) string {
 }
 
 // clipReason bounds a rejection's or a failure's text for a record.
-func clipReason(s string) string {
-	if len(s) <= maxReasonLen {
+func clipReason(s string) string { return clip(s, maxReasonLen) }
+
+// clip cuts s to at most n bytes, at a rune's start, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxReasonLen
+	cut := n
 	for cut > 0 && !utf8RuneStart(s[cut]) {
 		cut--
 	}

@@ -3,6 +3,7 @@ package saga
 import (
 	"container/heap"
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -339,6 +340,16 @@ func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
 	for i, d := range due {
 		out, err := r.e.process(ctx, d.instance, &message{in: envelope{Deadline: d.id}})
 		hit(failpoint.DeadlineAfterFire)
+		if err != nil && instanceProblem(err) && ctx.Err() == nil {
+			// This instance cannot take its deadline (a record of its stream
+			// cannot be read, or the store refuses its step): it waits in the
+			// instance's record, which the index reads again when the
+			// instance moves on; the other deadlines fire.
+			r.e.stats.parked.Add(1)
+			r.e.log.WarnContext(ctx, "saga: a deadline cannot reach its instance; the other deadlines go on", slog.String("saga", r.e.t.name),
+				slog.String("instance", d.instance), slog.String("deadline", d.id), slog.Any("error", err))
+			continue
+		}
 		if err != nil {
 			for _, d := range due[i:] {
 				r.timers.again(d) // they fire at the next call: this one, and those not tried yet

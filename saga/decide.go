@@ -79,9 +79,11 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 			return nil, 0, nil, err
 		case done || seen:
 			return d.nothing(duplicate)
-		case r.Completed && msg.in.Sent < r.CompletedAt:
+		case msg.kind() == kindRejected && r.Completed && msg.in.Sent < r.CompletedAt:
 			// Sent before the step that completed the instance: it ended
-			// without waiting for this command's outcome.
+			// without waiting for this command's answer. (A command that
+			// failed for good parks the instance, complete or not: it is no
+			// answer, but an incident an operator decides on.)
 			return d.nothing(ignored)
 		case blocked:
 			return d.hold(msg)
@@ -136,9 +138,11 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 	early := !msg.in.Ordered && seq > p.Next && !(anyOrder && !p.full())
 	behind := msg.in.Ordered && p.Pending && !msg.pending && !msg.unpark
 	switch {
-	case !started && !starts && !in.exists:
+	case !started && !starts && !in.exists && !early:
 		return d.nothing(ignored)
 	case blocked || early || behind:
+		// An early delivery is held even for an instance that has not
+		// started: the message before it may be the one that starts it.
 		return d.hold(msg)
 	case !started && !starts:
 		d.take(msg, p)
@@ -174,7 +178,10 @@ func (d *decision) nothing(o outcome) (*record, outcome, error, error) {
 // source's last event found by the drain ends its waiting.
 func (d *decision) take(msg *message, p progress) {
 	p = p.take(msg.in.Sequence, msg.in.Ordered)
-	if msg.pending && msg.last {
+	if msg.pending && msg.last && p.HeldTo <= msg.in.Sequence {
+		// The drain read no later event of the stream for the instance,
+		// and no step held one since its read (a hold raises HeldTo): the
+		// waiting ends. Otherwise the drain reads the stream again.
 		p.Pending, p.HeldTo = false, 0
 	}
 	d.r.Sources[msg.in.Source] = p
@@ -199,6 +206,9 @@ func (d *decision) hold(msg *message) (*record, outcome, error, error) {
 	} else {
 		h := msg.in
 		h.Since = d.now
+		if h.kind() != kindEvent {
+			h.Reason = clip(h.Reason, maxHeldReasonLen)
+		}
 		r.Held = append(r.Held, h)
 	}
 	r.Handled.Kind = kindHeld
@@ -230,6 +240,14 @@ func (d *decision) parked(was *parkedMessage, msg *message, park *parkedMessage)
 func (e *engine[S]) pass(d *decision, msg *message) (*record, outcome, error, error) {
 	p, ok := d.r.Sources[msg.in.Source]
 	if !ok || !p.Pending {
+		return d.nothing(ignored)
+	}
+	if p.HeldTo >= msg.in.Sequence {
+		// A step held an event of the stream that the drain's read did not
+		// reach: the waiting goes on, and the drain reads again.
+		p.Next = max(p.Next, msg.in.Sequence)
+		d.r.Sources[msg.in.Source] = p
+		d.changed = true
 		return d.nothing(ignored)
 	}
 	p = p.passTo(msg.in.Sequence)

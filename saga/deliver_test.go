@@ -105,6 +105,8 @@ func TestAGapThatNeverFillsIsExplainedAndCanBeReleased(t *testing.T) {
 	assert.Equal(t, []string{"t0", "u5", "t2", "t3"}, x.State.Seen)
 	assert.Equal(t, saga.Duplicate, f.deliver(t, "topic", 1, Note{OrderID: "1", Text: "t1"}), "the released gap stays closed")
 	err := f.runner.Release(context.Background(), "1", "topic", 1)
+	assert.ErrorIs(t, err, saga.ErrStale, "the gap was released already")
+	err = f.runner.Release(context.Background(), "1", "topic", 4)
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "nothing is held from that source")
 }
 

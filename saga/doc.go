@@ -41,5 +41,17 @@
 // [Runner.Deliver]) are numbered 0, 1, 2, ... per source and instance, so a
 // message above the next expected one is early: it is held, durably, in the
 // instance's stream and handled when the gap fills, or when an operator
-// releases the gap. Dedup memory is one number per source stream.
+// releases the gap. Dedup memory is a few numbers per source: a watermark,
+// at most 256 sequences handled out of order above it, and a pending mark.
+//
+// # Records by reference, problems per instance
+//
+// A step record keeps the stored events it takes by reference, and only a
+// delivery's payload inline; each record is checked against [MaxStepSize]
+// before its append. Anything that concerns one instance (a failing
+// handler, a record too large, a command the bus keeps failing, a record of
+// its stream that cannot be read) parks that instance, or its event as a
+// dead letter, with a reason; the runner and every other instance go on.
+// Operators act on what they saw: [Runner.Retry] and [Runner.Skip] name the
+// parked message, [Runner.Release] the gap.
 package saga

@@ -17,12 +17,17 @@ func (e *engine[S]) releasable(ctx context.Context, in *instance[S]) (*message, 
 	if r.Parked != nil || !in.exists {
 		return nil, nil
 	}
+	started := r.State.Type != ""
+	var held []*message
 	for _, h := range r.Held {
 		if e.ready(r, h) {
-			return heldOut(h), nil
+			if started {
+				return heldOut(h), nil
+			}
+			held = append(held, heldOut(h))
 		}
 	}
-	var best *message
+	var stored []*message
 	for _, src := range pendingSources(r) {
 		msg, err := e.nextPending(ctx, in, src, r.Sources[src])
 		switch {
@@ -30,11 +35,43 @@ func (e *engine[S]) releasable(ctx context.Context, in *instance[S]) (*message, 
 			return nil, err
 		case msg.pass:
 			return msg, nil
-		case best == nil || msg.in.Position.Before(best.in.Position):
-			best = msg
+		}
+		stored = append(stored, msg)
+	}
+	slices.SortStableFunc(stored, func(a, b *message) int { return a.in.Position.Compare(b.in.Position) })
+	candidates := append(held, stored...)
+	if !started {
+		// An instance that has not started takes first a message that
+		// starts it (after a Redrive from its first step, say): taken
+		// before it, the others would find no instance and be dropped.
+		for _, msg := range candidates {
+			if e.starts(ctx, msg) {
+				return msg, nil
+			}
 		}
 	}
-	return best, nil
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	return candidates[0], nil
+}
+
+// starts reports whether msg is an event of a type that may start an
+// instance.
+func (e *engine[S]) starts(ctx context.Context, msg *message) bool {
+	if msg.kind() != kindEvent {
+		return false
+	}
+	values, herr, err := e.decodeEvent(ctx, msg)
+	if herr != nil || err != nil {
+		return false
+	}
+	for _, v := range values {
+		if m := e.t.events[typeOf(v.Value)]; m != nil && m.starts {
+			return true
+		}
+	}
+	return false
 }
 
 // heldOut is the message of held envelope h, taken out of the held ones.

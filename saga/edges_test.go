@@ -38,6 +38,8 @@ var edgeTests = []struct {
 	{"13PoisonCommandDoesNotStopTheOutbox", testEdge13PoisonCommandDoesNotStopTheOutbox},
 	{"14ZeroTimeDeadlineDoesNotBlockItsSegment", testEdge14ZeroTimeDeadlineDoesNotBlockItsSegment},
 	{"16ReArmingDeadlineKeepsABoundedID", testEdge16ReArmingDeadlineKeepsABoundedID},
+	{"RedriveFromTheFirstStepTakesTheStartFirst", testRedriveFromTheFirstStepTakesTheStartFirst},
+	{"RedriveAcrossAnEarlierRedriveTakesEachMessageOnce", testRedriveAcrossAnEarlierRedriveTakesEachMessageOnce},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

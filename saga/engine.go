@@ -160,6 +160,13 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		}
 		rec, out, herr, err := e.decide(ctx, in, msg, park)
 		if err != nil {
+			var stale *StaleError
+			if cached && errors.As(err, &stale) {
+				// Judged on what this process last saw: the operator's view,
+				// read from the store, may be newer. Look again.
+				e.cache.Evict(in.stream)
+				continue
+			}
 			return 0, nil, err
 		}
 		if herr == nil && rec == nil && cached {

@@ -59,7 +59,8 @@ type Explanation[S any] struct {
 type HeldMessage struct {
 	// ID names the message among the instance's (see [ParkedMessage.ID]).
 	ID string
-	// Kind is "event" (a delivery) or "rejected".
+	// Kind is "event" (a delivery), "rejected" (a rejection held behind a
+	// parked message) or "command" (a command's failure, held likewise).
 	Kind     string
 	Source   string
 	Sequence uint64
@@ -105,8 +106,9 @@ type Deadline struct {
 type Step struct {
 	Version uint64
 	// Kind is what the step did: "event", "deadline", "rejected" (a
-	// handler ran), "held", "parked", "skipped", "released" or "redriven"
-	// (see [Runner.Redrive]).
+	// handler ran), "held", "parked", "skipped", "released", "retried" (an
+	// operator re-sent a parked command) or "redriven" (see
+	// [Runner.Redrive]).
 	Kind     string
 	Source   string
 	Sequence uint64
@@ -217,6 +219,7 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 		return nil, err
 	}
 	var out []SentCommand
+	isSettled := r.e.settledCheck(ctx, in)
 	for ev, err := range r.e.store.ReadStream(ctx, in.stream, eventstore.ReadOptions{From: eventstore.End, Backward: true}) {
 		if err != nil {
 			return nil, err
@@ -233,7 +236,7 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 			return nil, err
 		}
 		for i := len(s.Commands) - 1; i >= 0; i-- {
-			done, err := r.e.isSettled(ctx, in, s.Commands[i].ID, ev.Version)
+			done, err := isSettled(s.Commands[i].ID, ev.Version)
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package saga
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -53,8 +54,16 @@ func (e *engine[S]) run(ctx context.Context, in *instance[S], d *decision, msg *
 	if err := e.commands(in, r, msg.key(), out.commands); err != nil {
 		return nil, 0, err, nil
 	}
-	if err := e.timings(in, r, msg.key(), out.timing); err != nil {
-		return nil, 0, err, nil
+	switch {
+	case r.Completed && len(out.timing) > 0:
+		// A rejection's handler on a completed instance: it takes no
+		// deadlines, which would fire on an instance that has ended.
+		e.log.WarnContext(ctx, "saga: a step of a completed instance set or cancelled deadlines; they are dropped",
+			slog.String("saga", e.t.name), slog.String("instance", in.id), slog.String("message", msg.String()))
+	default:
+		if err := e.timings(in, r, msg.key(), out.timing); err != nil {
+			return nil, 0, err, nil
+		}
 	}
 	if out.complete && !r.Completed {
 		complete(r, d.version)
@@ -88,10 +97,10 @@ func (e *engine[S]) commands(in *instance[S], r *record, key string, cmds []comm
 		if target == "" {
 			return fmt.Errorf("command %d of the step, %T, names no aggregate (its AggregateID is empty)", i, cmd)
 		}
-		k := [2]string{raw.Type, target}
+		k := [2]string{e.t.commandName(raw.Type), target}
 		n := ordinals[k]
 		ordinals[k] = n + 1
-		r.Commands = append(r.Commands, sentCommand{ID: commandID(in.stream, key, raw.Type, target, n), Command: toRaw(raw)})
+		r.Commands = append(r.Commands, sentCommand{ID: commandID(in.stream, key, k[0], target, n), Command: toRaw(raw)})
 	}
 	return nil
 }

@@ -137,8 +137,9 @@ func decodeLegacyRecord(data []byte) (*record, error) {
 // legacyEnvelope is a version 1 message as an envelope.
 func legacyEnvelope(h legacyMessage) envelope {
 	if h.Kind == kindRejected {
+		cmd := h.Event // version 1 kept the rejected command inline
 		return envelope{Kind: kindRejected, Command: h.Command, Type: h.Event.Type, Sent: legacySent(h.Sequence), Reason: h.Reason,
-			Since: h.Since}
+			Event: &cmd, Since: h.Since}
 	}
 	ev, md := h.Event, h.Metadata
 	m := envelope{Source: h.Source, Sequence: h.Sequence, Ordered: h.Ordered, EventID: h.EventID, Type: h.Event.Type,

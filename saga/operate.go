@@ -53,7 +53,9 @@ func (r *Runner[S]) Retry(ctx context.Context, id, messageID string) (Outcome, e
 		})
 		return Handled, err
 	}
-	out, err := r.e.retried(ctx, id, &message{in: p.Message, unpark: true})
+	msg := heldOut(p.Message)
+	msg.fromHeld, msg.unpark = false, true
+	out, err := r.e.retried(ctx, id, msg)
 	if err != nil {
 		return Outcome(out), err
 	}
@@ -106,14 +108,18 @@ func (r *Runner[S]) Release(ctx context.Context, id, source string, waitsFor uin
 				lowest, found = h.Sequence, true
 			}
 		}
-		if !found {
+		p := rec.Sources[source]
+		stale := &StaleError{Saga: r.e.t.name, Instance: id, Action: "release", Want: fmt.Sprintf("the gap of %q at %d", source, waitsFor),
+			Now: fmt.Sprintf("nothing missing below %d", p.Next)}
+		switch {
+		case waitsFor < p.Next:
+			return stale // the gap filled, or was released
+		case !found:
 			return &eventstore.InvalidArgumentError{Index: -1, Field: "source",
 				Reason: fmt.Sprintf("%q has no message held in saga %q, instance %q", source, r.e.t.name, id)}
-		}
-		p := rec.Sources[source]
-		if p.Next != waitsFor || lowest <= p.Next {
-			return &StaleError{Saga: r.e.t.name, Instance: id, Action: "release", Want: fmt.Sprintf("the gap of %q at %d", source, waitsFor),
-				Now: fmt.Sprintf("its gap at %d", p.Next)}
+		case p.Next != waitsFor || lowest <= p.Next:
+			stale.Now = fmt.Sprintf("its gap at %d", p.Next)
+			return stale
 		}
 		rec.Sources[source] = p.passTo(lowest)
 		rec.Handled = cause{Kind: kindReleased, Message: envelope{Source: source, Sequence: lowest}}
@@ -193,6 +199,13 @@ func (r *Runner[S]) operateLocked(ctx context.Context, id string, change func(in
 		data, err := encodeRecord(in.stream, in.version+1, key, &rec, eventstore.Metadata{})
 		if err != nil {
 			return err
+		}
+		if len(data.Data) > MaxStepSize && rec.Handled.Kind == kindRedriven {
+			// A Redrive that holds again more deliveries than one record
+			// keeps: refused before anything is written. (The other
+			// operator's steps keep or shrink the record.)
+			return &RecordSizeError{Saga: r.e.t.name, Instance: id, Stream: in.stream, Message: "the operator's " + rec.Handled.Kind + " step",
+				Size: len(data.Data), Limit: MaxStepSize, Parts: largestParts(&rec)}
 		}
 		res, err := r.e.store.Append(ctx, in.stream, in.expected(), data)
 		if err == nil && res.Duplicate {

@@ -44,9 +44,13 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 	if err != nil && !errors.Is(err, eventstore.ErrCorrupt) {
 		return err
 	}
+	var isSettled func(id string, sent uint64) (bool, error)
+	if in != nil {
+		isSettled = r.e.settledCheck(ctx, in)
+	}
 	for _, c := range rec.Commands {
-		if in != nil {
-			done, err := r.e.isSettled(ctx, in, c.ID, ev.Version)
+		if isSettled != nil {
+			done, err := isSettled(c.ID, ev.Version)
 			if err != nil && !errors.Is(err, eventstore.ErrCorrupt) {
 				return err
 			}

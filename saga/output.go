@@ -34,8 +34,9 @@ func (o *Output) Now() time.Time { return o.now }
 // Send records a command to send. Its type must be declared with [Sends].
 // The outbox dispatches it after the step is stored, with a command ID
 // derived from the instance, the message handled, the command's type and
-// target aggregate (and its place among the step's commands of that type
-// and target), so that a re-send after a crash is absorbed by the bus.
+// target aggregate, and its ordinal among the step's commands of that type
+// and target (not from its payload): a re-send after a crash, or the same
+// command decided again by [Runner.Redrive], is absorbed by the bus.
 func (o *Output) Send(cmd command.Command) { o.commands = append(o.commands, cmd) }
 
 // ScheduleAt sets the deadline called name to fire at at, with payload (a

@@ -25,10 +25,12 @@ import (
 // interrupted Redrive goes on at the instance's next message.
 //
 // Commands keep their IDs: a command's ID derives from the instance, the
-// message it answers and the command's type and target (see
-// [Output.Send]), not from the step's version or its place in the step, so
-// the bus absorbs a command the first run already carried out, and a
-// command the fixed code adds gets an ID of its own. Deadlines pending
+// message it answers, the command's type and target, and its ordinal among
+// the step's commands of that type and target (see [Output.Send]), not
+// from the step's version, so the bus absorbs a command the first run
+// already carried out, and a command the fixed code adds gets an ID of its
+// own, unless it is of the type and to the aggregate of an earlier command
+// and is sent before it (it then takes that one's ID). Deadlines pending
 // before from are pending again and fire at once when they are overdue;
 // those the re-run steps schedule keep their IDs too. What the first run
 // sent and the fixed code no longer sends is not undone: that is for the
@@ -54,9 +56,12 @@ func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (int, e
 		rec.Commands = nil
 		rec.Handled = cause{Kind: kindRedriven, Message: envelope{Sequence: from}}
 		for _, m := range taken {
+			if m.kind() == kindEvent && base.Sources[m.Source].taken(m.Sequence) {
+				continue // the step before from took it already: a history re-driven before, taking it again
+			}
 			retake(rec, m)
+			rerun++
 		}
-		rerun = len(taken)
 		return nil
 	})
 	return rerun, err

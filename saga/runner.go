@@ -227,7 +227,8 @@ type Delivery struct {
 	Metadata eventstore.Metadata
 }
 
-// Outcome says what a runner did with a message.
+// Outcome says what a runner did with a message. It is meaningful only
+// when the call that returned it returned no error.
 type Outcome int
 
 // Outcomes of [Runner.Deliver].

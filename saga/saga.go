@@ -34,6 +34,9 @@ type Type[S any] struct {
 	// stored are the stored type names of the mapped events, older names
 	// included, once the set-up ends.
 	stored map[string]bool
+	// lineage maps the codec name of each command type the saga sends to
+	// the name its command IDs derive from (see lineageName).
+	lineage map[string]string
 }
 
 // Options configure a saga [Type]. The zero value is the default.
@@ -254,9 +257,44 @@ func (t *Type[S]) freeze(bus *command.Bus) error {
 		for _, name := range t.eventTypes() {
 			t.stored[name] = true
 		}
+		t.lineage = make(map[string]string)
+		for ct := range t.sends {
+			if name, _, ok := t.reg.NameOfType(ct); ok {
+				t.lineage[name] = lineageName(t.reg, name)
+			}
+		}
 	}
 	t.frozen = true
 	return nil
+}
+
+// lineageName returns the name a command type's IDs derive from: the
+// oldest name that upcasters rename into its codec name, so that a rename
+// of the type does not change the IDs of the commands that a Redrive
+// decides again; the codec name when it has no single oldest name.
+func lineageName(reg *codec.Registry, name string) string {
+	root := ""
+	for _, older := range reg.SourceTypes(name) {
+		if src := reg.SourceTypes(older); len(src) == 1 && src[0] == older {
+			if root != "" {
+				return name // several lineages merge into it
+			}
+			root = older
+		}
+	}
+	if root == "" {
+		return name
+	}
+	return root
+}
+
+// commandName returns the name the IDs of commands of codec type name
+// derive from.
+func (t *Type[S]) commandName(name string) string {
+	if stable, ok := t.lineage[name]; ok {
+		return stable
+	}
+	return name
 }
 
 // storedTypes returns the stored type names of the events the saga maps.

@@ -73,33 +73,67 @@ func compareUint(a, b uint64) int {
 }
 
 // isSettled reports whether command id, sent by record version sent of
-// instance in, settled before: by the record's list, by a rejection held
-// or parked there, or, below the list's horizon, by the instance's
-// history.
+// instance in, settled before: by the record's list, or, below the list's
+// horizon, by the instance's history.
 func (e *engine[S]) isSettled(ctx context.Context, in *instance[S], id string, sent uint64) (bool, error) {
+	return e.settledCheck(ctx, in)(id, sent)
+}
+
+// settledCheck returns a function that tells whether a command of instance
+// in, sent by record version sent, settled before; below the list's
+// horizon it reads the instance's whole history, once, however many
+// commands it is asked about.
+func (e *engine[S]) settledCheck(ctx context.Context, in *instance[S]) func(id string, sent uint64) (bool, error) {
 	r := &in.rec
-	if r.Settled.has(id) {
-		return true, nil
+	var history map[string]uint64 // command ID -> version of the step that settled it
+	return func(id string, sent uint64) (bool, error) {
+		if r.Settled.has(id) {
+			return true, nil
+		}
+		if r.Settled.whole(sent) || !in.exists || e.store == nil {
+			return false, nil // (a replay has no store, and replays steps that were taken)
+		}
+		if history == nil {
+			var err error
+			if history, err = e.settledIn(ctx, in, 0); err != nil {
+				return false, err
+			}
+		}
+		_, done := history[id]
+		return done, nil
 	}
-	if r.Settled.whole(sent) || !in.exists || e.store == nil {
-		return false, nil // (a replay has no store, and replays steps that were taken)
-	}
-	for ev, err := range e.store.ReadStream(ctx, in.stream, eventstore.Forward(sent)) {
+}
+
+// settledIn reads instance in's history from version from on, and returns
+// the commands its steps settled, with the version of the step: the latest
+// step that settled each counts, unless a later Redrive set the instance
+// back to before that step.
+func (e *engine[S]) settledIn(ctx context.Context, in *instance[S], from uint64) (map[string]uint64, error) {
+	out := make(map[string]uint64)
+	for ev, err := range e.store.ReadStream(ctx, in.stream, eventstore.Forward(from)) {
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		if ev.Version > in.version {
 			break
 		}
 		rec, err := decodeRecord(ev)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		if settles(rec.Handled, id) {
-			return true, nil
+		h := rec.Handled
+		switch {
+		case settles(h, h.Message.Command):
+			out[h.Message.Command] = ev.Version
+		case h.Kind == kindRedriven:
+			for id, at := range out {
+				if at >= h.Message.Sequence {
+					delete(out, id)
+				}
+			}
 		}
 	}
-	return false, nil
+	return out, nil
 }
 
 // settles reports whether a step with cause c settled command id.

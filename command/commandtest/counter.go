@@ -186,6 +186,11 @@ func newRegistry(t *testing.T) *codec.Registry {
 	require.NoError(t, codec.Register[Stamped](reg, "counter.stamped", 1))
 	require.NoError(t, codec.Register[Echoed](reg, "counter.echoed", 1))
 	require.NoError(t, codec.Register[Counter](reg, "counter.state", 2))
+	// Commands the codec knows are named in their events, so that the bus
+	// refuses their IDs reused by a command of another type.
+	require.NoError(t, codec.Register[Increment](reg, "counter.increment", 1))
+	require.NoError(t, codec.Register[IncrementTwice](reg, "counter.increment-twice", 1))
+	require.NoError(t, codec.Register[Reject](reg, "counter.reject", 1))
 	require.NoError(t, reg.Validate())
 	return reg
 }

@@ -197,7 +197,8 @@ func testSameIDOtherAggregate(t *testing.T, e *env) {
 // rejection) for one type of command, sent again with a command of
 // another type to the same aggregate, is refused with a
 // CommandIDReusedError, never answered as the other command's duplicate,
-// and appends nothing; the same command again is still a duplicate.
+// and appends nothing; the same command again is still a duplicate. (The
+// suite's command types are registered with the codec, which names them.)
 func testIDReusedByAnotherType(t *testing.T, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()

@@ -33,8 +33,8 @@ func testMetadataFlows(t *testing.T, e *env) {
 		assert.Equal(t, msg.ID, ev.Metadata.CommandID)
 		assert.Equal(t, "flow-7", ev.Metadata.CorrelationID)
 		assert.Equal(t, "msg-3", ev.Metadata.CausationID)
-		assert.Equal(t, map[string]string{"tenant": "acme", aggregate.CommandTypeKey: "commandtest.IncrementTwice"}, ev.Metadata.Extra,
-			"the caller's metadata, and the command's type")
+		assert.Equal(t, map[string]string{"tenant": "acme", aggregate.CommandTypeKey: "counter.increment-twice"}, ev.Metadata.Extra,
+			"the caller's metadata, and the command's type as the codec names it")
 		assert.Equal(t, aggregate.EventID("counter-"+id, msg.ID, i), ev.ID, "event IDs derive from the command ID")
 		assert.Equal(t, "counter.incremented", ev.Type)
 	}

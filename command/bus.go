@@ -196,7 +196,9 @@ func (b *Bus) nameOf(ct reflect.Type) commandName {
 
 // names reports whether a command recorded under the name recorded is of
 // this type: the same name or an older one, or one of the names unknown.
-func (n commandName) is(recorded string) bool { return recorded == "" || n.name == "" || n.names[recorded] }
+func (n commandName) is(recorded string) bool {
+	return recorded == "" || n.name == "" || n.names[recorded]
+}
 
 // CachedAggregates returns how many loaded aggregates the bus keeps now.
 func (b *Bus) CachedAggregates() int { return b.cache.Len() }

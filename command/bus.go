@@ -194,7 +194,7 @@ func (b *Bus) nameOf(ct reflect.Type) commandName {
 	return n
 }
 
-// names reports whether a command recorded under the name recorded is of
+// is reports whether a command recorded under the name recorded is of
 // this type: the same name or an older one, or one of the names unknown.
 func (n commandName) is(recorded string) bool {
 	return recorded == "" || n.name == "" || n.names[recorded]

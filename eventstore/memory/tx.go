@@ -81,7 +81,20 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 		return err
 	}
 	tx := &Tx{c: c, writes: make(map[string][]byte), locked: make(map[string]chan struct{})}
+	// Deferred before fn runs, so that a panic in fn, which the caller may
+	// recover, ends the transaction too: it keeps nothing, and the
+	// checkpoints it locked are free for the next one.
+	ended := false
+	defer func() {
+		if !ended {
+			tx.mu.Lock()
+			tx.done = true
+			tx.unlockRows()
+			tx.mu.Unlock()
+		}
+	}()
 	err := fn(ctx, tx)
+	ended = true
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	tx.done = true

@@ -29,6 +29,7 @@ func RunTxDeadLetters[Tx any](t *testing.T, newStore func(t *testing.T) TxDeadLe
 		{"ParkCommitsWithCheckpoint", testTxParkWithCheckpoint[Tx]},
 		{"ParkUpdatesTheParkedOne", testTxParkUpdates[Tx]},
 		{"DeleteCommitsWithEffect", testTxDelete[Tx]},
+		{"PanicRollsBackAndFreesTheCheckpoint", testTxPanic[Tx]},
 	})
 }
 
@@ -114,4 +115,31 @@ func testTxDelete[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 		return s.DeleteDeadLetterTx(ctx, tx, name, d.ID)
 	})
 	require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
+}
+
+// testTxPanic: a function that panics inside InTx (a read model's bug,
+// recovered by the caller, as net/http recovers an admin request) keeps
+// nothing, and leaves the checkpoint it moved free: the next transaction
+// that moves it must not wait for the one that panicked.
+func testTxPanic[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+	ctx, name := context.Background(), consumerName(t, "txpanic")
+	d := deadLetter(name, 3, 0)
+	func() {
+		defer func() { assert.Equal(t, "read model bug", recover(), "the panic goes on to the caller") }()
+		_ = s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+			require.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, d.Event.Position, 1))
+			_, err := s.ParkDeadLetterTx(ctx, tx, d)
+			require.NoError(t, err)
+			panic("read model bug")
+		})
+	}()
+	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a panicking transaction moved the checkpoint")
+	assert.Empty(t, listDeadLetters(t, s, name), "a panicking transaction parked a dead letter")
+
+	bounded, cancel := context.WithTimeout(ctx, waitLimit)
+	defer cancel()
+	require.NoError(t, s.InTx(bounded, func(ctx context.Context, tx Tx) error {
+		return s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, d.Event.Position, 1)
+	}), "the checkpoint stays locked after a transaction that panicked")
+	assert.Equal(t, eventstore.Checkpoint{Position: d.Event.Position, Fence: 1}, mustCheckpoint(t, s, name))
 }

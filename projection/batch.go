@@ -24,7 +24,9 @@ func (x plainExecutor) ownsLetters() bool   { return false }
 
 func (x plainExecutor) run(ctx context.Context, body func(step) error) error {
 	return body(step{
-		apply: func(d codec.Decoded) error { return x.h(ctx, d) },
+		apply: func(d codec.Decoded) error {
+			return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, d) })
+		},
 		save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
 			return x.c.checkpoints.SaveCheckpoint(ctx, x.c.name, expected, next, fence)
 		},
@@ -53,7 +55,9 @@ func (x txExecutor[Tx]) ownsLetters() bool   { return x.ownDeadLetters }
 func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 	return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		return body(step{
-			apply: func(d codec.Decoded) error { return x.h(ctx, tx, d) },
+			apply: func(d codec.Decoded) error {
+				return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, tx, d) })
+			},
 			save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
 				return x.store.SaveCheckpointTx(ctx, tx, x.c.name, expected, next, fence)
 			},

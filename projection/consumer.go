@@ -310,7 +310,7 @@ func (c *Consumer) claimed(ctx context.Context, from eventstore.Position) error 
 	if c.opts.OnClaim == nil {
 		return nil
 	}
-	if err := c.opts.OnClaim(ctx, from); err != nil {
+	if err := c.guard("OnClaim", nil, func() error { return c.opts.OnClaim(ctx, from) }); err != nil {
 		return fmt.Errorf("consumer %q: on claim: %w", c.name, err)
 	}
 	return nil
@@ -331,11 +331,11 @@ type item struct {
 // consume handles the events that open yields in batches until they end
 // (it returns nil) or fail, or ctx ends. from is the checkpoint they start
 // after; progress, if set, is told how many stored events each batch
-// handled. open gets a context that ends when consume returns, so that a
+// handled, and its error ends consume. open gets a context that ends when consume returns, so that a
 // live subscription waiting for the next commit lets go at once, rather
 // than holding consume (and the session after it) until something is
 // appended.
-func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int)) (eventstore.Position, error) {
+func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int) error) (eventstore.Position, error) {
 	pend, err := c.pendingLetters(ctx, from)
 	if err != nil {
 		return from, err
@@ -375,7 +375,9 @@ func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) i
 		}
 		from = next
 		if progress != nil {
-			progress(len(batch))
+			if err := progress(len(batch)); err != nil {
+				return err
+			}
 		}
 		clear(batch)
 		batch = batch[:0]

@@ -91,6 +91,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"RacingWithoutLease", testRacingWithoutLease[Tx]},
 		{"ParkThenCrash", testParkThenCrash[Tx]},
 		{"DecodeErrorParkedOnce", testDecodeErrorParkedOnce[Tx]},
+		{"HandlerPanicsAreRetriedThenParked", testHandlerPanics[Tx]},
 		{"RetryRespectsLease", testRetryRespectsLease[Tx]},
 		{"SameEventIDTwoStreams", testSameEventIDTwoStreams[Tx]},
 		{"RebuildResolvesDeadLetters", testRebuildResolvesDeadLetters[Tx]},

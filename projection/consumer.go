@@ -182,14 +182,24 @@ func (c *Consumer) Run(ctx context.Context) error {
 		<-logged
 	}()
 	unavailable := 0 // sessions in a row that ended on an unavailable store
+	holder := ""     // the next session's, when the last one could not give its lease up
 	for {
 		began := time.Now()
-		err := c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+		if holder == "" {
+			holder = c.sessionHolder()
+		}
+		kept, err := c.session(ctx, holder, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 			_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 				return c.events.Subscribe(ctx, from, c.opts.Filter)
 			}, from, fence, nil)
 			return err
 		})
+		if !kept {
+			// A lease that could not be released (the store is unavailable)
+			// is taken again by the next session under its holder, without
+			// waiting for it to lapse: no other session uses that name.
+			holder = ""
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -224,12 +234,13 @@ var unavailableRetry = backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * 
 // CatchUp consumes every event stored when it starts reading, then
 // returns. It takes the lease as Run does; losing it is an error.
 func (c *Consumer) CatchUp(ctx context.Context) error {
-	return c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 		_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 			return c.events.ReadAll(ctx, from, c.opts.Filter)
 		}, from, fence, nil)
 		return err
 	})
+	return err
 }
 
 // pause waits a little before a new session, so that two consumers that
@@ -238,24 +249,25 @@ func (c *Consumer) pause(ctx context.Context) error {
 	return backoff.Wait(ctx, c.opts.maxDelay())
 }
 
-// session takes the lease (if any), claims the checkpoint under its fence,
-// runs work from the checkpoint while the lease is kept, and gives the
-// lease up.
-func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) error {
+// session takes the lease (if any) for holder, a name no other session
+// uses (see [Consumer.sessionHolder]), claims the checkpoint under its
+// fence, runs work from the checkpoint while the lease is kept, and gives
+// the lease up. kept reports a lease that could not be given up.
+func (c *Consumer) session(ctx context.Context, holder string, work func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) (kept bool, err error) {
 	if c.opts.Leases == nil {
 		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
 		if err != nil {
-			return fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
+			return false, fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
 		}
 		c.stats.setCheckpoint(cp.Position)
 		if err := c.claimed(ctx, cp.Position); err != nil {
-			return err
+			return false, err
 		}
-		return work(ctx, cp.Position, cp.Fence)
+		return false, work(ctx, cp.Position, cp.Fence)
 	}
-	lease, err := c.acquire(ctx)
+	lease, err := c.acquire(ctx, holder)
 	if err != nil {
-		return err
+		return false, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	renewed := make(chan struct{})
@@ -266,7 +278,7 @@ func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, f
 	defer func() {
 		cancel(nil)
 		<-renewed
-		c.release(ctx, lease.Lease)
+		kept = c.release(ctx, lease.Lease)
 	}()
 	from, err := c.claim(ctx, lease.Fence)
 	if err == nil {
@@ -278,9 +290,9 @@ func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, f
 		err = work(ctx, from, lease.Fence)
 	}
 	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, eventstore.ErrLeaseLost) {
-		return cause
+		return false, cause
 	}
-	return err
+	return false, err
 }
 
 // claim reads the checkpoint and saves it unchanged under fence, so that a

@@ -7,8 +7,6 @@ import (
 	"iter"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/cairn-es/cairn/eventstore"
 )
 
@@ -173,15 +171,15 @@ func (c *Consumer) retryFence(ctx context.Context, id string) (eventstore.Fence,
 	if l := c.held.Load(); l != nil {
 		return l.Fence, func() {}, nil
 	}
-	// A holder name of its own, so that releasing it can never release the
-	// lease of a Run in this process that uses Options.Holder.
-	l, ok, err := c.opts.Leases.AcquireLease(ctx, c.name, "retry-"+ulid.Make().String(), c.opts.leaseTTL())
+	// A session of its own: releasing its lease can never release the
+	// lease of a Run in this process.
+	l, ok, err := c.opts.Leases.AcquireLease(ctx, c.name, c.sessionHolder(), c.opts.leaseTTL())
 	if err != nil {
 		return 0, nil, fmt.Errorf("consumer %q: taking the lease to retry dead letter %q: %w", c.name, id, err)
 	}
 	if !ok {
 		return 0, nil, &RetryRefusedError{Consumer: c.name, ID: id, Reason: fmt.Sprintf(
-			"another process (%q) holds the consumer's lease until %s: retry from the process that runs the consumer, or when none does",
+			"another session (%q) holds the consumer's lease until %s: retry through the Consumer whose Run holds it, or when none runs",
 			l.Holder, l.Expires.Format(time.RFC3339))}
 	}
 	return l.Fence, func() {

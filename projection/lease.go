@@ -28,16 +28,36 @@ type heldLease struct {
 // run at slightly different rates.
 func stopBy(since time.Time, ttl time.Duration) time.Time { return since.Add(ttl - ttl/5) }
 
-// acquire waits until this consumer holds its lease, polling a few times
-// per TTL so that it takes over soon after the holder's lease lapses. A
-// request that has not answered when the lease it asks for would have to
-// be given up is abandoned and tried again; one that the store refuses as
-// invalid is returned, as retrying it cannot help.
-func (c *Consumer) acquire(ctx context.Context) (heldLease, error) {
-	holder := c.opts.Holder
-	if holder == "" {
-		holder = ulid.Make().String()
+// MaxHolderLen is the longest [Options.Holder]: the lease stores' limit on
+// a holder ([eventstore.MaxStreamLen] bytes) less the session ID that
+// every session adds to it (see [Consumer.sessionHolder]).
+const MaxHolderLen = eventstore.MaxStreamLen - len(holderSep) - ulid.EncodedSize
+
+// holderSep separates the process's holder name from the session's ID.
+const holderSep = "/"
+
+// sessionHolder returns the holder name of a new session: Options.Holder,
+// which names the process, and a ULID of the session. Each session is a
+// holder of its own, so that a second session of one process (a CatchUp,
+// Rebuild or retry beside its Run, of the same Consumer or of another
+// built alike) waits for the lease like any other holder: under the same
+// name, the store would hand it the lease that Run holds (renewing it,
+// fence unchanged), it would replay beside Run, and its release would end
+// Run's lease while Run went on.
+func (c *Consumer) sessionHolder() string {
+	id := ulid.Make().String()
+	if c.opts.Holder == "" {
+		return id
 	}
+	return c.opts.Holder + holderSep + id
+}
+
+// acquire waits until holder holds this consumer's lease, polling a few
+// times per TTL so that it takes over soon after another holder's lease
+// lapses. A request that has not answered when the lease it asks for would
+// have to be given up is abandoned and tried again; one that the store
+// refuses as invalid is returned, as retrying it cannot help.
+func (c *Consumer) acquire(ctx context.Context, holder string) (heldLease, error) {
 	ttl := c.opts.leaseTTL()
 	waiting := false
 	for {
@@ -115,12 +135,16 @@ func (c *Consumer) lost(ctx context.Context, cancel context.CancelCauseFunc, l e
 }
 
 // release gives the lease up, so that a waiting process takes over at
-// once rather than after the TTL. It runs when ctx may have ended.
-func (c *Consumer) release(ctx context.Context, l eventstore.Lease) {
+// once rather than after the TTL, and reports whether the store still
+// holds it for l's holder (the release failed, and it was not lost). It
+// runs when ctx may have ended.
+func (c *Consumer) release(ctx context.Context, l eventstore.Lease) (kept bool) {
 	c.stats.setLease(false)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := c.opts.Leases.ReleaseLease(ctx, l); err != nil {
+	err := c.opts.Leases.ReleaseLease(ctx, l)
+	if err != nil {
 		c.log.DebugContext(ctx, "projection: releasing the lease", slog.Any("error", err))
 	}
+	return err != nil && !errors.Is(err, eventstore.ErrLeaseLost)
 }

@@ -3,6 +3,7 @@ package projection_test
 import (
 	"context"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"lease TTL of 250 years", projection.Options{Leases: leases, LeaseTTL: 250 * 365 * 24 * time.Hour}, "lease TTL"},
 		{"NUL byte in holder", projection.Options{Leases: leases, Holder: "h\x00"}, "lease holder"},
 		{"invalid UTF-8 holder", projection.Options{Leases: leases, Holder: "h\xff"}, "lease holder"},
+		{"holder leaving no room for a session ID", projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen+1)}, "lease holder"},
 	} {
 		_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, c.opts)
 		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "New: "+c.what).Consumer)
@@ -50,6 +52,8 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{BatchSize: projection.MaxBatchSize})
 	require.NoError(t, err, "the largest batch size is allowed")
+	_, err = projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen)})
+	require.NoError(t, err, "the longest holder is allowed")
 }
 
 // refusingLeases is a lease store that refuses every request as invalid,

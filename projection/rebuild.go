@@ -86,7 +86,7 @@ func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.
 
 // rebuild runs a rebuild whose reset and checkpoint move is moveBack.
 func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) error {
-	return c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 		var total uint64
 		if opts.Count {
 			for _, err := range c.events.ReadAll(ctx, opts.From, c.opts.Filter) {
@@ -122,4 +122,5 @@ func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack fu
 		}, opts.From, fence, report)
 		return err
 	})
+	return err
 }

@@ -84,6 +84,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"LeaseOneHolderAndHandOver", testLeaseHandOver[Tx]},
 		{"FencedHolderCannotCommit", testFencedHolder[Tx]},
 		{"HungRenewalStopsBeforeLeaseLapses", testHungRenewal[Tx]},
+		{"SessionBesideRunWaits", testSessionBesideRunWaits[Tx]},
 		{"Rebuild", testRebuild[Tx]},
 		{"RebuildTx", testRebuildTx[Tx]},
 		{"Stats", testStats[Tx]},

@@ -95,16 +95,27 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.idTakenLocked(d); err != nil {
+	if err := c.parkableLocked(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	return copyLetter(c.parkLocked(d)), nil
 }
 
-// idTakenLocked refuses a dead letter whose ID names another event's dead
-// letter (see [eventstore.CheckDeadLetterID]).
-func (c *Consumers) idTakenLocked(d eventstore.DeadLetter) error {
-	if old, ok := c.dead[d.Consumer][d.ID]; ok && d.ID != "" {
+// parkableLocked refuses a dead letter whose ID names another event's dead
+// letter (see [eventstore.CheckDeadLetterID]), or, for a compare-and-set
+// (d.Generation set), one that changed since it was read (see
+// [eventstore.CheckDeadLetterGeneration]).
+func (c *Consumers) parkableLocked(d eventstore.DeadLetter) error {
+	old, ok := c.dead[d.Consumer][d.ID]
+	if d.Generation != 0 {
+		var stored *eventstore.DeadLetterKey
+		if ok {
+			k := old.Key()
+			stored = &k
+		}
+		return eventstore.CheckDeadLetterGeneration(d, stored)
+	}
+	if ok && d.ID != "" {
 		return eventstore.CheckDeadLetterID(d, old.Event.StreamID, old.Event.ID, old.Part)
 	}
 	return nil
@@ -112,12 +123,15 @@ func (c *Consumers) idTakenLocked(d eventstore.DeadLetter) error {
 
 // keyedLocked prepares d to be stored: with the ID and first failure of
 // the dead letter already parked under its key (consumer, stream, event
-// ID, part), so that parking it again updates that one, or else a new ID
-// when it has none; and with its own copy of the event's data.
+// ID, part), so that parking it again updates that one, and one more
+// generation than it has; or else a new ID when it has none, and the
+// first generation; and with its own copy of the event's data. The stored
+// event stays, as SQL stores update only the failure's columns.
 func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+	d.Generation = 1
 	for id, old := range c.dead[d.Consumer] {
 		if old.Event.ID == d.Event.ID && old.Event.StreamID == d.Event.StreamID && old.Part == d.Part {
-			d.ID, d.FirstFailure = id, old.FirstFailure
+			d.ID, d.FirstFailure, d.Generation, d.Event = id, old.FirstFailure, old.Generation+1, old.Event
 			break
 		}
 	}
@@ -159,6 +173,31 @@ func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[
 		c.mu.Unlock()
 		for _, d := range out {
 			if !yield(d, nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys].
+func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
+	return func(yield func(eventstore.DeadLetterKey, error) bool) {
+		if err := eventstore.ValidateConsumerName(consumer); err != nil {
+			yield(eventstore.DeadLetterKey{}, err)
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(eventstore.DeadLetterKey{}, err)
+			return
+		}
+		c.mu.Lock()
+		var keys []eventstore.DeadLetterKey
+		for _, d := range c.dead[consumer] {
+			keys = append(keys, d.Key())
+		}
+		c.mu.Unlock()
+		for _, k := range eventstore.SortDeadLetterKeys(keys, after, through) {
+			if !yield(k, nil) {
 				return
 			}
 		}

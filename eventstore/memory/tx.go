@@ -123,6 +123,13 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 			return &eventstore.DeadLetterNotFoundError{Consumer: d[0], ID: d[1]}
 		}
 	}
+	for _, d := range tx.parks {
+		if d.Generation != 0 {
+			if err := c.parkableLocked(d); err != nil {
+				return err
+			}
+		}
+	}
 	for name, cp := range staged {
 		c.checkpoints[name] = cp
 	}
@@ -235,15 +242,24 @@ func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 		return eventstore.DeadLetter{}, errTxDone
 	}
 	c.mu.Lock()
-	err := c.idTakenLocked(d)
+	err := c.parkableLocked(d)
+	staged := d
 	if err == nil {
 		d = c.keyedLocked(d)
+		if staged.Generation == 0 {
+			// An upsert is staged under the ID it returns, and takes its
+			// generation at the commit.
+			staged = d
+			staged.Generation = 0
+		}
 	}
 	c.mu.Unlock()
 	if err != nil {
 		return eventstore.DeadLetter{}, err
 	}
-	tx.parks = append(tx.parks, d)
+	// A compare-and-set is staged as asked, so that the commit checks it
+	// again.
+	tx.parks = append(tx.parks, staged)
 	return copyLetter(d), nil
 }
 

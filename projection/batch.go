@@ -120,6 +120,9 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 		if err := s.save(from, to, fence); err != nil {
 			return err
 		}
+		if err := c.refresh(ctx, pend, from, to); err != nil {
+			return err
+		}
 		for _, u := range batch {
 			if err := pend.resolve(s, u, nil); err != nil {
 				return err
@@ -314,6 +317,9 @@ func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Positio
 				}
 			}
 			if err := s.save(from, u.ev.Position, fence); err != nil {
+				return err
+			}
+			if err := c.refresh(ctx, pend, from, u.ev.Position); err != nil {
 				return err
 			}
 			for _, part := range slices.Sorted(maps.Keys(given)) {

@@ -83,7 +83,12 @@ const maxRetryClaims = 100
 // (exactly once); otherwise right after the effect, so that a crash in
 // between leaves it parked (at least once, never lost). On failure it stays
 // parked with one more attempt, its error and last failure updated, and
-// RetryDeadLetter returns a [*HandlerError].
+// RetryDeadLetter returns a [*HandlerError]; that update is a
+// compare-and-set on the dead letter's generation as the retry read it, so
+// that when it changed meanwhile (another retry applied it and deleted it,
+// an operator skipped it, a failure was recorded), nothing is written, and
+// the error also matches [eventstore.ErrDeadLetterChanged]: a failed retry
+// never brings back a dead letter that was resolved.
 //
 // The event is decoded again with the current registry, so a dead letter
 // that failed to decode can be retried after an upcaster is deployed.

@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -47,13 +48,36 @@ type txExecutor[Tx any] struct {
 	// parked and resolved in the transaction that moves the checkpoint or
 	// applies a retry.
 	ownDeadLetters bool
+	// leases, when set, is store as the consumer's lease store: each
+	// transaction renews the lease it runs under (see inTx).
+	leases eventstore.TxLeaseStore[Tx]
 }
 
 func (x txExecutor[Tx]) transactional() bool { return true }
 func (x txExecutor[Tx]) ownsLetters() bool   { return x.ownDeadLetters }
 
-func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
+// inTx runs fn in a transaction of the store that, when the consumer's
+// lease lives in the same store, also renews the lease that ctx's work
+// runs under, last, so that the lease check is part of the commit: the
+// effects commit only while the consumer holds its lease, however long the
+// transaction took (or other transactions made it wait; SQLite has one
+// writer), and every commit renews the lease.
+func (x txExecutor[Tx]) inTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
 	return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		if l := leaseOf(ctx); l != nil && x.leases != nil {
+			if _, err := x.leases.RenewLeaseTx(ctx, tx, *l, x.c.opts.leaseTTL()); err != nil {
+				return fmt.Errorf("consumer %q: renewing the lease in the transaction: %w", x.c.name, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
+	return x.inTx(ctx, func(ctx context.Context, tx Tx) error {
 		return body(step{
 			apply: func(d codec.Decoded) error {
 				return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, tx, d) })

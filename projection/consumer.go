@@ -37,6 +37,27 @@ type Consumer struct {
 	// checkpoint under the lease's fence: a dead letter retried in this
 	// process goes through that fence.
 	held atomic.Pointer[eventstore.Lease]
+	// leaseInTx says that every transaction of the consumer renews its
+	// lease (a transactional consumer whose lease lives in its store): its
+	// effects commit only while it holds the lease, so it need not stop
+	// when a renewal is late, only when the lease is lost.
+	leaseInTx bool
+}
+
+// leaseKey is the context key of the lease that a session's (or a
+// retry's) work runs under. It travels with the work's context, as the
+// session's end does, so that each transaction renews the lease it runs
+// under, however deep in the work it is opened.
+type leaseKey struct{}
+
+func withLease(ctx context.Context, l eventstore.Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, &l)
+}
+
+// leaseOf returns the lease that ctx's work runs under, if any.
+func leaseOf(ctx context.Context) *eventstore.Lease {
+	l, _ := ctx.Value(leaseKey{}).(*eventstore.Lease)
+	return l
 }
 
 // executor runs the consumer's handler. run calls body once with the
@@ -114,7 +135,11 @@ func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, st
 	}
 	dl, own := store.(eventstore.DeadLetterStore)
 	own = own && (opts.DeadLetters == nil || sameStore(opts.DeadLetters, dl))
-	c.exec = txExecutor[Tx]{c: c, store: store, h: whileLiveTx(h), ownDeadLetters: own}
+	x := txExecutor[Tx]{c: c, store: store, h: whileLiveTx(h), ownDeadLetters: own}
+	if leases, ok := store.(eventstore.TxLeaseStore[Tx]); ok && c.opts.Leases != nil && sameStore(c.opts.Leases, store) {
+		x.leases, c.leaseInTx = leases, true
+	}
+	c.exec = x
 	return c, nil
 }
 
@@ -269,7 +294,7 @@ func (c *Consumer) session(ctx context.Context, holder string, work func(ctx con
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithCancelCause(withLease(ctx, lease.Lease))
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)

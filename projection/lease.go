@@ -62,7 +62,7 @@ func (c *Consumer) acquire(ctx context.Context, holder string) (heldLease, error
 	waiting := false
 	for {
 		since := time.Now()
-		actx, done := context.WithDeadline(ctx, stopBy(since, ttl))
+		actx, done := c.until(ctx, stopBy(since, ttl))
 		l, ok, err := c.opts.Leases.AcquireLease(actx, c.name, holder, ttl)
 		done()
 		switch {
@@ -93,20 +93,28 @@ func (c *Consumer) acquire(ctx context.Context, holder string) (heldLease, error
 // renewal succeeded by the lease's stop time. Each renewal has that time
 // as its deadline, so that one that hangs is abandoned while the lease
 // still holds, and the consumer stops before anyone else can take it over.
+//
+// A consumer whose transactions renew the lease (leaseInTx) has no stop
+// time: its effects commit only with a renewal, so a late one (SQLite's
+// renewals wait for the writer, which a long transaction holds, its own
+// or another's) costs nothing, and only a lost lease stops it.
 func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l heldLease) {
 	ttl := c.opts.leaseTTL()
 	wait := ttl / 3
 	for {
-		stop := stopBy(l.since, ttl)
-		if backoff.Wait(ctx, min(wait, time.Until(stop))) != nil {
+		stop, pause := stopBy(l.since, ttl), wait
+		if !c.leaseInTx {
+			pause = min(wait, time.Until(stop))
+		}
+		if backoff.Wait(ctx, pause) != nil {
 			return
 		}
-		if !time.Now().Before(stop) {
+		if !c.leaseInTx && !time.Now().Before(stop) {
 			c.lost(ctx, cancel, l.Lease, "no renewal succeeded before the lease's stop time")
 			return
 		}
 		since := time.Now()
-		rctx, done := context.WithDeadline(ctx, stop)
+		rctx, done := c.until(ctx, stop)
 		renewed, err := c.opts.Leases.RenewLease(rctx, l.Lease, ttl)
 		done()
 		if err == nil {
@@ -124,6 +132,17 @@ func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l h
 		// Try again soon: the top of the loop gives up at the stop time.
 		wait = ttl / 10
 	}
+}
+
+// until bounds a lease request by the time at which the lease it asks
+// for would have to be given up: a request that hangs past it is
+// abandoned. A consumer whose transactions renew its lease has no such
+// time: its request may wait (behind SQLite's writer) as long as it takes.
+func (c *Consumer) until(ctx context.Context, stop time.Time) (context.Context, context.CancelFunc) {
+	if c.leaseInTx {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, stop)
 }
 
 // lost stops the consumer's work: its effects must end before another

@@ -75,7 +75,7 @@ func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
 			}
 		}
-		return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		return x.inTx(ctx, func(ctx context.Context, tx Tx) error {
 			if err := c.guard("RebuildTx reset", nil, func() error { return reset(ctx, tx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
 			}

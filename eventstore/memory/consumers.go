@@ -44,6 +44,7 @@ func NewConsumers() *Consumers {
 
 var (
 	_ eventstore.TxCheckpointStore[*Tx] = (*Consumers)(nil)
+	_ eventstore.TxLeaseStore[*Tx]      = (*Consumers)(nil)
 	_ eventstore.DeadLetterStore        = (*Consumers)(nil)
 	_ eventstore.LeaseStore             = (*Consumers)(nil)
 )
@@ -294,13 +295,28 @@ func (c *Consumers) RenewLease(ctx context.Context, l eventstore.Lease, ttl time
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.heldLocked(l); err != nil {
+		return eventstore.Lease{}, err
+	}
+	return c.renewLocked(l, ttl), nil
+}
+
+// heldLocked returns a [*eventstore.LeaseLostError] unless l is the lease
+// held now (lapsed or not, while nobody else acquired it).
+func (c *Consumers) heldLocked(l eventstore.Lease) error {
 	cur, held := c.leases[l.Name]
 	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
-		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
+	return nil
+}
+
+// renewLocked extends the held lease l by ttl from now.
+func (c *Consumers) renewLocked(l eventstore.Lease, ttl time.Duration) eventstore.Lease {
+	cur := c.leases[l.Name]
 	cur.Expires = c.now().Add(ttl)
 	c.leases[l.Name] = cur
-	return cur, nil
+	return cur
 }
 
 // ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
@@ -313,9 +329,8 @@ func (c *Consumers) ReleaseLease(ctx context.Context, l eventstore.Lease) error 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cur, held := c.leases[l.Name]
-	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
-		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+	if err := c.heldLocked(l); err != nil {
+		return err
 	}
 	delete(c.leases, l.Name)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
 )
@@ -22,20 +23,26 @@ import (
 // deployments without a lease) therefore fail at their claim, before
 // their handlers run, rather than at the commit, after.
 type Tx struct {
-	c       *Consumers
-	mu      sync.Mutex
-	writes  map[string][]byte // a nil value is a deletion
-	saves   []checkpointMove
-	parks   []eventstore.DeadLetter
-	deletes [][2]string // consumer, ID
-	locked  map[string]chan struct{}
-	done    bool
+	c        *Consumers
+	mu       sync.Mutex
+	writes   map[string][]byte // a nil value is a deletion
+	saves    []checkpointMove
+	renewals []leaseRenewal
+	parks    []eventstore.DeadLetter
+	deletes  [][2]string // consumer, ID
+	locked   map[string]chan struct{}
+	done     bool
 }
 
 type checkpointMove struct {
 	name           string
 	expected, next eventstore.Position
 	fence          eventstore.Fence
+}
+
+type leaseRenewal struct {
+	lease eventstore.Lease
+	ttl   time.Duration
 }
 
 // errTxDone guards against a handler that keeps its Tx past its callback.
@@ -129,6 +136,14 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 				return err
 			}
 		}
+	}
+	for _, r := range tx.renewals {
+		if err := c.heldLocked(r.lease); err != nil {
+			return err
+		}
+	}
+	for _, r := range tx.renewals {
+		c.renewLocked(r.lease, r.ttl)
 	}
 	for name, cp := range staged {
 		c.checkpoints[name] = cp
@@ -261,6 +276,32 @@ func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 	// again.
 	tx.parks = append(tx.parks, staged)
 	return copyLetter(d), nil
+}
+
+// RenewLeaseTx implements [eventstore.TxLeaseStore.RenewLeaseTx]: the
+// renewal is checked now and again at the commit, which fails if another
+// holder acquired the lease meanwhile.
+func (c *Consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.Lease{}, err
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.done {
+		return eventstore.Lease{}, errTxDone
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.heldLocked(l); err != nil {
+		return eventstore.Lease{}, err
+	}
+	tx.renewals = append(tx.renewals, leaseRenewal{lease: l, ttl: ttl})
+	renewed := c.leases[l.Name]
+	renewed.Expires = c.now().Add(ttl)
+	return renewed, nil
 }
 
 // DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].

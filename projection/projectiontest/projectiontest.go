@@ -85,6 +85,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"FencedHolderCannotCommit", testFencedHolder[Tx]},
 		{"HungRenewalStopsBeforeLeaseLapses", testHungRenewal[Tx]},
 		{"SessionBesideRunWaits", testSessionBesideRunWaits[Tx]},
+		{"LongTransactionsKeepTheLease", testLongTransactionsKeepTheLease[Tx]},
 		{"Rebuild", testRebuild[Tx]},
 		{"RebuildTx", testRebuildTx[Tx]},
 		{"Stats", testStats[Tx]},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -50,6 +51,22 @@ func (c *Consumer) sessionHolder() string {
 		return id
 	}
 	return c.opts.Holder + holderSep + id
+}
+
+// ProcessHolder returns the [Options.Holder] part of the holder of a
+// consumer's lease, as a lease store reports it: holder without the
+// session ID that each session adds ("/" and a ULID), or holder itself
+// when it has none (a session of a consumer without Options.Holder is
+// named by its ID alone).
+func ProcessHolder(holder string) string {
+	i := strings.LastIndex(holder, holderSep)
+	if i < 0 {
+		return holder
+	}
+	if _, err := ulid.ParseStrict(holder[i+len(holderSep):]); err != nil {
+		return holder
+	}
+	return holder[:i]
 }
 
 // acquire waits until holder holds this consumer's lease, polling a few

@@ -115,3 +115,21 @@ func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
 	_, err = projection.New("p", events, reg, struct{ eventstore.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
 	assert.Equal(t, "p", storetest.RequireInvalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
 }
+
+// TestProcessHolder: the process's name in a session's lease holder is
+// what precedes its last "/" and session ID; anything else is a holder of
+// its own.
+func TestProcessHolder(t *testing.T) {
+	id := "01JNQ0000000000000000000A1"
+	for holder, want := range map[string]string{
+		"host-1/" + id:       "host-1",
+		"eu/host-1/" + id:    "eu/host-1",
+		id:                   id,
+		"host-1/not-a-ulid":  "host-1/not-a-ulid",
+		"host-1":             "host-1",
+		"/" + id:             "",
+		"host-1/" + id + "/": "host-1/" + id + "/",
+	} {
+		assert.Equal(t, want, projection.ProcessHolder(holder), holder)
+	}
+}

@@ -218,6 +218,12 @@ func testSessionBesideRunWaits[Tx any](t *testing.T, h Harness[Tx]) {
 			r := start(t, running)
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
 			require.Eventually(t, func() bool { return got.len() == 10 && r.leader(t) }, waitLimit, 5*time.Millisecond)
+			// The store names Run's session: the process, and the session's ID.
+			l, taken, err := st.Consumers.AcquireLease(context.Background(), "beside", "observer", eventstore.MinLeaseTTL)
+			require.NoError(t, err)
+			require.False(t, taken)
+			assert.NotEqual(t, "P1", l.Holder)
+			assert.Equal(t, "P1", projection.ProcessHolder(l.Holder))
 
 			for i, c := range []*projection.Consumer{running, build("P1")} {
 				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -56,24 +56,36 @@ type txExecutor[Tx any] struct {
 func (x txExecutor[Tx]) transactional() bool { return true }
 func (x txExecutor[Tx]) ownsLetters() bool   { return x.ownDeadLetters }
 
-// inTx runs fn in a transaction of the store that, when the consumer's
-// lease lives in the same store, also renews the lease that ctx's work
-// runs under, last, so that the lease check is part of the commit: the
-// effects commit only while the consumer holds its lease, however long the
-// transaction took (or other transactions made it wait; SQLite has one
-// writer), and every commit renews the lease.
+// inTx runs fn in a transaction of the store. When the consumer's lease
+// lives in the same store and no renewal has extended the lease that
+// ctx's work runs under for a third of its TTL (the transaction is long,
+// or other transactions made keep's renewals wait: SQLite has one
+// writer), the transaction renews it too, last, so that the lease check
+// is part of its commit: the effects commit only while the consumer holds
+// its lease, and the lease lives on however long transactions take.
+// Renewing in every transaction would cost a write each (a third of a
+// SQLite catch-up's rate with batches of one).
 func (x txExecutor[Tx]) inTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
-	return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+	l := leaseOf(ctx)
+	var renewing time.Time
+	err := x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		if err := fn(ctx, tx); err != nil {
 			return err
 		}
-		if l := leaseOf(ctx); l != nil && x.leases != nil {
-			if _, err := x.leases.RenewLeaseTx(ctx, tx, *l, x.c.opts.leaseTTL()); err != nil {
-				return fmt.Errorf("consumer %q: renewing the lease in the transaction: %w", x.c.name, err)
-			}
+		ttl := x.c.opts.leaseTTL()
+		if l == nil || x.leases == nil || !l.due(ttl) {
+			return nil
+		}
+		renewing = time.Now()
+		if _, err := x.leases.RenewLeaseTx(ctx, tx, l.Lease, ttl); err != nil {
+			return fmt.Errorf("consumer %q: renewing the lease in the transaction: %w", x.c.name, err)
 		}
 		return nil
 	})
+	if err == nil && !renewing.IsZero() {
+		l.renewed(renewing)
+	}
+	return err
 }
 
 func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {

@@ -36,27 +36,27 @@ type Consumer struct {
 	// held is the lease of the running session, once it has claimed the
 	// checkpoint under the lease's fence: a dead letter retried in this
 	// process goes through that fence.
-	held atomic.Pointer[eventstore.Lease]
-	// leaseInTx says that every transaction of the consumer renews its
-	// lease (a transactional consumer whose lease lives in its store): its
-	// effects commit only while it holds the lease, so it need not stop
-	// when a renewal is late, only when the lease is lost.
+	held atomic.Pointer[heldLease]
+	// leaseInTx says that the consumer's transactions renew its lease when
+	// it is due (a transactional consumer whose lease lives in its store),
+	// so that it need not stop when a renewal through the store is late,
+	// only when the lease is lost.
 	leaseInTx bool
 }
 
 // leaseKey is the context key of the lease that a session's (or a
 // retry's) work runs under. It travels with the work's context, as the
-// session's end does, so that each transaction renews the lease it runs
-// under, however deep in the work it is opened.
+// session's end does, so that each transaction can renew the lease it
+// runs under, however deep in the work it is opened.
 type leaseKey struct{}
 
-func withLease(ctx context.Context, l eventstore.Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, &l)
+func withLease(ctx context.Context, l *heldLease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
 }
 
 // leaseOf returns the lease that ctx's work runs under, if any.
-func leaseOf(ctx context.Context) *eventstore.Lease {
-	l, _ := ctx.Value(leaseKey{}).(*eventstore.Lease)
+func leaseOf(ctx context.Context) *heldLease {
+	l, _ := ctx.Value(leaseKey{}).(*heldLease)
 	return l
 }
 
@@ -294,7 +294,7 @@ func (c *Consumer) session(ctx context.Context, holder string, work func(ctx con
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithCancelCause(withLease(ctx, lease.Lease))
+	ctx, cancel := context.WithCancelCause(withLease(ctx, lease))
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
@@ -310,7 +310,7 @@ func (c *Consumer) session(ctx context.Context, holder string, work func(ctx con
 		err = c.claimed(ctx, from)
 	}
 	if err == nil {
-		c.held.Store(&lease.Lease)
+		c.held.Store(lease)
 		defer c.held.Store(nil)
 		err = work(ctx, from, lease.Fence)
 	}

@@ -107,7 +107,7 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	defer release()
 	var fence eventstore.Fence
 	if lease != nil {
-		fence, ctx = lease.Fence, withLease(ctx, *lease)
+		fence, ctx = lease.Fence, withLease(ctx, lease)
 	}
 	parts, herr := c.reg.Decode(d.Event)
 	if herr == nil && d.Part >= len(parts) {
@@ -173,7 +173,7 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 // claims the checkpoint under), and what to call when the retry is done:
 // the running session's lease, or one taken for the retry, or, without a
 // lease store, nil (the retry then uses the stored fence).
-func (c *Consumer) retryLease(ctx context.Context, id string) (*eventstore.Lease, func(), error) {
+func (c *Consumer) retryLease(ctx context.Context, id string) (*heldLease, func(), error) {
 	if c.opts.Leases == nil {
 		return nil, func() {}, nil
 	}
@@ -182,6 +182,7 @@ func (c *Consumer) retryLease(ctx context.Context, id string) (*eventstore.Lease
 	}
 	// A session of its own: releasing its lease can never release the
 	// lease of a Run in this process.
+	since := time.Now()
 	l, ok, err := c.opts.Leases.AcquireLease(ctx, c.name, c.sessionHolder(), c.opts.leaseTTL())
 	if err != nil {
 		return nil, nil, fmt.Errorf("consumer %q: taking the lease to retry dead letter %q: %w", c.name, id, err)
@@ -191,7 +192,7 @@ func (c *Consumer) retryLease(ctx context.Context, id string) (*eventstore.Lease
 			"another session (%q) holds the consumer's lease until %s: retry through the Consumer whose Run holds it, or when none runs",
 			l.Holder, l.Expires.Format(time.RFC3339))}
 	}
-	return &l, func() {
+	return newHeldLease(l, since), func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := c.opts.Leases.ReleaseLease(ctx, l); err != nil {

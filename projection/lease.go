@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -16,11 +17,39 @@ import (
 // heldLease is a lease as this process counts it: from the start of the
 // request that granted or last renewed it, not from the reply. The store
 // counted it from a moment in between, so this count ends first, whatever
-// the latency (with clocks that run at about the same rate).
+// the latency (with clocks that run at about the same rate). The session
+// that holds it shares it with its work: keep renews it, and so do the
+// transactions of a consumer whose lease lives in its store (see
+// txExecutor.inTx).
 type heldLease struct {
+	// Lease names it: name, holder and fence never change.
 	eventstore.Lease
-	since time.Time
+	since atomic.Int64 // Unix nanoseconds
 }
+
+func newHeldLease(l eventstore.Lease, since time.Time) *heldLease {
+	h := &heldLease{Lease: l}
+	h.since.Store(since.UnixNano())
+	return h
+}
+
+// renewedSince returns when the request that last renewed it was sent.
+func (h *heldLease) renewedSince() time.Time { return time.Unix(0, h.since.Load()) }
+
+// renewed records a renewal whose request was sent at since.
+func (h *heldLease) renewed(since time.Time) {
+	n := since.UnixNano()
+	for {
+		old := h.since.Load()
+		if old >= n || h.since.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// due reports a lease that no renewal has extended for a third of ttl,
+// which is how often keep renews it.
+func (h *heldLease) due(ttl time.Duration) bool { return time.Since(h.renewedSince()) >= ttl/3 }
 
 // stopBy is when a consumer that holds a lease of ttl granted by a request
 // sent at since, and could not renew it, stops applying effects: a fifth
@@ -74,7 +103,7 @@ func ProcessHolder(holder string) string {
 // lapses. A request that has not answered when the lease it asks for would
 // have to be given up is abandoned and tried again; one that the store
 // refuses as invalid is returned, as retrying it cannot help.
-func (c *Consumer) acquire(ctx context.Context, holder string) (heldLease, error) {
+func (c *Consumer) acquire(ctx context.Context, holder string) (*heldLease, error) {
 	ttl := c.opts.leaseTTL()
 	waiting := false
 	for {
@@ -84,23 +113,23 @@ func (c *Consumer) acquire(ctx context.Context, holder string) (heldLease, error
 		done()
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return heldLease{}, ctx.Err()
+			return nil, ctx.Err()
 		case errors.Is(err, eventstore.ErrInvalidArgument):
 			// The store refuses this request, and will refuse it again.
-			return heldLease{}, err
+			return nil, err
 		case err != nil:
 			c.log.WarnContext(ctx, "projection: acquiring the lease failed; retrying", slog.Any("error", err))
 		case ok:
 			c.stats.setLease(true)
 			c.log.DebugContext(ctx, "projection: lease acquired", slog.String("holder", holder), slog.Uint64("fence", uint64(l.Fence)))
-			return heldLease{Lease: l, since: since}, nil
+			return newHeldLease(l, since), nil
 		case !waiting:
 			waiting = true
 			c.log.DebugContext(ctx, "projection: lease held by another process; waiting",
 				slog.String("holder", l.Holder), slog.Time("expires", l.Expires))
 		}
 		if err := backoff.Wait(ctx, ttl/5); err != nil {
-			return heldLease{}, err
+			return nil, err
 		}
 	}
 }
@@ -112,14 +141,16 @@ func (c *Consumer) acquire(ctx context.Context, holder string) (heldLease, error
 // still holds, and the consumer stops before anyone else can take it over.
 //
 // A consumer whose transactions renew the lease (leaseInTx) has no stop
-// time: its effects commit only with a renewal, so a late one (SQLite's
-// renewals wait for the writer, which a long transaction holds, its own
-// or another's) costs nothing, and only a lost lease stops it.
-func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l heldLease) {
+// time: a transaction that finds the lease unrenewed for a third of its
+// TTL renews it before its commit, the fence keeps its effects to one
+// across holders anyway, and so a late renewal (SQLite's renewals wait
+// for the writer, which a long transaction holds, its own or another's)
+// costs nothing: only a lost lease stops it.
+func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l *heldLease) {
 	ttl := c.opts.leaseTTL()
 	wait := ttl / 3
 	for {
-		stop, pause := stopBy(l.since, ttl), wait
+		stop, pause := stopBy(l.renewedSince(), ttl), wait
 		if !c.leaseInTx {
 			pause = min(wait, time.Until(stop))
 		}
@@ -132,10 +163,11 @@ func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l h
 		}
 		since := time.Now()
 		rctx, done := c.until(ctx, stop)
-		renewed, err := c.opts.Leases.RenewLease(rctx, l.Lease, ttl)
+		_, err := c.opts.Leases.RenewLease(rctx, l.Lease, ttl)
 		done()
 		if err == nil {
-			l, wait = heldLease{Lease: renewed, since: since}, ttl/3
+			l.renewed(since)
+			wait = ttl / 3
 			continue
 		}
 		if ctx.Err() != nil {

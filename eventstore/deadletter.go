@@ -293,6 +293,27 @@ func CheckDeadLetterGeneration(d DeadLetter, stored *DeadLetterKey) error {
 	return nil
 }
 
+// ListSeq is the iterator of a list that a store reads whole, when the
+// iterator is ranged, before it yields the first item: a bounded list
+// (the dead letters of a consumer, their keys in a range), read so that a
+// caller that writes to the store inside its loop holds none of it. An
+// error of list is yielded alone.
+func ListSeq[T any](list func() ([]T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		items, err := list()
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		for _, item := range items {
+			if !yield(item, nil) {
+				return
+			}
+		}
+	}
+}
+
 // DeadLetterKeyRange returns the majors, lo to hi, of the positions that
 // a [DeadLetterStore.DeadLetterKeys] of (after, through] may yield, as a
 // SQL store selects them on a signed 64-bit column (stored dead letters'

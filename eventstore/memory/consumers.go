@@ -156,40 +156,34 @@ func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 
 // DeadLetters implements [eventstore.DeadLetterStore.DeadLetters].
 func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return func(yield func(eventstore.DeadLetter, error) bool) {
-		if err := eventstore.ValidateConsumerName(consumer); err != nil {
-			yield(eventstore.DeadLetter{}, err)
-			return
-		}
-		if err := ctx.Err(); err != nil {
-			yield(eventstore.DeadLetter{}, err)
-			return
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) {
+		if err := c.readable(ctx, consumer); err != nil {
+			return nil, err
 		}
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		letters := c.dead[consumer]
 		out := make([]eventstore.DeadLetter, 0, len(letters))
 		for _, id := range slices.Sorted(maps.Keys(letters)) {
 			out = append(out, copyLetter(letters[id]))
 		}
-		c.mu.Unlock()
-		for _, d := range out {
-			if !yield(d, nil) {
-				return
-			}
-		}
+		return out, nil
+	})
+}
+
+// readable checks what a read of consumer's dead letters is asked with.
+func (c *Consumers) readable(ctx context.Context, consumer string) error {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return err
 	}
+	return ctx.Err()
 }
 
 // DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys].
 func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
-	return func(yield func(eventstore.DeadLetterKey, error) bool) {
-		if err := eventstore.ValidateConsumerName(consumer); err != nil {
-			yield(eventstore.DeadLetterKey{}, err)
-			return
-		}
-		if err := ctx.Err(); err != nil {
-			yield(eventstore.DeadLetterKey{}, err)
-			return
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) {
+		if err := c.readable(ctx, consumer); err != nil {
+			return nil, err
 		}
 		c.mu.Lock()
 		var keys []eventstore.DeadLetterKey
@@ -197,12 +191,8 @@ func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, 
 			keys = append(keys, d.Key())
 		}
 		c.mu.Unlock()
-		for _, k := range eventstore.SortDeadLetterKeys(keys, after, through) {
-			if !yield(k, nil) {
-				return
-			}
-		}
-	}
+		return eventstore.SortDeadLetterKeys(keys, after, through), nil
+	})
 }
 
 // DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
@@ -224,10 +214,7 @@ func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (events
 
 // CountDeadLetters implements [eventstore.DeadLetterStore.CountDeadLetters].
 func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
-		return 0, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := c.readable(ctx, consumer); err != nil {
 		return 0, err
 	}
 	c.mu.Lock()

@@ -196,18 +196,7 @@ func scanKey(row pgx.Row) (eventstore.DeadLetterKey, error) {
 // payload. It reads them all before it yields the first, as DeadLetters
 // does.
 func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
-	return func(yield func(eventstore.DeadLetterKey, error) bool) {
-		keys, err := s.letterKeys(ctx, consumer, after, through)
-		if err != nil {
-			yield(eventstore.DeadLetterKey{}, err)
-			return
-		}
-		for _, k := range keys {
-			if !yield(k, nil) {
-				return
-			}
-		}
-	}
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) { return s.letterKeys(ctx, consumer, after, through) })
 }
 
 func (s *Store) letterKeys(ctx context.Context, consumer string, after, through eventstore.Position) ([]eventstore.DeadLetterKey, error) {
@@ -248,18 +237,7 @@ func (s *Store) letterKeys(ctx context.Context, consumer string, after, through 
 // first. It reads them all before it yields the first, so that a caller
 // that retries each one inside the loop does not hold a connection.
 func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return func(yield func(eventstore.DeadLetter, error) bool) {
-		letters, err := s.deadLetters(ctx, consumer)
-		if err != nil {
-			yield(eventstore.DeadLetter{}, err)
-			return
-		}
-		for _, d := range letters {
-			if !yield(d, nil) {
-				return
-			}
-		}
-	}
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) { return s.deadLetters(ctx, consumer) })
 }
 
 func (s *Store) deadLetters(ctx context.Context, consumer string) ([]eventstore.DeadLetter, error) {

@@ -52,8 +52,7 @@ func TestMigratesDeadLettersToStreamKey(t *testing.T) {
 	s := newStore(t, postgres.Options{Schema: schema})
 	q := pgx.Identifier{schema}.Sanitize()
 	// Back to version 2, then rows as version 2 wrote them.
-	_, err := s.Pool().Exec(ctx, `ALTER TABLE `+q+`.dead_letters DROP COLUMN generation;
-		DROP INDEX `+q+`.dead_letters_position;
+	_, err := s.Pool().Exec(ctx, undoStep4(q)+`
 		ALTER TABLE `+q+`.dead_letters DROP CONSTRAINT dead_letters_stream_event,
 			ADD CONSTRAINT dead_letters_event PRIMARY KEY (consumer, event_id, part);
 		DELETE FROM `+q+`.schema_version WHERE version > 2`)
@@ -70,11 +69,17 @@ func TestMigratesDeadLetterGenerations(t *testing.T) {
 	schema := server.NewSchema("migrate")
 	s := newStore(t, postgres.Options{Schema: schema})
 	q := pgx.Identifier{schema}.Sanitize()
-	_, err := s.Pool().Exec(ctx, `ALTER TABLE `+q+`.dead_letters DROP COLUMN generation;
-		DROP INDEX `+q+`.dead_letters_position;
+	_, err := s.Pool().Exec(ctx, undoStep4(q)+`
 		DELETE FROM `+q+`.schema_version WHERE version > 3`)
 	require.NoError(t, err)
 	checkMigratedLetters(t, s, schema, "version 3")
+}
+
+// undoStep4 is the SQL that takes the dead letters of the quoted schema q
+// back from version 4 (generations, the position index) to version 3.
+func undoStep4(q string) string {
+	return `ALTER TABLE ` + q + `.dead_letters DROP COLUMN generation;
+		DROP INDEX ` + q + `.dead_letters_position;`
 }
 
 // checkMigratedLetters writes two dead letters into the dead_letters table

@@ -192,18 +192,7 @@ func scanKey(consumer string, row interface{ Scan(dest ...any) error }) (eventst
 // payload. It reads them all before it yields the first, as DeadLetters
 // does.
 func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
-	return func(yield func(eventstore.DeadLetterKey, error) bool) {
-		keys, err := s.letterKeys(ctx, consumer, after, through)
-		if err != nil {
-			yield(eventstore.DeadLetterKey{}, err)
-			return
-		}
-		for _, k := range keys {
-			if !yield(k, nil) {
-				return
-			}
-		}
-	}
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) { return s.letterKeys(ctx, consumer, after, through) })
 }
 
 func (s *Store) letterKeys(ctx context.Context, consumer string, after, through eventstore.Position) ([]eventstore.DeadLetterKey, error) {
@@ -259,18 +248,7 @@ func fromUnixNanos(n int64) time.Time {
 // first. It reads them all before it yields the first, so that a caller
 // that retries or deletes each one inside the loop holds no connection.
 func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return func(yield func(eventstore.DeadLetter, error) bool) {
-		letters, err := s.letters(ctx, consumer, "", false)
-		if err != nil {
-			yield(eventstore.DeadLetter{}, err)
-			return
-		}
-		for _, d := range letters {
-			if !yield(d, nil) {
-				return
-			}
-		}
-	}
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) { return s.letters(ctx, consumer, "", false) })
 }
 
 // DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].

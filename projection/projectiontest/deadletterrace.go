@@ -145,7 +145,7 @@ func testRacingForeignLetters[Tx any](t *testing.T, h Harness[Tx]) {
 	require.NoError(t, <-bDone)
 	assert.Equal(t, int64(1), h.Get(t, st, itemKey(5)), "B handled item 5")
 	assert.Empty(t, collectLetters(t, b), "the dead letter A parked survived B's successful handling of its event")
-	retryLeftCountsOnce(t, b, func(n int) int64 { return h.Get(t, st, itemKey(n)) })
+	retryLeftCountsOnce(t, b, counter(t, h, st, nil, false))
 }
 
 // bigItems appends n items of about size bytes each (the JSON of an Item

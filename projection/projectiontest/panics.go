@@ -47,12 +47,7 @@ func testHandlerPanics[Tx any](t *testing.T, h Harness[Tx]) {
 				require.NoError(t, err)
 				return c
 			}
-			count := func(n int) int64 {
-				if mode == "plain" {
-					return int64(got.count(n))
-				}
-				return h.Get(t, st, itemKey(n))
-			}
+			count := counter(t, h, st, got, mode == "plain")
 
 			// Stop: the panic is returned, typed, naming the event.
 			err := build("panics-stop", projection.Stop).CatchUp(ctx)

@@ -78,11 +78,11 @@ type LeaseStore interface {
 }
 
 // TxLeaseStore is the hook of a [TxCheckpointStore] that also keeps leases:
-// a consumer renews its lease inside each of its transactions, so that the
-// lease check is part of the commit. Its effects then commit only while it
-// holds the lease, whatever the time the transaction took, and its lease's
-// life does not depend on renewals that may have to wait for transactions
-// (SQLite's renewals wait for its one writer).
+// a consumer renews its lease inside a transaction, so that the lease check
+// is part of that commit. The transaction's effects then commit only while
+// the consumer holds the lease, whatever the time the transaction took,
+// and the lease's life does not depend on renewals that may have to wait
+// for transactions (SQLite's renewals wait for its one writer).
 type TxLeaseStore[Tx any] interface {
 	// RenewLeaseTx is [LeaseStore.RenewLease] inside tx: the renewal holds
 	// when, and only when, tx commits, and tx commits only if the lease was

@@ -66,7 +66,7 @@ func (x txExecutor[Tx]) ownsLetters() bool   { return x.ownDeadLetters }
 // Renewing in every transaction would cost a write each (a third of a
 // SQLite catch-up's rate with batches of one).
 func (x txExecutor[Tx]) inTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
-	l := leaseOf(ctx)
+	l := x.c.leaseOf(ctx)
 	var renewing time.Time
 	err := x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		if err := fn(ctx, tx); err != nil {

@@ -45,18 +45,19 @@ type Consumer struct {
 }
 
 // leaseKey is the context key of the lease that a session's (or a
-// retry's) work runs under. It travels with the work's context, as the
-// session's end does, so that each transaction can renew the lease it
-// runs under, however deep in the work it is opened.
-type leaseKey struct{}
+// retry's) work of consumer c runs under. It travels with the work's
+// context, as the session's end does, so that each transaction can renew
+// the lease it runs under, however deep in the work it is opened; it names
+// c, since handlers pass their context on, maybe to another consumer.
+type leaseKey struct{ c *Consumer }
 
-func withLease(ctx context.Context, l *heldLease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
+func (c *Consumer) withLease(ctx context.Context, l *heldLease) context.Context {
+	return context.WithValue(ctx, leaseKey{c}, l)
 }
 
-// leaseOf returns the lease that ctx's work runs under, if any.
-func leaseOf(ctx context.Context) *heldLease {
-	l, _ := ctx.Value(leaseKey{}).(*heldLease)
+// leaseOf returns the lease that ctx's work of c runs under, if any.
+func (c *Consumer) leaseOf(ctx context.Context) *heldLease {
+	l, _ := ctx.Value(leaseKey{c}).(*heldLease)
 	return l
 }
 
@@ -294,7 +295,7 @@ func (c *Consumer) session(ctx context.Context, holder string, work func(ctx con
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := context.WithCancelCause(withLease(ctx, lease))
+	ctx, cancel := context.WithCancelCause(c.withLease(ctx, lease))
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
@@ -368,10 +369,10 @@ type item struct {
 // consume handles the events that open yields in batches until they end
 // (it returns nil) or fail, or ctx ends. from is the checkpoint they start
 // after; progress, if set, is told how many stored events each batch
-// handled, and its error ends consume. open gets a context that ends when consume returns, so that a
-// live subscription waiting for the next commit lets go at once, rather
-// than holding consume (and the session after it) until something is
-// appended.
+// handled, and its error ends consume. open gets a context that ends when
+// consume returns, so that a live subscription waiting for the next commit
+// lets go at once, rather than holding consume (and the session after it)
+// until something is appended.
 func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int) error) (eventstore.Position, error) {
 	pend, err := c.pendingLetters(ctx, from)
 	if err != nil {

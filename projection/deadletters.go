@@ -107,7 +107,7 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	defer release()
 	var fence eventstore.Fence
 	if lease != nil {
-		fence, ctx = lease.Fence, withLease(ctx, lease)
+		fence, ctx = lease.Fence, c.withLease(ctx, lease)
 	}
 	parts, herr := c.reg.Decode(d.Event)
 	if herr == nil && d.Part >= len(parts) {

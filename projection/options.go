@@ -104,7 +104,10 @@ type Options struct {
 	// [DefaultLeaseTTL]; it must be from eventstore.MinLeaseTTL to
 	// eventstore.MaxLeaseTTL. The holder renews it every third of the TTL; when
 	// no renewal succeeds (or one hangs) until a fifth of the TTL before
-	// the lease could lapse, it stops handling events.
+	// the lease could lapse, it stops handling events, unless it is a
+	// transactional consumer whose lease lives in its store: its
+	// transactions renew the lease when it is due, and only a lost lease
+	// stops it (see [eventstore.TxLeaseStore]).
 	LeaseTTL time.Duration
 	// Holder names this process in the lease, at most [MaxHolderLen]
 	// bytes of UTF-8 without NUL bytes. Each session (a Run's, until it

@@ -1,11 +1,13 @@
 package eventstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,6 +37,34 @@ type DeadLetter struct {
 	// FirstFailure and LastFailure are when the first and the last failed
 	// attempt ended, in UTC.
 	FirstFailure, LastFailure time.Time
+	// Generation counts the times the dead letter was stored: 1 when it
+	// was first parked, one more each time it was parked again. Set, in a
+	// dead letter to park, it makes the park a compare-and-set on it (see
+	// [DeadLetterStore.ParkDeadLetter]).
+	Generation uint64
+}
+
+// DeadLetterKey is what identifies a dead letter and the state it is in,
+// without its event's payload: what a consumer needs to resolve the dead
+// letters of the events it handles again.
+type DeadLetterKey struct {
+	// ID is the dead letter's.
+	ID string
+	// Stream, EventID and Part are its key with the consumer's name: the
+	// part of the stored event that failed.
+	Stream  string
+	EventID uuid.UUID
+	Part    int
+	// Position is the event's.
+	Position Position
+	// Generation is the dead letter's (see [DeadLetter.Generation]).
+	Generation uint64
+}
+
+// Key returns the key of d.
+func (d DeadLetter) Key() DeadLetterKey {
+	return DeadLetterKey{ID: d.ID, Stream: d.Event.StreamID, EventID: d.Event.ID, Part: d.Part,
+		Position: d.Event.Position, Generation: d.Generation}
 }
 
 // ErrDeadLetterNotFound matches a [*DeadLetterNotFoundError].
@@ -54,24 +84,79 @@ func (e *DeadLetterNotFoundError) Error() string {
 // Is makes errors.Is(err, ErrDeadLetterNotFound) true.
 func (e *DeadLetterNotFoundError) Is(target error) bool { return target == ErrDeadLetterNotFound }
 
+// ErrDeadLetterChanged matches a [*DeadLetterChangedError].
+var ErrDeadLetterChanged = errors.New("dead letter changed since it was read")
+
+// DeadLetterChangedError reports a park that was a compare-and-set on a
+// dead letter's generation (a failed retry recording its failure) and
+// found the dead letter changed since it was read: parked again (Actual is
+// its generation now), or deleted (Actual is 0; the error then also
+// matches [ErrDeadLetterNotFound]), by a concurrent retry, a skip or the
+// consumer. Nothing was written.
+type DeadLetterChangedError struct {
+	Consumer string
+	ID       string
+	// Stream, Version and Part locate the event part the dead letter is of.
+	Stream  string
+	Version uint64
+	Part    int
+	// Generation is the one read; Actual the stored one, 0 when it is gone.
+	Generation, Actual uint64
+}
+
+func (e *DeadLetterChangedError) Error() string {
+	now := fmt.Sprintf("is at generation %d", e.Actual)
+	if e.Actual == 0 {
+		now = "is gone (retried or skipped)"
+	}
+	return fmt.Sprintf("consumer %s: dead letter %s (event %d of stream %s, part %d) %s, not at generation %d as read",
+		clip.Quote(e.Consumer), clip.Quote(e.ID), e.Version, clip.Quote(e.Stream), e.Part, now, e.Generation)
+}
+
+// Is makes errors.Is match [ErrDeadLetterChanged], and
+// [ErrDeadLetterNotFound] when the dead letter is gone.
+func (e *DeadLetterChangedError) Is(target error) bool {
+	return target == ErrDeadLetterChanged || (e.Actual == 0 && target == ErrDeadLetterNotFound)
+}
+
 // DeadLetterStore keeps parked events per consumer.
 //
 // A dead letter is unique per (Consumer, Event.StreamID, Event.ID, Part):
-// parking the same part of the same event again (a failed retry, or a
-// replay after the consumer's checkpoint did not pass the event) updates
-// the existing dead letter (its error, attempts and last failure; ID and
-// first failure stay) instead of adding one. The stream is part of the key
-// because event IDs are unique per stream only: the same ID in two streams
-// is two events, and two dead letters. In SQL: a unique key on (consumer,
-// stream, event_id, part) and an upsert.
+// parking the same part of the same event again (a replay after the
+// consumer's checkpoint did not pass the event) updates the existing dead
+// letter (its error, attempts and last failure, and one more generation;
+// ID and first failure stay) instead of adding one. The stream is part of
+// the key because event IDs are unique per stream only: the same ID in two
+// streams is two events, and two dead letters. In SQL: a unique key on
+// (consumer, stream, event_id, part) and an upsert.
+//
+// An ID names one dead letter from its first park until it is deleted; a
+// later park of the same key gets a new ID. The generation tells the
+// states of one dead letter apart, so that whoever acts on a dead letter
+// it read (a retry that failed records its failure) acts on that state
+// only, and never brings back one that was retried or skipped meanwhile.
 type DeadLetterStore interface {
 	// ParkDeadLetter stores d, or updates the dead letter already parked for
 	// the same consumer, stream, event ID and part, and returns the stored
-	// record.
-	// d.ID may be empty; the store then assigns a new ULID.
+	// record, with its generation. d.ID may be empty; the store then
+	// assigns a new ULID.
+	//
+	// With d.Generation set, the park is a compare-and-set: it updates the
+	// dead letter d.ID (which must be set, and be of d's event and part)
+	// only while it is at that generation, and otherwise writes nothing
+	// and returns a [*DeadLetterChangedError] (see [CheckDeadLetterGeneration]).
 	ParkDeadLetter(ctx context.Context, d DeadLetter) (DeadLetter, error)
 	// DeadLetters yields the dead letters of consumer, oldest first (by ID).
 	DeadLetters(ctx context.Context, consumer string) iter.Seq2[DeadLetter, error]
+	// DeadLetterKeys yields the keys of consumer's dead letters whose events
+	// lie after after and not after through, in the order of their events'
+	// positions (then parts), without reading their payloads: a consumer
+	// resuming from a checkpoint asks for the dead letters of the events it
+	// is to handle again, a bounded range, and needs no more. Positions
+	// compare as [Position.Compare] says; a store with a SQL column for the
+	// major half can select on it and refine in Go ([DeadLetterKeyRange],
+	// [SortDeadLetterKeys]).
+	DeadLetterKeys(ctx context.Context, consumer string, after, through Position) iter.Seq2[DeadLetterKey, error]
 	// DeadLetter returns one dead letter, or a [*DeadLetterNotFoundError].
 	DeadLetter(ctx context.Context, consumer, id string) (DeadLetter, error)
 	// CountDeadLetters returns how many dead letters consumer has.
@@ -91,6 +176,7 @@ type DeadLetterStore interface {
 //     stream name, and a type, metadata and size as [Store.Append] takes
 //     them (nil Data counts as empty);
 //   - a Part and Attempts from 0 to 2^31-1;
+//   - a Generation below 2^63, and an ID when it is set;
 //   - an Error that is valid UTF-8 without NUL bytes;
 //   - times (FirstFailure, LastFailure, Event.RecordedAt) that are zero or
 //     within the years 1678 to 2262, which every store can hold (SQLite
@@ -121,6 +207,10 @@ func CheckDeadLetter(d DeadLetter) error {
 		return bad("part", fmt.Sprintf("is %d, not from 0 to 2^31-1", d.Part))
 	case d.Attempts < 0 || d.Attempts > math.MaxInt32:
 		return bad("attempts", fmt.Sprintf("is %d, not from 0 to 2^31-1", d.Attempts))
+	case d.Generation > math.MaxInt64:
+		return bad("generation", fmt.Sprintf("is %d, beyond any stored dead letter's (below 2^63)", d.Generation))
+	case d.Generation != 0 && d.ID == "":
+		return bad("ID", "is empty, and a park with a generation updates the dead letter that its ID names")
 	case !storableText(d.Error):
 		return bad("error", fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(d.Error)))
 	}
@@ -178,4 +268,74 @@ func CheckDeadLetterLookup(consumer, id string) error {
 		return &DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	return nil
+}
+
+// CheckDeadLetterGeneration decides a park of d whose Generation is set
+// (the compare-and-set of [DeadLetterStore.ParkDeadLetter]) against the
+// dead letter that the store holds under d.ID, stored (nil when it holds
+// none): nil when stored is d's event part at d.Generation; an
+// [*InvalidArgumentError] when d.ID names the dead letter of another event
+// part (see [CheckDeadLetterID]); otherwise a [*DeadLetterChangedError].
+// Every store calls it, and writes nothing when it refuses.
+func CheckDeadLetterGeneration(d DeadLetter, stored *DeadLetterKey) error {
+	changed := &DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
+		Version: d.Event.Version, Part: d.Part, Generation: d.Generation}
+	if stored == nil {
+		return changed
+	}
+	if err := CheckDeadLetterID(d, stored.Stream, stored.EventID, stored.Part); err != nil {
+		return err
+	}
+	if stored.Generation != d.Generation {
+		changed.Actual = stored.Generation
+		return changed
+	}
+	return nil
+}
+
+// ListSeq is the iterator of a list that a store reads whole, when the
+// iterator is ranged, before it yields the first item: a bounded list
+// (the dead letters of a consumer, their keys in a range), read so that a
+// caller that writes to the store inside its loop holds none of it. An
+// error of list is yielded alone.
+func ListSeq[T any](list func() ([]T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		items, err := list()
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		for _, item := range items {
+			if !yield(item, nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeadLetterKeyRange returns the majors, lo to hi, of the positions that
+// a [DeadLetterStore.DeadLetterKeys] of (after, through] may yield, as a
+// SQL store selects them on a signed 64-bit column (stored dead letters'
+// majors are below 2^63, see [CheckDeadLetter]), and false when none can
+// be in it. The rows selected so still need [SortDeadLetterKeys], which
+// drops those that the minor halves put outside the range.
+func DeadLetterKeyRange(after, through Position) (lo, hi int64, ok bool) {
+	if after.Major > math.MaxInt64 || !after.Before(through) {
+		return 0, 0, false
+	}
+	return int64(after.Major), int64(min(through.Major, math.MaxInt64)), true
+}
+
+// SortDeadLetterKeys keeps the keys whose positions are after after and
+// not after through, in the order DeadLetterKeys yields them: by
+// position, then part, then ID.
+func SortDeadLetterKeys(keys []DeadLetterKey, after, through Position) []DeadLetterKey {
+	keys = slices.DeleteFunc(keys, func(k DeadLetterKey) bool {
+		return !after.Before(k.Position) || through.Before(k.Position)
+	})
+	slices.SortFunc(keys, func(a, b DeadLetterKey) int {
+		return cmp.Or(a.Position.Compare(b.Position), cmp.Compare(a.Part, b.Part), cmp.Compare(a.ID, b.ID))
+	})
+	return keys
 }

@@ -77,6 +77,23 @@ type LeaseStore interface {
 	ReleaseLease(ctx context.Context, l Lease) error
 }
 
+// TxLeaseStore is the hook of a [TxCheckpointStore] that also keeps leases:
+// a consumer renews its lease inside a transaction, so that the lease check
+// is part of that commit. The transaction's effects then commit only while
+// the consumer holds the lease, whatever the time the transaction took,
+// and the lease's life does not depend on renewals that may have to wait
+// for transactions (SQLite's renewals wait for its one writer).
+type TxLeaseStore[Tx any] interface {
+	// RenewLeaseTx is [LeaseStore.RenewLease] inside tx: the renewal holds
+	// when, and only when, tx commits, and tx commits only if the lease was
+	// l's from the renewal to the commit. A lease that another holder has
+	// acquired makes RenewLeaseTx, or else the commit, fail with a
+	// [*LeaseLostError]; a store either keeps others from acquiring it
+	// until tx ends (PostgreSQL locks its row, SQLite's writer is held) or
+	// checks it again at the commit (memory).
+	RenewLeaseTx(ctx context.Context, tx Tx, l Lease, ttl time.Duration) (Lease, error)
+}
+
 // Limits on lease requests, the same in every [LeaseStore].
 const (
 	// MinLeaseTTL is the shortest TTL a [LeaseStore] grants: a shorter lease

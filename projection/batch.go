@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -24,7 +25,9 @@ func (x plainExecutor) ownsLetters() bool   { return false }
 
 func (x plainExecutor) run(ctx context.Context, body func(step) error) error {
 	return body(step{
-		apply: func(d codec.Decoded) error { return x.h(ctx, d) },
+		apply: func(d codec.Decoded) error {
+			return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, d) })
+		},
 		save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
 			return x.c.checkpoints.SaveCheckpoint(ctx, x.c.name, expected, next, fence)
 		},
@@ -45,15 +48,52 @@ type txExecutor[Tx any] struct {
 	// parked and resolved in the transaction that moves the checkpoint or
 	// applies a retry.
 	ownDeadLetters bool
+	// leases, when set, is store as the consumer's lease store: each
+	// transaction renews the lease it runs under (see inTx).
+	leases eventstore.TxLeaseStore[Tx]
 }
 
 func (x txExecutor[Tx]) transactional() bool { return true }
 func (x txExecutor[Tx]) ownsLetters() bool   { return x.ownDeadLetters }
 
+// inTx runs fn in a transaction of the store. When the consumer's lease
+// lives in the same store and no renewal has extended the lease that
+// ctx's work runs under for a third of its TTL (the transaction is long,
+// or other transactions made keep's renewals wait: SQLite has one
+// writer), the transaction renews it too, last, so that the lease check
+// is part of its commit: the effects commit only while the consumer holds
+// its lease, and the lease lives on however long transactions take.
+// Renewing in every transaction would cost a write each (a third of a
+// SQLite catch-up's rate with batches of one).
+func (x txExecutor[Tx]) inTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	l := x.c.leaseOf(ctx)
+	var renewing time.Time
+	err := x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		ttl := x.c.opts.leaseTTL()
+		if l == nil || x.leases == nil || !l.due(ttl) {
+			return nil
+		}
+		renewing = time.Now()
+		if _, err := x.leases.RenewLeaseTx(ctx, tx, l.Lease, ttl); err != nil {
+			return fmt.Errorf("consumer %q: renewing the lease in the transaction: %w", x.c.name, err)
+		}
+		return nil
+	})
+	if err == nil && !renewing.IsZero() {
+		l.renewed(renewing)
+	}
+	return err
+}
+
 func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
-	return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
+	return x.inTx(ctx, func(ctx context.Context, tx Tx) error {
 		return body(step{
-			apply: func(d codec.Decoded) error { return x.h(ctx, tx, d) },
+			apply: func(d codec.Decoded) error {
+				return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, tx, d) })
+			},
 			save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
 				return x.store.SaveCheckpointTx(ctx, tx, x.c.name, expected, next, fence)
 			},
@@ -114,6 +154,9 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 		}
 		failpoint.Hit(failpoint.CheckpointBeforeSave)
 		if err := s.save(from, to, fence); err != nil {
+			return err
+		}
+		if err := c.refresh(ctx, pend, from, to); err != nil {
 			return err
 		}
 		for _, u := range batch {
@@ -310,6 +353,9 @@ func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Positio
 				}
 			}
 			if err := s.save(from, u.ev.Position, fence); err != nil {
+				return err
+			}
+			if err := c.refresh(ctx, pend, from, u.ev.Position); err != nil {
 				return err
 			}
 			for _, part := range slices.Sorted(maps.Keys(given)) {

@@ -50,7 +50,7 @@ func (c *Consumer) flushBatch(ctx context.Context, batch []unit, from eventstore
 		events[i] = u.ev
 	}
 	for attempt := 1; ; attempt++ {
-		err := c.batch(ctx, events)
+		err := c.guard("batch handler", &events[0], func() error { return c.batch(ctx, events) })
 		if err == nil {
 			break
 		}

@@ -33,7 +33,8 @@ func fillBench(b *testing.B, s eventstore.Store) {
 // BenchmarkCatchUp measures catch-up, in stored events per second, from the
 // start of a 20k-event log: into a no-op handler on the memory store, and
 // into a transactional SQLite read model (one counter upsert per event),
-// with batches of 1 and 500.
+// with batches of 1 and 500, without a lease and with one (which each
+// transaction renews).
 func BenchmarkCatchUp(b *testing.B) {
 	for _, size := range []int{1, 500} {
 		b.Run(fmt.Sprintf("noop/memory/batch=%d", size), func(b *testing.B) {
@@ -47,18 +48,26 @@ func BenchmarkCatchUp(b *testing.B) {
 				return projection.New(name, events, reg, consumers, noop, projection.Options{BatchSize: size, Logger: discard()})
 			})
 		})
-		b.Run(fmt.Sprintf("tx/sqlite/batch=%d", size), func(b *testing.B) {
-			h := sqliteHarness()
-			st := h.Open(b, b.TempDir())
-			fillBench(b, st.Events)
-			reg := projectiontest.Registry(b)
-			count := func(ctx context.Context, tx *sql.Tx, d codec.Decoded) error {
-				return h.Add(ctx, tx, "total", 1)
+		for _, exclusive := range []bool{false, true} {
+			name := fmt.Sprintf("tx/sqlite/batch=%d", size)
+			if exclusive {
+				// Each transaction also renews the lease.
+				name = fmt.Sprintf("tx/sqlite/exclusive/batch=%d", size)
 			}
-			run(b, func(name string) (*projection.Consumer, error) {
-				return projection.NewTx(name, st.Events, reg, st.Consumers, count, projection.Options{BatchSize: size, Logger: discard()})
+			b.Run(name, func(b *testing.B) {
+				h := sqliteHarness()
+				st := h.Open(b, b.TempDir())
+				fillBench(b, st.Events)
+				reg := projectiontest.Registry(b)
+				count := func(ctx context.Context, tx *sql.Tx, d codec.Decoded) error {
+					return h.Add(ctx, tx, "total", 1)
+				}
+				run(b, func(name string) (*projection.Consumer, error) {
+					return projection.NewTx(name, st.Events, reg, st.Consumers, count,
+						projection.Options{BatchSize: size, Exclusive: exclusive, Logger: discard()})
+				})
 			})
-		})
+		}
 	}
 }
 

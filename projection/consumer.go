@@ -36,7 +36,29 @@ type Consumer struct {
 	// held is the lease of the running session, once it has claimed the
 	// checkpoint under the lease's fence: a dead letter retried in this
 	// process goes through that fence.
-	held atomic.Pointer[eventstore.Lease]
+	held atomic.Pointer[heldLease]
+	// leaseInTx says that the consumer's transactions renew its lease when
+	// it is due (a transactional consumer whose lease lives in its store),
+	// so that it need not stop when a renewal through the store is late,
+	// only when the lease is lost.
+	leaseInTx bool
+}
+
+// leaseKey is the context key of the lease that a session's (or a
+// retry's) work of consumer c runs under. It travels with the work's
+// context, as the session's end does, so that each transaction can renew
+// the lease it runs under, however deep in the work it is opened; it names
+// c, since handlers pass their context on, maybe to another consumer.
+type leaseKey struct{ c *Consumer }
+
+func (c *Consumer) withLease(ctx context.Context, l *heldLease) context.Context {
+	return context.WithValue(ctx, leaseKey{c}, l)
+}
+
+// leaseOf returns the lease that ctx's work of c runs under, if any.
+func (c *Consumer) leaseOf(ctx context.Context) *heldLease {
+	l, _ := ctx.Value(leaseKey{c}).(*heldLease)
+	return l
 }
 
 // executor runs the consumer's handler. run calls body once with the
@@ -114,7 +136,11 @@ func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, st
 	}
 	dl, own := store.(eventstore.DeadLetterStore)
 	own = own && (opts.DeadLetters == nil || sameStore(opts.DeadLetters, dl))
-	c.exec = txExecutor[Tx]{c: c, store: store, h: whileLiveTx(h), ownDeadLetters: own}
+	x := txExecutor[Tx]{c: c, store: store, h: whileLiveTx(h), ownDeadLetters: own}
+	if leases, ok := store.(eventstore.TxLeaseStore[Tx]); ok && c.opts.Leases != nil && sameStore(c.opts.Leases, store) {
+		x.leases, c.leaseInTx = leases, true
+	}
+	c.exec = x
 	return c, nil
 }
 
@@ -182,14 +208,24 @@ func (c *Consumer) Run(ctx context.Context) error {
 		<-logged
 	}()
 	unavailable := 0 // sessions in a row that ended on an unavailable store
+	holder := ""     // the next session's, when the last one could not give its lease up
 	for {
 		began := time.Now()
-		err := c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+		if holder == "" {
+			holder = c.sessionHolder()
+		}
+		kept, err := c.session(ctx, holder, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 			_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 				return c.events.Subscribe(ctx, from, c.opts.Filter)
 			}, from, fence, nil)
 			return err
 		})
+		if !kept {
+			// A lease that could not be released (the store is unavailable)
+			// is taken again by the next session under its holder, without
+			// waiting for it to lapse: no other session uses that name.
+			holder = ""
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -224,12 +260,13 @@ var unavailableRetry = backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * 
 // CatchUp consumes every event stored when it starts reading, then
 // returns. It takes the lease as Run does; losing it is an error.
 func (c *Consumer) CatchUp(ctx context.Context) error {
-	return c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 		_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 			return c.events.ReadAll(ctx, from, c.opts.Filter)
 		}, from, fence, nil)
 		return err
 	})
+	return err
 }
 
 // pause waits a little before a new session, so that two consumers that
@@ -238,26 +275,27 @@ func (c *Consumer) pause(ctx context.Context) error {
 	return backoff.Wait(ctx, c.opts.maxDelay())
 }
 
-// session takes the lease (if any), claims the checkpoint under its fence,
-// runs work from the checkpoint while the lease is kept, and gives the
-// lease up.
-func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) error {
+// session takes the lease (if any) for holder, a name no other session
+// uses (see [Consumer.sessionHolder]), claims the checkpoint under its
+// fence, runs work from the checkpoint while the lease is kept, and gives
+// the lease up. kept reports a lease that could not be given up.
+func (c *Consumer) session(ctx context.Context, holder string, work func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) (kept bool, err error) {
 	if c.opts.Leases == nil {
 		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
 		if err != nil {
-			return fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
+			return false, fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
 		}
 		c.stats.setCheckpoint(cp.Position)
 		if err := c.claimed(ctx, cp.Position); err != nil {
-			return err
+			return false, err
 		}
-		return work(ctx, cp.Position, cp.Fence)
+		return false, work(ctx, cp.Position, cp.Fence)
 	}
-	lease, err := c.acquire(ctx)
+	lease, err := c.acquire(ctx, holder)
 	if err != nil {
-		return err
+		return false, err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := context.WithCancelCause(c.withLease(ctx, lease))
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
@@ -266,21 +304,21 @@ func (c *Consumer) session(ctx context.Context, work func(ctx context.Context, f
 	defer func() {
 		cancel(nil)
 		<-renewed
-		c.release(ctx, lease.Lease)
+		kept = c.release(ctx, lease.Lease)
 	}()
 	from, err := c.claim(ctx, lease.Fence)
 	if err == nil {
 		err = c.claimed(ctx, from)
 	}
 	if err == nil {
-		c.held.Store(&lease.Lease)
+		c.held.Store(lease)
 		defer c.held.Store(nil)
 		err = work(ctx, from, lease.Fence)
 	}
 	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, eventstore.ErrLeaseLost) {
-		return cause
+		return false, cause
 	}
-	return err
+	return false, err
 }
 
 // claim reads the checkpoint and saves it unchanged under fence, so that a
@@ -310,7 +348,7 @@ func (c *Consumer) claimed(ctx context.Context, from eventstore.Position) error 
 	if c.opts.OnClaim == nil {
 		return nil
 	}
-	if err := c.opts.OnClaim(ctx, from); err != nil {
+	if err := c.guard("OnClaim", nil, func() error { return c.opts.OnClaim(ctx, from) }); err != nil {
 		return fmt.Errorf("consumer %q: on claim: %w", c.name, err)
 	}
 	return nil
@@ -331,11 +369,11 @@ type item struct {
 // consume handles the events that open yields in batches until they end
 // (it returns nil) or fail, or ctx ends. from is the checkpoint they start
 // after; progress, if set, is told how many stored events each batch
-// handled. open gets a context that ends when consume returns, so that a
-// live subscription waiting for the next commit lets go at once, rather
-// than holding consume (and the session after it) until something is
-// appended.
-func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int)) (eventstore.Position, error) {
+// handled, and its error ends consume. open gets a context that ends when
+// consume returns, so that a live subscription waiting for the next commit
+// lets go at once, rather than holding consume (and the session after it)
+// until something is appended.
+func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int) error) (eventstore.Position, error) {
 	pend, err := c.pendingLetters(ctx, from)
 	if err != nil {
 		return from, err
@@ -375,7 +413,9 @@ func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) i
 		}
 		from = next
 		if progress != nil {
-			progress(len(batch))
+			if err := progress(len(batch)); err != nil {
+				return err
+			}
 		}
 		clear(batch)
 		batch = batch[:0]

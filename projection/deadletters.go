@@ -7,8 +7,6 @@ import (
 	"iter"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/cairn-es/cairn/eventstore"
 )
 
@@ -85,7 +83,12 @@ const maxRetryClaims = 100
 // (exactly once); otherwise right after the effect, so that a crash in
 // between leaves it parked (at least once, never lost). On failure it stays
 // parked with one more attempt, its error and last failure updated, and
-// RetryDeadLetter returns a [*HandlerError].
+// RetryDeadLetter returns a [*HandlerError]; that update is a
+// compare-and-set on the dead letter's generation as the retry read it, so
+// that when it changed meanwhile (another retry applied it and deleted it,
+// an operator skipped it, a failure was recorded), nothing is written, and
+// the error also matches [eventstore.ErrDeadLetterChanged]: a failed retry
+// never brings back a dead letter that was resolved.
 //
 // The event is decoded again with the current registry, so a dead letter
 // that failed to decode can be retried after an upcaster is deployed.
@@ -97,11 +100,15 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	fence, release, err := c.retryFence(ctx, id)
+	lease, release, err := c.retryLease(ctx, id)
 	if err != nil {
 		return err
 	}
 	defer release()
+	var fence eventstore.Fence
+	if lease != nil {
+		fence, ctx = lease.Fence, c.withLease(ctx, lease)
+	}
 	parts, herr := c.reg.Decode(d.Event)
 	if herr == nil && d.Part >= len(parts) {
 		herr = fmt.Errorf("%w: the event now decodes to %d values, and the parked part is %d",
@@ -137,7 +144,7 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 		switch {
 		case errors.Is(err, eventstore.ErrCheckpointMoved) && claims < maxRetryClaims:
 			continue
-		case errors.Is(err, eventstore.ErrFenced):
+		case errors.Is(err, eventstore.ErrFenced), errors.Is(err, eventstore.ErrLeaseLost):
 			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "another process took the consumer's lease over", Err: err}
 		case errors.As(err, &pe):
 			herr = pe.err
@@ -162,29 +169,30 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 		Type: d.Event.Type, Part: d.Part, Attempts: d.Attempts, Err: herr}
 }
 
-// retryFence returns the fence a retry claims the checkpoint under, and
-// what to call when the retry is done: the running session's lease, or one
-// taken for the retry, or, without a lease store, zero (the retry then uses
-// the stored fence).
-func (c *Consumer) retryFence(ctx context.Context, id string) (eventstore.Fence, func(), error) {
+// retryLease returns the lease a retry runs under (its fence is the one it
+// claims the checkpoint under), and what to call when the retry is done:
+// the running session's lease, or one taken for the retry, or, without a
+// lease store, nil (the retry then uses the stored fence).
+func (c *Consumer) retryLease(ctx context.Context, id string) (*heldLease, func(), error) {
 	if c.opts.Leases == nil {
-		return 0, func() {}, nil
+		return nil, func() {}, nil
 	}
 	if l := c.held.Load(); l != nil {
-		return l.Fence, func() {}, nil
+		return l, func() {}, nil
 	}
-	// A holder name of its own, so that releasing it can never release the
-	// lease of a Run in this process that uses Options.Holder.
-	l, ok, err := c.opts.Leases.AcquireLease(ctx, c.name, "retry-"+ulid.Make().String(), c.opts.leaseTTL())
+	// A session of its own: releasing its lease can never release the
+	// lease of a Run in this process.
+	since := time.Now()
+	l, ok, err := c.opts.Leases.AcquireLease(ctx, c.name, c.sessionHolder(), c.opts.leaseTTL())
 	if err != nil {
-		return 0, nil, fmt.Errorf("consumer %q: taking the lease to retry dead letter %q: %w", c.name, id, err)
+		return nil, nil, fmt.Errorf("consumer %q: taking the lease to retry dead letter %q: %w", c.name, id, err)
 	}
 	if !ok {
-		return 0, nil, &RetryRefusedError{Consumer: c.name, ID: id, Reason: fmt.Sprintf(
-			"another process (%q) holds the consumer's lease until %s: retry from the process that runs the consumer, or when none does",
+		return nil, nil, &RetryRefusedError{Consumer: c.name, ID: id, Reason: fmt.Sprintf(
+			"another session (%q) holds the consumer's lease until %s: retry through the Consumer whose Run holds it, or when none runs",
 			l.Holder, l.Expires.Format(time.RFC3339))}
 	}
-	return l.Fence, func() {
+	return newHeldLease(l, since), func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := c.opts.Leases.ReleaseLease(ctx, l); err != nil {

@@ -68,7 +68,8 @@ var ErrHandlerFailed = errors.New("projection: handler failed")
 // HandlerError reports an event that a consumer's handler failed on after
 // every retry, when the consumer is set to stop ([Stop]) or has no dead
 // letter store, or a dead letter whose retry failed. It unwraps to the
-// handler's last error (or the decoding error).
+// handler's last error (a [*PanicError] when it panicked, or the decoding
+// error).
 type HandlerError struct {
 	Consumer string
 	// Stream, Version, Position and Type locate the stored event, as stored

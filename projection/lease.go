@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -15,11 +17,39 @@ import (
 // heldLease is a lease as this process counts it: from the start of the
 // request that granted or last renewed it, not from the reply. The store
 // counted it from a moment in between, so this count ends first, whatever
-// the latency (with clocks that run at about the same rate).
+// the latency (with clocks that run at about the same rate). The session
+// that holds it shares it with its work: keep renews it, and so do the
+// transactions of a consumer whose lease lives in its store (see
+// txExecutor.inTx).
 type heldLease struct {
+	// Lease names it: name, holder and fence never change.
 	eventstore.Lease
-	since time.Time
+	since atomic.Int64 // Unix nanoseconds
 }
+
+func newHeldLease(l eventstore.Lease, since time.Time) *heldLease {
+	h := &heldLease{Lease: l}
+	h.since.Store(since.UnixNano())
+	return h
+}
+
+// renewedSince returns when the request that last renewed it was sent.
+func (h *heldLease) renewedSince() time.Time { return time.Unix(0, h.since.Load()) }
+
+// renewed records a renewal whose request was sent at since.
+func (h *heldLease) renewed(since time.Time) {
+	n := since.UnixNano()
+	for {
+		old := h.since.Load()
+		if old >= n || h.since.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// due reports a lease that no renewal has extended for a third of ttl,
+// which is how often keep renews it.
+func (h *heldLease) due(ttl time.Duration) bool { return time.Since(h.renewedSince()) >= ttl/3 }
 
 // stopBy is when a consumer that holds a lease of ttl granted by a request
 // sent at since, and could not renew it, stops applying effects: a fifth
@@ -28,42 +58,78 @@ type heldLease struct {
 // run at slightly different rates.
 func stopBy(since time.Time, ttl time.Duration) time.Time { return since.Add(ttl - ttl/5) }
 
-// acquire waits until this consumer holds its lease, polling a few times
-// per TTL so that it takes over soon after the holder's lease lapses. A
-// request that has not answered when the lease it asks for would have to
-// be given up is abandoned and tried again; one that the store refuses as
-// invalid is returned, as retrying it cannot help.
-func (c *Consumer) acquire(ctx context.Context) (heldLease, error) {
-	holder := c.opts.Holder
-	if holder == "" {
-		holder = ulid.Make().String()
+// MaxHolderLen is the longest [Options.Holder]: the lease stores' limit on
+// a holder ([eventstore.MaxStreamLen] bytes) less the session ID that
+// every session adds to it (see [Consumer.sessionHolder]).
+const MaxHolderLen = eventstore.MaxStreamLen - len(holderSep) - ulid.EncodedSize
+
+// holderSep separates the process's holder name from the session's ID.
+const holderSep = "/"
+
+// sessionHolder returns the holder name of a new session: Options.Holder,
+// which names the process, and a ULID of the session. Each session is a
+// holder of its own, so that a second session of one process (a CatchUp,
+// Rebuild or retry beside its Run, of the same Consumer or of another
+// built alike) waits for the lease like any other holder: under the same
+// name, the store would hand it the lease that Run holds (renewing it,
+// fence unchanged), it would replay beside Run, and its release would end
+// Run's lease while Run went on.
+func (c *Consumer) sessionHolder() string {
+	id := ulid.Make().String()
+	if c.opts.Holder == "" {
+		return id
 	}
+	return c.opts.Holder + holderSep + id
+}
+
+// ProcessHolder returns the [Options.Holder] part of the holder of a
+// consumer's lease, as a lease store reports it: holder without the
+// session ID that each session adds ("/" and a ULID), or holder itself
+// when it has none (a session of a consumer without Options.Holder is
+// named by its ID alone).
+func ProcessHolder(holder string) string {
+	i := strings.LastIndex(holder, holderSep)
+	if i < 0 {
+		return holder
+	}
+	if _, err := ulid.ParseStrict(holder[i+len(holderSep):]); err != nil {
+		return holder
+	}
+	return holder[:i]
+}
+
+// acquire waits until holder holds this consumer's lease, polling a few
+// times per TTL so that it takes over soon after another holder's lease
+// lapses. A request that has not answered when the lease it asks for would
+// have to be given up is abandoned and tried again; one that the store
+// refuses as invalid is returned, as retrying it cannot help.
+func (c *Consumer) acquire(ctx context.Context, holder string) (*heldLease, error) {
 	ttl := c.opts.leaseTTL()
 	waiting := false
 	for {
 		since := time.Now()
-		actx, done := context.WithDeadline(ctx, stopBy(since, ttl))
+		actx, done := c.until(ctx, stopBy(since, ttl))
 		l, ok, err := c.opts.Leases.AcquireLease(actx, c.name, holder, ttl)
 		done()
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return heldLease{}, ctx.Err()
+			return nil, ctx.Err()
 		case errors.Is(err, eventstore.ErrInvalidArgument):
 			// The store refuses this request, and will refuse it again.
-			return heldLease{}, err
+			return nil, err
 		case err != nil:
 			c.log.WarnContext(ctx, "projection: acquiring the lease failed; retrying", slog.Any("error", err))
 		case ok:
 			c.stats.setLease(true)
 			c.log.DebugContext(ctx, "projection: lease acquired", slog.String("holder", holder), slog.Uint64("fence", uint64(l.Fence)))
-			return heldLease{Lease: l, since: since}, nil
+			return newHeldLease(l, since), nil
 		case !waiting:
 			waiting = true
 			c.log.DebugContext(ctx, "projection: lease held by another process; waiting",
 				slog.String("holder", l.Holder), slog.Time("expires", l.Expires))
 		}
 		if err := backoff.Wait(ctx, ttl/5); err != nil {
-			return heldLease{}, err
+			return nil, err
 		}
 	}
 }
@@ -73,24 +139,35 @@ func (c *Consumer) acquire(ctx context.Context) (heldLease, error) {
 // renewal succeeded by the lease's stop time. Each renewal has that time
 // as its deadline, so that one that hangs is abandoned while the lease
 // still holds, and the consumer stops before anyone else can take it over.
-func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l heldLease) {
+//
+// A consumer whose transactions renew the lease (leaseInTx) has no stop
+// time: a transaction that finds the lease unrenewed for a third of its
+// TTL renews it before its commit, the fence keeps its effects to one
+// across holders anyway, and so a late renewal (SQLite's renewals wait
+// for the writer, which a long transaction holds, its own or another's)
+// costs nothing: only a lost lease stops it.
+func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l *heldLease) {
 	ttl := c.opts.leaseTTL()
 	wait := ttl / 3
 	for {
-		stop := stopBy(l.since, ttl)
-		if backoff.Wait(ctx, min(wait, time.Until(stop))) != nil {
+		stop, pause := stopBy(l.renewedSince(), ttl), wait
+		if !c.leaseInTx {
+			pause = min(wait, time.Until(stop))
+		}
+		if backoff.Wait(ctx, pause) != nil {
 			return
 		}
-		if !time.Now().Before(stop) {
+		if !c.leaseInTx && !time.Now().Before(stop) {
 			c.lost(ctx, cancel, l.Lease, "no renewal succeeded before the lease's stop time")
 			return
 		}
 		since := time.Now()
-		rctx, done := context.WithDeadline(ctx, stop)
-		renewed, err := c.opts.Leases.RenewLease(rctx, l.Lease, ttl)
+		rctx, done := c.until(ctx, stop)
+		_, err := c.opts.Leases.RenewLease(rctx, l.Lease, ttl)
 		done()
 		if err == nil {
-			l, wait = heldLease{Lease: renewed, since: since}, ttl/3
+			l.renewed(since)
+			wait = ttl / 3
 			continue
 		}
 		if ctx.Err() != nil {
@@ -106,6 +183,17 @@ func (c *Consumer) keep(ctx context.Context, cancel context.CancelCauseFunc, l h
 	}
 }
 
+// until bounds a lease request by the time at which the lease it asks
+// for would have to be given up: a request that hangs past it is
+// abandoned. A consumer whose transactions renew its lease has no such
+// time: its request may wait (behind SQLite's writer) as long as it takes.
+func (c *Consumer) until(ctx context.Context, stop time.Time) (context.Context, context.CancelFunc) {
+	if c.leaseInTx {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, stop)
+}
+
 // lost stops the consumer's work: its effects must end before another
 // holder's begin.
 func (c *Consumer) lost(ctx context.Context, cancel context.CancelCauseFunc, l eventstore.Lease, why string) {
@@ -115,12 +203,16 @@ func (c *Consumer) lost(ctx context.Context, cancel context.CancelCauseFunc, l e
 }
 
 // release gives the lease up, so that a waiting process takes over at
-// once rather than after the TTL. It runs when ctx may have ended.
-func (c *Consumer) release(ctx context.Context, l eventstore.Lease) {
+// once rather than after the TTL, and reports whether the store still
+// holds it for l's holder (the release failed, and it was not lost). It
+// runs when ctx may have ended.
+func (c *Consumer) release(ctx context.Context, l eventstore.Lease) (kept bool) {
 	c.stats.setLease(false)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := c.opts.Leases.ReleaseLease(ctx, l); err != nil {
+	err := c.opts.Leases.ReleaseLease(ctx, l)
+	if err != nil {
 		c.log.DebugContext(ctx, "projection: releasing the lease", slog.Any("error", err))
 	}
+	return err != nil && !errors.Is(err, eventstore.ErrLeaseLost)
 }

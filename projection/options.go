@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
@@ -101,10 +104,17 @@ type Options struct {
 	// [DefaultLeaseTTL]; it must be from eventstore.MinLeaseTTL to
 	// eventstore.MaxLeaseTTL. The holder renews it every third of the TTL; when
 	// no renewal succeeds (or one hangs) until a fifth of the TTL before
-	// the lease could lapse, it stops handling events.
+	// the lease could lapse, it stops handling events, unless it is a
+	// transactional consumer whose lease lives in its store: its
+	// transactions renew the lease when it is due, and only a lost lease
+	// stops it (see [eventstore.TxLeaseStore]).
 	LeaseTTL time.Duration
-	// Holder names this process in the lease; empty means a new ULID per
-	// Run.
+	// Holder names this process in the lease, at most [MaxHolderLen]
+	// bytes of UTF-8 without NUL bytes. Each session (a Run's, until it
+	// loses the lease or stops; a CatchUp; a Rebuild; a retry) holds the
+	// lease under Holder and an ID of its own, so that two sessions of one
+	// process never share a lease: a second one waits for it like another
+	// process. Empty means the session ID alone.
 	Holder string
 	// Logger receives the consumer's records (parked events, lease changes,
 	// periodic stats); nil means slog.Default().
@@ -146,9 +156,14 @@ func (o Options) validate(name string) error {
 	if o.Leases == nil {
 		return nil
 	}
-	holder := o.Holder
-	if holder == "" {
-		holder = "ulid" // each Run makes up a valid one
+	if len(o.Holder) > MaxHolderLen {
+		return &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "lease holder",
+			Reason: fmt.Sprintf("is %d bytes long, more than the limit of %d (the lease stores' limit less a session ID)", len(o.Holder), MaxHolderLen)}
+	}
+	// Checked as the store will check it, session ID included.
+	holder := strings.Repeat("0", ulid.EncodedSize)
+	if o.Holder != "" {
+		holder = o.Holder + holderSep + holder
 	}
 	return eventstore.ValidateLease(name, holder, o.leaseTTL())
 }

@@ -3,6 +3,7 @@ package projection_test
 import (
 	"context"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"lease TTL of 250 years", projection.Options{Leases: leases, LeaseTTL: 250 * 365 * 24 * time.Hour}, "lease TTL"},
 		{"NUL byte in holder", projection.Options{Leases: leases, Holder: "h\x00"}, "lease holder"},
 		{"invalid UTF-8 holder", projection.Options{Leases: leases, Holder: "h\xff"}, "lease holder"},
+		{"holder leaving no room for a session ID", projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen+1)}, "lease holder"},
 	} {
 		_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, c.opts)
 		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "New: "+c.what).Consumer)
@@ -50,6 +52,8 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	}
 	_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{BatchSize: projection.MaxBatchSize})
 	require.NoError(t, err, "the largest batch size is allowed")
+	_, err = projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen)})
+	require.NoError(t, err, "the longest holder is allowed")
 }
 
 // refusingLeases is a lease store that refuses every request as invalid,
@@ -110,4 +114,22 @@ func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
 	// A checkpoint store that keeps no leases.
 	_, err = projection.New("p", events, reg, struct{ eventstore.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
 	assert.Equal(t, "p", storetest.RequireInvalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
+}
+
+// TestProcessHolder: the process's name in a session's lease holder is
+// what precedes its last "/" and session ID; anything else is a holder of
+// its own.
+func TestProcessHolder(t *testing.T) {
+	id := "01JNQ0000000000000000000A1"
+	for holder, want := range map[string]string{
+		"host-1/" + id:       "host-1",
+		"eu/host-1/" + id:    "eu/host-1",
+		id:                   id,
+		"host-1/not-a-ulid":  "host-1/not-a-ulid",
+		"host-1":             "host-1",
+		"/" + id:             "",
+		"host-1/" + id + "/": "host-1/" + id + "/",
+	} {
+		assert.Equal(t, want, projection.ProcessHolder(holder), holder)
+	}
 }

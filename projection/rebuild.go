@@ -47,7 +47,7 @@ type RebuildOptions struct {
 func (c *Consumer) Rebuild(ctx context.Context, opts RebuildOptions) error {
 	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 		if opts.Reset != nil {
-			if err := opts.Reset(ctx); err != nil {
+			if err := c.guard("Reset", nil, func() error { return opts.Reset(ctx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
 			}
 		}
@@ -71,12 +71,12 @@ func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.
 	}
 	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 		if opts.Reset != nil {
-			if err := opts.Reset(ctx); err != nil {
+			if err := c.guard("Reset", nil, func() error { return opts.Reset(ctx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
 			}
 		}
-		return x.store.InTx(ctx, func(ctx context.Context, tx Tx) error {
-			if err := reset(ctx, tx); err != nil {
+		return x.inTx(ctx, func(ctx context.Context, tx Tx) error {
+			if err := c.guard("RebuildTx reset", nil, func() error { return reset(ctx, tx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
 			}
 			return x.store.SaveCheckpointTx(ctx, tx, c.name, from, opts.From, fence)
@@ -86,7 +86,7 @@ func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.
 
 // rebuild runs a rebuild whose reset and checkpoint move is moveBack.
 func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) error {
-	return c.session(ctx, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 		var total uint64
 		if opts.Count {
 			for _, err := range c.events.ReadAll(ctx, opts.From, c.opts.Filter) {
@@ -102,10 +102,10 @@ func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack fu
 		c.stats.setCheckpoint(opts.From)
 		start := time.Now()
 		var done uint64
-		report := func(n int) {
+		report := func(n int) error {
 			done += uint64(n)
 			if opts.Progress == nil {
-				return
+				return nil
 			}
 			el := time.Since(start)
 			p := Progress{Done: done, Total: max(total, done), Elapsed: el}
@@ -115,11 +115,12 @@ func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack fu
 			if el > 0 {
 				p.Rate = float64(done) / el.Seconds()
 			}
-			opts.Progress(p)
+			return c.guard("Progress", nil, func() error { opts.Progress(p); return nil })
 		}
 		_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 			return c.events.ReadAll(ctx, opts.From, c.opts.Filter)
 		}, opts.From, fence, report)
 		return err
 	})
+	return err
 }

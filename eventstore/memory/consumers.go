@@ -44,6 +44,7 @@ func NewConsumers() *Consumers {
 
 var (
 	_ eventstore.TxCheckpointStore[*Tx] = (*Consumers)(nil)
+	_ eventstore.TxLeaseStore[*Tx]      = (*Consumers)(nil)
 	_ eventstore.DeadLetterStore        = (*Consumers)(nil)
 	_ eventstore.LeaseStore             = (*Consumers)(nil)
 )
@@ -95,16 +96,27 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.idTakenLocked(d); err != nil {
+	if err := c.parkableLocked(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	return copyLetter(c.parkLocked(d)), nil
 }
 
-// idTakenLocked refuses a dead letter whose ID names another event's dead
-// letter (see [eventstore.CheckDeadLetterID]).
-func (c *Consumers) idTakenLocked(d eventstore.DeadLetter) error {
-	if old, ok := c.dead[d.Consumer][d.ID]; ok && d.ID != "" {
+// parkableLocked refuses a dead letter whose ID names another event's dead
+// letter (see [eventstore.CheckDeadLetterID]), or, for a compare-and-set
+// (d.Generation set), one that changed since it was read (see
+// [eventstore.CheckDeadLetterGeneration]).
+func (c *Consumers) parkableLocked(d eventstore.DeadLetter) error {
+	old, ok := c.dead[d.Consumer][d.ID]
+	if d.Generation != 0 {
+		var stored *eventstore.DeadLetterKey
+		if ok {
+			k := old.Key()
+			stored = &k
+		}
+		return eventstore.CheckDeadLetterGeneration(d, stored)
+	}
+	if ok && d.ID != "" {
 		return eventstore.CheckDeadLetterID(d, old.Event.StreamID, old.Event.ID, old.Part)
 	}
 	return nil
@@ -112,12 +124,15 @@ func (c *Consumers) idTakenLocked(d eventstore.DeadLetter) error {
 
 // keyedLocked prepares d to be stored: with the ID and first failure of
 // the dead letter already parked under its key (consumer, stream, event
-// ID, part), so that parking it again updates that one, or else a new ID
-// when it has none; and with its own copy of the event's data.
+// ID, part), so that parking it again updates that one, and one more
+// generation than it has; or else a new ID when it has none, and the
+// first generation; and with its own copy of the event's data. The stored
+// event stays, as SQL stores update only the failure's columns.
 func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+	d.Generation = 1
 	for id, old := range c.dead[d.Consumer] {
 		if old.Event.ID == d.Event.ID && old.Event.StreamID == d.Event.StreamID && old.Part == d.Part {
-			d.ID, d.FirstFailure = id, old.FirstFailure
+			d.ID, d.FirstFailure, d.Generation, d.Event = id, old.FirstFailure, old.Generation+1, old.Event
 			break
 		}
 	}
@@ -141,28 +156,43 @@ func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 
 // DeadLetters implements [eventstore.DeadLetterStore.DeadLetters].
 func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return func(yield func(eventstore.DeadLetter, error) bool) {
-		if err := eventstore.ValidateConsumerName(consumer); err != nil {
-			yield(eventstore.DeadLetter{}, err)
-			return
-		}
-		if err := ctx.Err(); err != nil {
-			yield(eventstore.DeadLetter{}, err)
-			return
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) {
+		if err := c.readable(ctx, consumer); err != nil {
+			return nil, err
 		}
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		letters := c.dead[consumer]
 		out := make([]eventstore.DeadLetter, 0, len(letters))
 		for _, id := range slices.Sorted(maps.Keys(letters)) {
 			out = append(out, copyLetter(letters[id]))
 		}
-		c.mu.Unlock()
-		for _, d := range out {
-			if !yield(d, nil) {
-				return
-			}
-		}
+		return out, nil
+	})
+}
+
+// readable checks what a read of consumer's dead letters is asked with.
+func (c *Consumers) readable(ctx context.Context, consumer string) error {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return err
 	}
+	return ctx.Err()
+}
+
+// DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys].
+func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) {
+		if err := c.readable(ctx, consumer); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		var keys []eventstore.DeadLetterKey
+		for _, d := range c.dead[consumer] {
+			keys = append(keys, d.Key())
+		}
+		c.mu.Unlock()
+		return eventstore.SortDeadLetterKeys(keys, after, through), nil
+	})
 }
 
 // DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
@@ -184,10 +214,7 @@ func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (events
 
 // CountDeadLetters implements [eventstore.DeadLetterStore.CountDeadLetters].
 func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
-		return 0, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := c.readable(ctx, consumer); err != nil {
 		return 0, err
 	}
 	c.mu.Lock()
@@ -255,13 +282,28 @@ func (c *Consumers) RenewLease(ctx context.Context, l eventstore.Lease, ttl time
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.heldLocked(l); err != nil {
+		return eventstore.Lease{}, err
+	}
+	return c.renewLocked(l, ttl), nil
+}
+
+// heldLocked returns a [*eventstore.LeaseLostError] unless l is the lease
+// held now (lapsed or not, while nobody else acquired it).
+func (c *Consumers) heldLocked(l eventstore.Lease) error {
 	cur, held := c.leases[l.Name]
 	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
-		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
+	return nil
+}
+
+// renewLocked extends the held lease l by ttl from now.
+func (c *Consumers) renewLocked(l eventstore.Lease, ttl time.Duration) eventstore.Lease {
+	cur := c.leases[l.Name]
 	cur.Expires = c.now().Add(ttl)
 	c.leases[l.Name] = cur
-	return cur, nil
+	return cur
 }
 
 // ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
@@ -274,9 +316,8 @@ func (c *Consumers) ReleaseLease(ctx context.Context, l eventstore.Lease) error 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cur, held := c.leases[l.Name]
-	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
-		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+	if err := c.heldLocked(l); err != nil {
+		return err
 	}
 	delete(c.leases, l.Name)
 	return nil

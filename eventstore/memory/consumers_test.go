@@ -23,3 +23,7 @@ func TestLeaseConformance(t *testing.T) {
 func TestTxDeadLetterConformance(t *testing.T) {
 	storetest.RunTxDeadLetters(t, func(t *testing.T) storetest.TxDeadLetterStore[*memory.Tx] { return memory.NewConsumers() })
 }
+
+func TestTxLeaseConformance(t *testing.T) {
+	storetest.RunTxLeases(t, func(t *testing.T) storetest.TxLeaseStore[*memory.Tx] { return memory.NewConsumers() })
+}

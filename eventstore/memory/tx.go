@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
 )
@@ -22,20 +23,26 @@ import (
 // deployments without a lease) therefore fail at their claim, before
 // their handlers run, rather than at the commit, after.
 type Tx struct {
-	c       *Consumers
-	mu      sync.Mutex
-	writes  map[string][]byte // a nil value is a deletion
-	saves   []checkpointMove
-	parks   []eventstore.DeadLetter
-	deletes [][2]string // consumer, ID
-	locked  map[string]chan struct{}
-	done    bool
+	c        *Consumers
+	mu       sync.Mutex
+	writes   map[string][]byte // a nil value is a deletion
+	saves    []checkpointMove
+	renewals []leaseRenewal
+	parks    []eventstore.DeadLetter
+	deletes  [][2]string // consumer, ID
+	locked   map[string]chan struct{}
+	done     bool
 }
 
 type checkpointMove struct {
 	name           string
 	expected, next eventstore.Position
 	fence          eventstore.Fence
+}
+
+type leaseRenewal struct {
+	lease eventstore.Lease
+	ttl   time.Duration
 }
 
 // errTxDone guards against a handler that keeps its Tx past its callback.
@@ -81,7 +88,20 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 		return err
 	}
 	tx := &Tx{c: c, writes: make(map[string][]byte), locked: make(map[string]chan struct{})}
+	// Deferred before fn runs, so that a panic in fn, which the caller may
+	// recover, ends the transaction too: it keeps nothing, and the
+	// checkpoints it locked are free for the next one.
+	ended := false
+	defer func() {
+		if !ended {
+			tx.mu.Lock()
+			tx.done = true
+			tx.unlockRows()
+			tx.mu.Unlock()
+		}
+	}()
 	err := fn(ctx, tx)
+	ended = true
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	tx.done = true
@@ -109,6 +129,21 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 		if _, ok := c.dead[d[0]][d[1]]; !ok {
 			return &eventstore.DeadLetterNotFoundError{Consumer: d[0], ID: d[1]}
 		}
+	}
+	for _, d := range tx.parks {
+		if d.Generation != 0 {
+			if err := c.parkableLocked(d); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range tx.renewals {
+		if err := c.heldLocked(r.lease); err != nil {
+			return err
+		}
+	}
+	for _, r := range tx.renewals {
+		c.renewLocked(r.lease, r.ttl)
 	}
 	for name, cp := range staged {
 		c.checkpoints[name] = cp
@@ -222,16 +257,51 @@ func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 		return eventstore.DeadLetter{}, errTxDone
 	}
 	c.mu.Lock()
-	err := c.idTakenLocked(d)
+	err := c.parkableLocked(d)
+	staged := d
 	if err == nil {
 		d = c.keyedLocked(d)
+		if staged.Generation == 0 {
+			// An upsert is staged under the ID it returns, and takes its
+			// generation at the commit.
+			staged = d
+			staged.Generation = 0
+		}
 	}
 	c.mu.Unlock()
 	if err != nil {
 		return eventstore.DeadLetter{}, err
 	}
-	tx.parks = append(tx.parks, d)
+	// A compare-and-set is staged as asked, so that the commit checks it
+	// again.
+	tx.parks = append(tx.parks, staged)
 	return copyLetter(d), nil
+}
+
+// RenewLeaseTx implements [eventstore.TxLeaseStore.RenewLeaseTx]: the
+// renewal is checked now and again at the commit, which fails if another
+// holder acquired the lease meanwhile.
+func (c *Consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.Lease{}, err
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	if tx.done {
+		return eventstore.Lease{}, errTxDone
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.heldLocked(l); err != nil {
+		return eventstore.Lease{}, err
+	}
+	tx.renewals = append(tx.renewals, leaseRenewal{lease: l, ttl: ttl})
+	renewed := c.leases[l.Name]
+	renewed.Expires = c.now().Add(ttl)
+	return renewed, nil
 }
 
 // DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].

@@ -48,3 +48,9 @@ func TestTxDeadLetters(t *testing.T) {
 		return newStore(t, postgres.Options{})
 	})
 }
+
+func TestTxLeases(t *testing.T) {
+	storetest.RunTxLeases(t, func(t *testing.T) storetest.TxLeaseStore[pgx.Tx] {
+		return newStore(t, postgres.Options{})
+	})
+}

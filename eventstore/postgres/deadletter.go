@@ -21,12 +21,16 @@ var _ eventstore.DeadLetterStore = (*Store)(nil)
 
 // letterColumns are the columns that scanLetter reads, in its order.
 const letterColumns = `id, consumer, part, event_id, stream, version, major, minor, type, schema_version, data,
-	correlation_id, causation_id, command_id, extra, recorded_at, error, attempts, first_failure, last_failure`
+	correlation_id, causation_id, command_id, extra, recorded_at, error, attempts, first_failure, last_failure, generation`
+
+// keyColumns are the columns that scanKey reads, in its order.
+const keyColumns = `id, stream, event_id, part, major, minor, generation`
 
 // ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
 // one upsert on (consumer, stream, event_id, part): parking the same part
-// again updates the error, attempts and last failure, and returns the ID
-// and first failure that were stored first.
+// again updates the error, attempts and last failure, adds a generation,
+// and returns the ID and first failure that were stored first. With
+// d.Generation set it is one conditional update instead.
 func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	if err := s.checkOpen(); err != nil {
 		return eventstore.DeadLetter{}, err
@@ -52,6 +56,9 @@ func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.Dead
 	if err := ctx.Err(); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
+	if d.Generation != 0 {
+		return s.reparkDeadLetter(ctx, q, d)
+	}
 	e := d.Event
 	// JSON goes as text: bytes would be sent as bytea when the pool does
 	// not prepare statements.
@@ -73,18 +80,20 @@ func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.Dead
 	if data == nil {
 		data = []byte{}
 	}
-	err := q.QueryRow(ctx, s.fill(`INSERT INTO {{s}}.dead_letters (consumer, event_id, part, id,
+	var generation int64
+	err := q.QueryRow(ctx, s.fill(`INSERT INTO {{s}}.dead_letters AS l (consumer, event_id, part, id,
 			stream, version, major, minor, type, schema_version, data, correlation_id, causation_id, command_id,
 			extra, recorded_at, error, attempts, first_failure, last_failure)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20)
 		ON CONFLICT ON CONSTRAINT dead_letters_stream_event DO UPDATE SET
-			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
-		RETURNING id, first_failure`),
+			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure,
+			generation = l.generation + 1
+		RETURNING id, first_failure, generation`),
 		d.Consumer, pgUUID(e.ID), d.Part, d.ID,
 		e.StreamID, int64(e.Version), int64(e.Position.Major), int64(e.Position.Minor), e.Type, int64(e.SchemaVersion), data,
 		e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
 		extra, e.RecordedAt, d.Error, d.Attempts, d.FirstFailure, d.LastFailure,
-	).Scan(&d.ID, &d.FirstFailure)
+	).Scan(&d.ID, &d.FirstFailure, &generation)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dead_letters_id" {
 		// Another transaction took the ID since letterIDFree looked.
@@ -93,48 +102,142 @@ func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.Dead
 		}
 	}
 	if err != nil {
-		return eventstore.DeadLetter{}, fmt.Errorf("postgres: consumer %q parking event %s (stream %q, version %d, type %q): %w",
-			d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err)
+		return eventstore.DeadLetter{}, parkErr(d, err)
 	}
-	d.FirstFailure = d.FirstFailure.UTC()
+	return parked(d, generation), nil
+}
+
+// reparkDeadLetter is the compare-and-set of a park with d.Generation set:
+// one update of the dead letter d.ID at that generation, or, when it
+// matches nothing, the reason read right after. A concurrent change that
+// made the update match nothing has committed by then (the update waited
+// for it), and generations only grow, so the reason is the change.
+func (s *Store) reparkDeadLetter(ctx context.Context, q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	e := d.Event
+	var generation int64
+	err := q.QueryRow(ctx, s.fill(`UPDATE {{s}}.dead_letters SET
+			error = $1, attempts = $2, last_failure = $3, generation = generation + 1
+		WHERE consumer = $4 AND id = $5 AND generation = $6 AND stream = $7 AND event_id = $8 AND part = $9
+		RETURNING first_failure, generation`),
+		d.Error, d.Attempts, d.LastFailure, d.Consumer, d.ID, int64(d.Generation), e.StreamID, pgUUID(e.ID), d.Part,
+	).Scan(&d.FirstFailure, &generation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		stored, err := s.storedKey(ctx, q, d.Consumer, d.ID)
+		if err == nil {
+			if err = eventstore.CheckDeadLetterGeneration(d, stored); err == nil {
+				// Changed and changed back cannot be: report the change.
+				err = &eventstore.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: e.StreamID,
+					Version: e.Version, Part: d.Part, Generation: d.Generation, Actual: d.Generation}
+			}
+		}
+		return eventstore.DeadLetter{}, err
+	}
+	if err != nil {
+		return eventstore.DeadLetter{}, parkErr(d, err)
+	}
+	return parked(d, generation), nil
+}
+
+func parkErr(d eventstore.DeadLetter, err error) error {
+	e := d.Event
+	return fmt.Errorf("postgres: consumer %q parking event %s (stream %q, version %d, type %q): %w",
+		d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err)
+}
+
+// parked is d as a park stored it, with the generation the store returned.
+func parked(d eventstore.DeadLetter, generation int64) eventstore.DeadLetter {
+	d.FirstFailure, d.Generation = d.FirstFailure.UTC(), uint64(generation)
 	d.Event.EventData = d.Event.EventData.Clone()
-	return d, nil
+	return d
 }
 
 // letterIDFree refuses d when its ID names another event's dead letter,
 // before the unique key on (consumer, id) refuses the insert with a bare
 // constraint error (which would also abort the caller's transaction).
 func (s *Store) letterIDFree(ctx context.Context, q querier, d eventstore.DeadLetter) error {
-	var stream string
-	var eventID pgtype.UUID
-	var part int
-	err := q.QueryRow(ctx, s.fill(`SELECT stream, event_id, part FROM {{s}}.dead_letters WHERE consumer = $1 AND id = $2`),
-		d.Consumer, d.ID).Scan(&stream, &eventID, &part)
+	stored, err := s.storedKey(ctx, q, d.Consumer, d.ID)
+	if err != nil || stored == nil {
+		return err
+	}
+	return eventstore.CheckDeadLetterID(d, stored.Stream, stored.EventID, stored.Part)
+}
+
+// storedKey reads the key of consumer's dead letter id; nil when there is
+// none.
+func (s *Store) storedKey(ctx context.Context, q querier, consumer, id string) (*eventstore.DeadLetterKey, error) {
+	k, err := scanKey(q.QueryRow(ctx, s.fill(`SELECT `+keyColumns+` FROM {{s}}.dead_letters WHERE consumer = $1 AND id = $2`), consumer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: consumer %q looking up dead letter %q: %w", d.Consumer, d.ID, err)
+		return nil, fmt.Errorf("postgres: consumer %q looking up dead letter %q: %w", consumer, id, err)
 	}
-	return eventstore.CheckDeadLetterID(d, stream, eventID.Bytes, part)
+	return &k, nil
+}
+
+// scanKey reads the keyColumns of a row.
+func scanKey(row pgx.Row) (eventstore.DeadLetterKey, error) {
+	var k eventstore.DeadLetterKey
+	var eventID pgtype.UUID
+	var major, minor, generation int64
+	if err := row.Scan(&k.ID, &k.Stream, &eventID, &k.Part, &major, &minor, &generation); err != nil {
+		return k, err
+	}
+	if !eventID.Valid || generation <= 0 {
+		return k, fmt.Errorf("%w: dead letter %q has event ID valid %t, generation %d", eventstore.ErrCorrupt, k.ID, eventID.Valid, generation)
+	}
+	k.EventID, k.Generation = eventID.Bytes, uint64(generation)
+	k.Position = eventstore.Position{Major: uint64(major), Minor: uint64(minor)}
+	return k, nil
+}
+
+// DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys]
+// with one query on the index by (consumer, major), which reads no
+// payload. It reads them all before it yields the first, as DeadLetters
+// does.
+func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) { return s.letterKeys(ctx, consumer, after, through) })
+}
+
+func (s *Store) letterKeys(ctx context.Context, consumer string, after, through eventstore.Position) ([]eventstore.DeadLetterKey, error) {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return nil, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	lo, hi, ok := eventstore.DeadLetterKeyRange(after, through)
+	if !ok {
+		return nil, nil
+	}
+	fail := func(err error) error {
+		return s.closedOr(fmt.Errorf("postgres: listing the dead letters of consumer %q by position: %w", consumer, err))
+	}
+	rows, err := s.pool.Query(ctx, s.fill(`SELECT `+keyColumns+` FROM {{s}}.dead_letters
+		WHERE consumer = $1 AND major >= $2 AND major <= $3`), consumer, lo, hi)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer rows.Close()
+	var keys []eventstore.DeadLetterKey
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fail(err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(err)
+	}
+	return eventstore.SortDeadLetterKeys(keys, after, through), nil
 }
 
 // DeadLetters implements [eventstore.DeadLetterStore.DeadLetters], oldest
 // first. It reads them all before it yields the first, so that a caller
 // that retries each one inside the loop does not hold a connection.
 func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return func(yield func(eventstore.DeadLetter, error) bool) {
-		letters, err := s.deadLetters(ctx, consumer)
-		if err != nil {
-			yield(eventstore.DeadLetter{}, err)
-			return
-		}
-		for _, d := range letters {
-			if !yield(d, nil) {
-				return
-			}
-		}
-	}
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) { return s.deadLetters(ctx, consumer) })
 }
 
 func (s *Store) deadLetters(ctx context.Context, consumer string) ([]eventstore.DeadLetter, error) {
@@ -237,9 +340,10 @@ func scanLetter(rows pgx.Rows) (eventstore.DeadLetter, error) {
 		recordedAt, firstFailure, lastFailure time.Time
 	)
 	e := &d.Event
+	var generation int64
 	err := rows.Scan(&d.ID, &d.Consumer, &d.Part, &id, &e.StreamID, &version, &major, &minor, &e.Type, &schemaVer, &e.Data,
 		&e.Metadata.CorrelationID, &e.Metadata.CausationID, &e.Metadata.CommandID, &extra, &recordedAt,
-		&d.Error, &d.Attempts, &firstFailure, &lastFailure)
+		&d.Error, &d.Attempts, &firstFailure, &lastFailure, &generation)
 	if err != nil {
 		return eventstore.DeadLetter{}, fmt.Errorf("%w: a dead_letters row does not decode: %v", eventstore.ErrCorrupt, err)
 	}
@@ -247,9 +351,11 @@ func scanLetter(rows pgx.Rows) (eventstore.DeadLetter, error) {
 		return fmt.Errorf("%w: dead letter %q of consumer %q (stream %q, version %d, type %q): %s",
 			eventstore.ErrCorrupt, d.ID, d.Consumer, e.StreamID, version, e.Type, what)
 	}
-	if version < 0 || schemaVer < 0 || schemaVer > math.MaxUint32 || !id.Valid {
-		return eventstore.DeadLetter{}, bad(fmt.Sprintf("version %d, schema version %d, event ID valid %t", version, schemaVer, id.Valid))
+	if version < 0 || schemaVer < 0 || schemaVer > math.MaxUint32 || !id.Valid || generation <= 0 {
+		return eventstore.DeadLetter{}, bad(fmt.Sprintf("version %d, schema version %d, event ID valid %t, generation %d",
+			version, schemaVer, id.Valid, generation))
 	}
+	d.Generation = uint64(generation)
 	if len(extra) > 0 && string(extra) != "null" {
 		if err := json.Unmarshal(extra, &e.Metadata.Extra); err != nil {
 			return eventstore.DeadLetter{}, bad(fmt.Sprintf("metadata is not an object of strings: %v", err))

@@ -12,7 +12,10 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-var _ eventstore.LeaseStore = (*Store)(nil)
+var (
+	_ eventstore.LeaseStore           = (*Store)(nil)
+	_ eventstore.TxLeaseStore[pgx.Tx] = (*Store)(nil)
+)
 
 // Leases are rows (name, holder, fence, expires_at), decided by the
 // database's clock alone, so that the clocks of the processes that compete
@@ -69,7 +72,25 @@ func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Dur
 	if err := s.checkOpen(); err != nil {
 		return eventstore.Lease{}, err
 	}
-	renewed, err := s.scanLease(l.Name, s.pool.QueryRow(ctx, s.fill(`UPDATE {{s}}.leases
+	return s.renewLease(ctx, s.pool, l, ttl)
+}
+
+// RenewLeaseTx implements [eventstore.TxLeaseStore.RenewLeaseTx]: the
+// update of [Store.RenewLease] in tx, which locks the lease's row until tx
+// ends, so that an acquire by another holder waits for it and then finds
+// the lease renewed (or, after a rollback, as it was).
+func (s *Store) RenewLeaseTx(ctx context.Context, tx pgx.Tx, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if tx == nil {
+		return eventstore.Lease{}, errNilTx
+	}
+	return s.renewLease(ctx, tx, l, ttl)
+}
+
+func (s *Store) renewLease(ctx context.Context, q querier, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	renewed, err := s.scanLease(l.Name, q.QueryRow(ctx, s.fill(`UPDATE {{s}}.leases
 		SET expires_at = clock_timestamp() + $4 * interval '1 microsecond'
 		WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at IS NOT NULL
 		RETURNING holder, fence, expires_at`), l.Name, l.Holder, l.Fence.Int64(), ttl.Microseconds()))

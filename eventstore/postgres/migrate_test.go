@@ -52,10 +52,42 @@ func TestMigratesDeadLettersToStreamKey(t *testing.T) {
 	s := newStore(t, postgres.Options{Schema: schema})
 	q := pgx.Identifier{schema}.Sanitize()
 	// Back to version 2, then rows as version 2 wrote them.
-	_, err := s.Pool().Exec(ctx, `ALTER TABLE `+q+`.dead_letters DROP CONSTRAINT dead_letters_stream_event,
+	_, err := s.Pool().Exec(ctx, undoStep4(q)+`
+		ALTER TABLE `+q+`.dead_letters DROP CONSTRAINT dead_letters_stream_event,
 			ADD CONSTRAINT dead_letters_event PRIMARY KEY (consumer, event_id, part);
 		DELETE FROM `+q+`.schema_version WHERE version > 2`)
 	require.NoError(t, err)
+	checkMigratedLetters(t, s, schema, "version 2")
+}
+
+// TestMigratesDeadLetterGenerations opens a schema of version 3, whose
+// dead letters have no generation, with dead letters in it: each is at its
+// first generation, found by its position, and a retry's compare-and-set
+// works on it.
+func TestMigratesDeadLetterGenerations(t *testing.T) {
+	ctx := context.Background()
+	schema := server.NewSchema("migrate")
+	s := newStore(t, postgres.Options{Schema: schema})
+	q := pgx.Identifier{schema}.Sanitize()
+	_, err := s.Pool().Exec(ctx, undoStep4(q)+`
+		DELETE FROM `+q+`.schema_version WHERE version > 3`)
+	require.NoError(t, err)
+	checkMigratedLetters(t, s, schema, "version 3")
+}
+
+// undoStep4 is the SQL that takes the dead letters of the quoted schema q
+// back from version 4 (generations, the position index) to version 3.
+func undoStep4(q string) string {
+	return `ALTER TABLE ` + q + `.dead_letters DROP COLUMN generation;
+		DROP INDEX ` + q + `.dead_letters_position;`
+}
+
+// checkMigratedLetters writes two dead letters into the dead_letters table
+// of s, at an older version, as that version wrote them; then it closes s
+// and checks that opening the schema again migrates them.
+func checkMigratedLetters(t *testing.T, s *postgres.Store, schema, version string) {
+	ctx := context.Background()
+	q := pgx.Identifier{schema}.Sanitize()
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	id := uuid.New()
 	for i, letter := range []string{"01JNQ0000000000000000000A1", "01JNQ0000000000000000000A2"} {
@@ -63,7 +95,7 @@ func TestMigratesDeadLettersToStreamKey(t *testing.T) {
 		if i == 1 {
 			eventID = uuid.New()
 		}
-		_, err = s.Pool().Exec(ctx, `INSERT INTO `+q+`.dead_letters (consumer, event_id, part, id, stream, version, major, minor,
+		_, err := s.Pool().Exec(ctx, `INSERT INTO `+q+`.dead_letters (consumer, event_id, part, id, stream, version, major, minor,
 				type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at, error, attempts,
 				first_failure, last_failure)
 			VALUES ('proj', $1, 0, $2, 'order-1', $3, $4, 0, 'order.placed', 1, '\x7b7d', 'corr', '', '', '{"k":"v"}', $5, 'boom', 3, $5, $6)`,
@@ -77,7 +109,7 @@ func TestMigratesDeadLettersToStreamKey(t *testing.T) {
 		require.NoError(t, err)
 		letters = append(letters, d)
 	}
-	require.Len(t, letters, 2, "the dead letters of version 2 survive the migration")
+	require.Len(t, letters, 2, "the dead letters of %s survive the migration", version)
 	storetest.CheckMigratedDeadLetter(t, s2, eventstore.DeadLetter{ID: "01JNQ0000000000000000000A1", Consumer: "proj",
 		Error: "boom", Attempts: 3, FirstFailure: at, LastFailure: at.Add(time.Second),
 		Event: eventstore.Event{StreamID: "order-1", Position: eventstore.Position{Major: 10}, RecordedAt: at,

@@ -108,6 +108,14 @@ var migrations = []string{
 	// No existing row can collide under it, since the old key was narrower.
 	`ALTER TABLE {{s}}.dead_letters DROP CONSTRAINT dead_letters_event,
 		ADD CONSTRAINT dead_letters_stream_event PRIMARY KEY (consumer, stream, event_id, part)`,
+
+	// 4: a dead letter's generation makes the park that records a failed
+	// retry a compare-and-set on the state the retry read (every stored
+	// dead letter is at its first); the index serves a consumer that asks
+	// for the dead letters of the events it is to handle again, by
+	// position, instead of reading them all.
+	`ALTER TABLE {{s}}.dead_letters ADD COLUMN generation bigint NOT NULL DEFAULT 1 CHECK (generation > 0);
+	CREATE INDEX dead_letters_position ON {{s}}.dead_letters (consumer, major)`,
 }
 
 // SchemaVersion is the schema version that this build of the store creates

@@ -34,3 +34,7 @@ func TestLeaseConformance(t *testing.T) {
 func TestTxDeadLetterConformance(t *testing.T) {
 	storetest.RunTxDeadLetters(t, func(t *testing.T) storetest.TxDeadLetterStore[*sql.Tx] { return openTemp(t, sqlite.Options{}) })
 }
+
+func TestTxLeaseConformance(t *testing.T) {
+	storetest.RunTxLeases(t, func(t *testing.T) storetest.TxLeaseStore[*sql.Tx] { return openTemp(t, sqlite.Options{}) })
+}

@@ -20,13 +20,14 @@ var _ eventstore.DeadLetterStore = (*Store)(nil)
 // letterColumns are the columns that scanLetter reads, in its order: the
 // letter's own, the minor half of the event's position, then the event's
 // in the order of decodeEvent.
-const letterColumns = `id, consumer, part, error, attempts, first_failure, last_failure, minor,
+const letterColumns = `id, consumer, part, error, attempts, first_failure, last_failure, generation, minor,
 	position, stream, version, event_id, type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at`
 
 // ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
 // one upsert on (consumer, stream, event_id, part): parking the same part
-// again updates the error, attempts and last failure, and returns the ID
-// and first failure that were stored first.
+// again updates the error, attempts and last failure, adds a generation,
+// and returns the ID and first failure that were stored first. With
+// d.Generation set it is one conditional update instead.
 func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	var parked eventstore.DeadLetter
 	err := eventstore.CheckDeadLetter(d)
@@ -56,8 +57,11 @@ func (s *Store) ParkDeadLetterTx(ctx context.Context, tx *sql.Tx, d eventstore.D
 }
 
 // parkDeadLetter runs the upsert of a checked dead letter in a write
-// transaction.
+// transaction, or its compare-and-set.
 func parkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if d.Generation != 0 {
+		return reparkDeadLetter(q, d)
+	}
 	e := d.Event
 	extra, err := encodeExtra(e.Metadata.Extra)
 	if err != nil {
@@ -73,27 +77,66 @@ func parkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, 
 		data = []byte{}
 	}
 	var id string
-	var first int64
-	err = q.QueryRowContext(noInterrupt, `INSERT INTO cairn_dead_letters (consumer, event_id, part, id,
+	var first, generation int64
+	err = q.QueryRowContext(noInterrupt, `INSERT INTO cairn_dead_letters AS l (consumer, event_id, part, id,
 			position, minor, stream, version, type, schema_version, data, correlation_id, causation_id, command_id,
 			extra, recorded_at, error, attempts, first_failure, last_failure)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (consumer, stream, event_id, part) DO UPDATE SET
-			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure
-		RETURNING id, first_failure`,
+			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure,
+			generation = l.generation + 1
+		RETURNING id, first_failure, generation`,
 		d.Consumer, e.ID[:], d.Part, d.ID,
 		int64(e.Position.Major), int64(e.Position.Minor), e.StreamID, int64(e.Version), e.Type, int64(e.SchemaVersion), data,
 		nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
 		extra, unixNanos(e.RecordedAt), d.Error, d.Attempts, unixNanos(d.FirstFailure), unixNanos(d.LastFailure),
-	).Scan(&id, &first)
+	).Scan(&id, &first, &generation)
 	if err != nil {
-		return eventstore.DeadLetter{}, fmt.Errorf("sqlite: consumer %q parking event %s (stream %q, version %d, type %q): %w",
-			d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err)
+		return eventstore.DeadLetter{}, parkErr(d, err)
 	}
-	d.ID, d.FirstFailure = id, fromUnixNanos(first)
+	d.ID = id
+	return parked(d, first, generation), nil
+}
+
+// reparkDeadLetter is the compare-and-set of a park with d.Generation set:
+// one update of the dead letter d.ID at that generation, or, when it
+// matches nothing, the reason read in the same write transaction.
+func reparkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	e := d.Event
+	var first, generation int64
+	err := q.QueryRowContext(noInterrupt, `UPDATE cairn_dead_letters SET
+			error = ?, attempts = ?, last_failure = ?, generation = generation + 1
+		WHERE consumer = ? AND id = ? AND generation = ? AND stream = ? AND event_id = ? AND part = ?
+		RETURNING first_failure, generation`,
+		d.Error, d.Attempts, unixNanos(d.LastFailure),
+		d.Consumer, d.ID, int64(d.Generation), e.StreamID, e.ID[:], d.Part,
+	).Scan(&first, &generation)
+	if errors.Is(err, sql.ErrNoRows) {
+		stored, err := storedKey(q, d.Consumer, d.ID)
+		if err == nil {
+			err = eventstore.CheckDeadLetterGeneration(d, stored)
+		}
+		return eventstore.DeadLetter{}, err
+	}
+	if err != nil {
+		return eventstore.DeadLetter{}, parkErr(d, err)
+	}
+	return parked(d, first, generation), nil
+}
+
+func parkErr(d eventstore.DeadLetter, err error) error {
+	e := d.Event
+	return fmt.Errorf("sqlite: consumer %q parking event %s (stream %q, version %d, type %q): %w",
+		d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err)
+}
+
+// parked is d as a park stored it, with the first failure and generation
+// the store returned.
+func parked(d eventstore.DeadLetter, first, generation int64) eventstore.DeadLetter {
+	d.FirstFailure, d.Generation = fromUnixNanos(first), uint64(generation)
 	d.LastFailure = d.LastFailure.UTC()
 	d.Event.EventData = d.Event.EventData.Clone()
-	return d, nil
+	return d
 }
 
 // letterIDFree refuses d when its ID names another event's dead letter:
@@ -101,22 +144,87 @@ func parkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, 
 // constraint error. It runs in the write transaction of the insert, so
 // nothing comes in between.
 func letterIDFree(q querier, d eventstore.DeadLetter) error {
-	var stream string
-	var eventID []byte
-	var part int
-	err := q.QueryRowContext(noInterrupt, `SELECT stream, event_id, part FROM cairn_dead_letters WHERE consumer = ? AND id = ?`,
-		d.Consumer, d.ID).Scan(&stream, &eventID, &part)
+	stored, err := storedKey(q, d.Consumer, d.ID)
+	if err != nil || stored == nil {
+		return err
+	}
+	return eventstore.CheckDeadLetterID(d, stored.Stream, stored.EventID, stored.Part)
+}
+
+// keyColumns are the columns that scanKey reads, in its order.
+const keyColumns = `id, stream, event_id, part, position, minor, generation`
+
+// storedKey reads the key of consumer's dead letter id; nil when there is
+// none.
+func storedKey(q querier, consumer, id string) (*eventstore.DeadLetterKey, error) {
+	k, err := scanKey(consumer, q.QueryRowContext(noInterrupt, `SELECT `+keyColumns+` FROM cairn_dead_letters WHERE consumer = ? AND id = ?`,
+		consumer, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: consumer %q looking up dead letter %q: %w", d.Consumer, d.ID, err)
+		return nil, fmt.Errorf("sqlite: consumer %q looking up dead letter %q: %w", consumer, id, err)
+	}
+	return &k, nil
+}
+
+// scanKey reads the keyColumns of a row, checking what decodeLetter
+// checks of them.
+func scanKey(consumer string, row interface{ Scan(dest ...any) error }) (eventstore.DeadLetterKey, error) {
+	var k eventstore.DeadLetterKey
+	var eventID []byte
+	var part, major, minor, generation int64
+	if err := row.Scan(&k.ID, &k.Stream, &eventID, &part, &major, &minor, &generation); err != nil {
+		return k, err
 	}
 	id, err := uuid.FromBytes(eventID)
-	if err != nil {
-		return fmt.Errorf("%w: dead letter %q of consumer %q has event ID %x", eventstore.ErrCorrupt, d.ID, d.Consumer, eventID)
+	if err != nil || part < 0 || part > math.MaxInt32 || generation <= 0 {
+		return k, fmt.Errorf("%w: dead letter %q of consumer %q has event ID %x, part %d, generation %d",
+			eventstore.ErrCorrupt, k.ID, consumer, eventID, part, generation)
 	}
-	return eventstore.CheckDeadLetterID(d, stream, id, part)
+	k.EventID, k.Part, k.Generation = id, int(part), uint64(generation)
+	k.Position = eventstore.Position{Major: uint64(major), Minor: uint64(minor)}
+	return k, nil
+}
+
+// DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys]
+// with one query on the index by (consumer, position), which reads no
+// payload. It reads them all before it yields the first, as DeadLetters
+// does.
+func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) { return s.letterKeys(ctx, consumer, after, through) })
+}
+
+func (s *Store) letterKeys(ctx context.Context, consumer string, after, through eventstore.Position) ([]eventstore.DeadLetterKey, error) {
+	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+		return nil, err
+	}
+	if err := s.readable(ctx); err != nil {
+		return nil, err
+	}
+	lo, hi, ok := eventstore.DeadLetterKeyRange(after, through)
+	if !ok {
+		return nil, nil
+	}
+	what := "list the dead letters of consumer " + quote(consumer) + " by position"
+	rows, err := s.readers.QueryContext(noInterrupt, `SELECT `+keyColumns+` FROM cairn_dead_letters
+		WHERE consumer = ? AND position >= ? AND position <= ?`, consumer, lo, hi)
+	if err != nil {
+		return nil, s.readErr(ctx, err, what)
+	}
+	defer rows.Close()
+	var keys []eventstore.DeadLetterKey
+	for rows.Next() {
+		k, err := scanKey(consumer, rows)
+		if err != nil {
+			return nil, s.readErr(ctx, err, what)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(ctx, err, what)
+	}
+	return eventstore.SortDeadLetterKeys(keys, after, through), nil
 }
 
 // unixNanos stores a time as Unix nanoseconds, the zero time as 0 (its
@@ -140,18 +248,7 @@ func fromUnixNanos(n int64) time.Time {
 // first. It reads them all before it yields the first, so that a caller
 // that retries or deletes each one inside the loop holds no connection.
 func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return func(yield func(eventstore.DeadLetter, error) bool) {
-		letters, err := s.letters(ctx, consumer, "", false)
-		if err != nil {
-			yield(eventstore.DeadLetter{}, err)
-			return
-		}
-		for _, d := range letters {
-			if !yield(d, nil) {
-				return
-			}
-		}
-	}
+	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) { return s.letters(ctx, consumer, "", false) })
 }
 
 // DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
@@ -189,7 +286,7 @@ func (s *Store) letters(ctx context.Context, consumer, id string, one bool) ([]e
 	}
 	defer rows.Close()
 	var out []eventstore.DeadLetter
-	var cols [8 + 12]any
+	var cols [9 + 12]any
 	var dest [len(cols)]any
 	for i := range cols {
 		dest[i] = &cols[i]
@@ -211,7 +308,7 @@ func (s *Store) letters(ctx context.Context, consumer, id string, one bool) ([]e
 }
 
 // decodeLetter checks every column, as decodeEvent does for the event.
-func decodeLetter(c *[20]any) (eventstore.DeadLetter, error) {
+func decodeLetter(c *[21]any) (eventstore.DeadLetter, error) {
 	var d eventstore.DeadLetter
 	var ok bool
 	d.ID, _ = c[0].(string)
@@ -224,13 +321,14 @@ func decodeLetter(c *[20]any) (eventstore.DeadLetter, error) {
 	attempts, ok2 := c[4].(int64)
 	first, ok3 := c[5].(int64)
 	last, ok4 := c[6].(int64)
-	minor, ok5 := c[7].(int64)
-	if !ok || !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || part < 0 || part > math.MaxInt32 || attempts < 0 || attempts > math.MaxInt32 {
-		return d, bad(fmt.Sprintf("part %v, error %T, attempts %v, failures %v and %v", c[2], c[3], c[4], c[5], c[6]))
+	generation, ok5 := c[7].(int64)
+	minor, ok6 := c[8].(int64)
+	if !ok || !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || part < 0 || part > math.MaxInt32 || attempts < 0 || attempts > math.MaxInt32 || generation <= 0 {
+		return d, bad(fmt.Sprintf("part %v, error %T, attempts %v, failures %v and %v, generation %v", c[2], c[3], c[4], c[5], c[6], c[7]))
 	}
-	d.Part, d.Attempts = int(part), int(attempts)
+	d.Part, d.Attempts, d.Generation = int(part), int(attempts), uint64(generation)
 	d.FirstFailure, d.LastFailure = fromUnixNanos(first), fromUnixNanos(last)
-	e, err := decodeEvent(valuesRow(c[8:]))
+	e, err := decodeEvent(valuesRow(c[9:]))
 	if err != nil {
 		return d, bad(err.Error())
 	}

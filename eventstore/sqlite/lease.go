@@ -10,7 +10,10 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-var _ eventstore.LeaseStore = (*Store)(nil)
+var (
+	_ eventstore.LeaseStore            = (*Store)(nil)
+	_ eventstore.TxLeaseStore[*sql.Tx] = (*Store)(nil)
+)
 
 // Leases are rows (name, holder, fence, expires_at) in the store's file.
 // SQLite has no clock of its own: expires_at is compared with the clock of
@@ -75,18 +78,48 @@ func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Dur
 	var renewed eventstore.Lease
 	err := s.write(ctx, func(tx *writeTx) error {
 		var err error
-		renewed, err = scanLease(l.Name, tx.conn.QueryRowContext(noInterrupt, `UPDATE cairn_leases SET expires_at = ?
-			WHERE name = ? AND holder = ? AND fence = ? AND expires_at IS NOT NULL
-			RETURNING holder, fence, expires_at`, time.Now().Add(ttl).UnixNano(), l.Name, l.Holder, l.Fence.Int64()))
+		renewed, err = renewLease(tx.conn, l, ttl)
 		return err
 	})
+	if err != nil && !errors.Is(err, eventstore.ErrLeaseLost) {
+		return eventstore.Lease{}, fmt.Errorf("sqlite: %q renewing lease %q: %w", l.Holder, l.Name, err)
+	}
+	return renewed, err
+}
+
+// RenewLeaseTx implements [eventstore.TxLeaseStore.RenewLeaseTx]: the
+// update of [Store.RenewLease] in tx, the transaction of a running
+// [Store.InTx], which holds the file's one writer until it ends, so that
+// no other holder can acquire the lease in between. A consumer that
+// renews so in each batch keeps its lease through batches longer than its
+// TTL, which its renewals through the writer would wait for.
+func (s *Store) RenewLeaseTx(ctx context.Context, tx *sql.Tx, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.Lease{}, err
+	}
+	if tx == nil {
+		return eventstore.Lease{}, errNilTx
+	}
+	renewed, err := renewLease(tx, l, ttl)
+	if err != nil && !errors.Is(err, eventstore.ErrLeaseLost) {
+		return eventstore.Lease{}, fmt.Errorf("sqlite: %q renewing lease %q in a transaction: %w", l.Holder, l.Name, err)
+	}
+	return renewed, err
+}
+
+// renewLease extends l by ttl in a write transaction. It does not look at
+// expires_at (see RenewLease).
+func renewLease(q querier, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+	renewed, err := scanLease(l.Name, q.QueryRowContext(noInterrupt, `UPDATE cairn_leases SET expires_at = ?
+		WHERE name = ? AND holder = ? AND fence = ? AND expires_at IS NOT NULL
+		RETURNING holder, fence, expires_at`, time.Now().Add(ttl).UnixNano(), l.Name, l.Holder, l.Fence.Int64()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
-	if err != nil {
-		return eventstore.Lease{}, fmt.Errorf("sqlite: %q renewing lease %q: %w", l.Holder, l.Name, err)
-	}
-	return renewed, nil
+	return renewed, err
 }
 
 // ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].

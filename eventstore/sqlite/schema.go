@@ -29,7 +29,7 @@ type migration struct {
 // migrations[i] takes the schema from version i to version i+1. Later
 // features add their tables as new steps (the second holds snapshots,
 // checkpoints, dead letters and leases; the third re-keys dead letters by
-// stream); every table is prefixed cairn_ so that applications may keep
+// stream; the fourth gives them generations and a position index); every table is prefixed cairn_ so that applications may keep
 // their own tables (transactional projections) in the same file.
 var migrations = []migration{
 	{
@@ -144,11 +144,23 @@ DROP TABLE cairn_dead_letters;
 ALTER TABLE cairn_dead_letters_v3 RENAME TO cairn_dead_letters;
 `,
 	},
+	{
+		// A dead letter's generation makes the park that records a failed
+		// retry a compare-and-set on the state the retry read; the index
+		// serves a consumer that asks for the dead letters of the events
+		// it is to handle again, by position, instead of reading them all.
+		// Every dead letter already stored is at its first generation.
+		note: "dead letter generations, and dead letters by position",
+		sql: `
+ALTER TABLE cairn_dead_letters ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX cairn_dead_letters_position ON cairn_dead_letters (consumer, position);
+`,
+	},
 }
 
 // SchemaVersion is the schema version this package writes and reads: the
 // number of migrations.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // latest is the schema version that migrate reaches; tests add steps.
 func latest() int { return len(migrations) }

@@ -106,17 +106,31 @@ func TestOpenMigratesVersion1File(t *testing.T) {
 // it holds; after that, the same event ID in another stream is a dead
 // letter of its own.
 func TestOpenMigratesDeadLettersToStreamKey(t *testing.T) {
+	checkMigratedLetters(t, 2)
+}
+
+// A file of schema version 3 kept no generations of its dead letters:
+// opening it gives each its first, finds it by its position, and lets a
+// retry's compare-and-set update it.
+func TestOpenMigratesDeadLetterGenerations(t *testing.T) {
+	checkMigratedLetters(t, 3)
+}
+
+// checkMigratedLetters writes two dead letters into a file at schema
+// version, as that version wrote them, and checks that opening the file
+// migrates them.
+func checkMigratedLetters(t *testing.T, version int) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "events.db")
 	saved := migrations
 	t.Cleanup(func() { migrations = saved })
-	migrations = saved[:2]
+	migrations = saved[:version]
 	s, err := Open(ctx, path, Options{})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	// Rows as version 2 wrote them, through a connection of our own (this
-	// build's upserts name the new key).
+	// Rows as that version wrote them, through a connection of our own
+	// (this build's upserts name the new key and columns).
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	id := uuid.New()
 	db, err := sql.Open("sqlite", fileURI(path))
@@ -144,12 +158,12 @@ func TestOpenMigratesDeadLettersToStreamKey(t *testing.T) {
 		require.NoError(t, err)
 		letters = append(letters, d)
 	}
-	require.Len(t, letters, 2, "the dead letters of version 2 survive the migration")
+	require.Len(t, letters, 2, "the dead letters of version %d survive the migration", version)
 	storetest.CheckMigratedDeadLetter(t, s, migratedLetter(id, at))
 }
 
 // migratedLetter is the first dead letter that the migration tests store
-// in the schema of version 2, as it must read back.
+// in the schema of an older version, as it must read back.
 func migratedLetter(id uuid.UUID, at time.Time) eventstore.DeadLetter {
 	return eventstore.DeadLetter{ID: "01JNQ0000000000000000000A1", Consumer: "proj", Part: 0, Error: "boom", Attempts: 3,
 		FirstFailure: at, LastFailure: at.Add(time.Second),

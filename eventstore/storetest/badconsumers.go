@@ -119,6 +119,8 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 		{"last failure in 3000", func(d *eventstore.DeadLetter) { d.LastFailure = year(3000) }, "dead letter time"},
 		{"first failure in 1000", func(d *eventstore.DeadLetter) { d.FirstFailure = year(1000) }, "dead letter time"},
 		{"event recorded in 3000", func(d *eventstore.DeadLetter) { d.Event.RecordedAt = year(3000) }, "dead letter time"},
+		{"generation 2^63", func(d *eventstore.DeadLetter) { d.ID, d.Generation = ulid.Make().String(), 1<<63 }, "dead letter generation"},
+		{"generation without an ID", func(d *eventstore.DeadLetter) { d.Generation = 1 }, "dead letter ID"},
 	} {
 		d := deadLetter(name, 1, 0)
 		c.mutate(&d)
@@ -132,7 +134,7 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 	d.Attempts, d.Event.Position = math.MaxInt32, eventstore.Position{Major: math.MaxInt64, Minor: math.MaxUint64}
 	d.FirstFailure, d.LastFailure = year(1700), year(2250)
 	got := mustPark(t, s, d)
-	d.ID = got.ID
+	d.ID, d.Generation = got.ID, 1
 	sameLetter(t, d, got)
 	all := listDeadLetters(t, s, name)
 	require.Len(t, all, 1, "listing the consumer's dead letters still works")

@@ -30,6 +30,8 @@ func RunDeadLetters(t *testing.T, newStore DeadLetterFactory) {
 		{"BadInputTable", testDeadLetterBadTable},
 		{"IDOfAnotherEvent", testDeadLetterIDTaken},
 		{"LookupsByUnstorableID", testDeadLetterLookups},
+		{"GenerationsGuardReparks", testDeadLetterGenerations},
+		{"KeysByPosition", testDeadLetterKeys},
 	})
 }
 
@@ -79,6 +81,7 @@ func sameLetter(t *testing.T, want, got eventstore.DeadLetter) {
 	assert.Equal(t, want.Attempts, got.Attempts)
 	assert.WithinDuration(t, want.FirstFailure, got.FirstFailure, time.Millisecond)
 	assert.WithinDuration(t, want.LastFailure, got.LastFailure, time.Millisecond)
+	assert.Equal(t, want.Generation, got.Generation, "generation")
 }
 
 func testDeadLetterRoundTrip(t *testing.T, s eventstore.DeadLetterStore) {
@@ -87,7 +90,7 @@ func testDeadLetterRoundTrip(t *testing.T, s eventstore.DeadLetterStore) {
 	parked := mustPark(t, s, d)
 	_, err := ulid.ParseStrict(parked.ID)
 	require.NoError(t, err, "the assigned ID %q is not a ULID", parked.ID)
-	d.ID = parked.ID
+	d.ID, d.Generation = parked.ID, 1
 	sameLetter(t, d, parked)
 	got, err := s.DeadLetter(ctx, name, parked.ID)
 	require.NoError(t, err)
@@ -147,15 +150,15 @@ func testDeadLetterSameIDTwoStreams(t *testing.T, s eventstore.DeadLetterStore) 
 	require.Len(t, all, 2)
 	gotA, err := s.DeadLetter(ctx, name, parkedA.ID)
 	require.NoError(t, err)
-	a.ID = parkedA.ID
+	a.ID, a.Generation = parkedA.ID, 1
 	sameLetter(t, a, gotA)
 	gotB, err := s.DeadLetter(ctx, name, parkedB.ID)
 	require.NoError(t, err)
-	b.ID = parkedB.ID
+	b.ID, b.Generation = parkedB.ID, 1
 	sameLetter(t, b, gotB)
 
 	// Parking one of them again updates that one only.
-	b.Attempts, b.Error = 9, "still failing in order-2"
+	b.Attempts, b.Error, b.Generation = 9, "still failing in order-2", 0
 	again := mustPark(t, s, b)
 	assert.Equal(t, parkedB.ID, again.ID)
 	gotA, err = s.DeadLetter(ctx, name, parkedA.ID)
@@ -236,13 +239,16 @@ func testDeadLetterBadInput(t *testing.T, s eventstore.DeadLetterStore) {
 }
 
 // CheckMigratedDeadLetter is for the migration tests of SQL stores whose
-// earlier schema keyed dead letters by (consumer, event_id, part): after
-// the migration, want (the dead letter as the old schema stored it) reads
-// back whole, and parking its event ID and part in another stream adds a
-// dead letter instead of changing want.
+// earlier schema keyed dead letters by (consumer, event_id, part), or kept
+// no generations: after the migration, want (the dead letter as the old
+// schema stored it) reads back whole at its first generation, parking its
+// event ID and part in another stream adds a dead letter instead of
+// changing want, want is found by its position, and a compare-and-set on
+// it works.
 func CheckMigratedDeadLetter(t *testing.T, s eventstore.DeadLetterStore, want eventstore.DeadLetter) {
 	t.Helper()
 	ctx := context.Background()
+	want.Generation = 1 // what every migrated dead letter is at
 	got, err := s.DeadLetter(ctx, want.Consumer, want.ID)
 	require.NoError(t, err, "the dead letter of the old schema")
 	sameLetter(t, want, got)
@@ -250,7 +256,7 @@ func CheckMigratedDeadLetter(t *testing.T, s eventstore.DeadLetterStore, want ev
 	require.NoError(t, err)
 
 	other := want
-	other.ID, other.Error = "", "the same event ID in another stream"
+	other.ID, other.Error, other.Generation = "", "the same event ID in another stream", 0
 	other.Event.StreamID += "-other"
 	other.Event.Position.Major += 1000
 	parked := mustPark(t, s, other)
@@ -261,4 +267,17 @@ func CheckMigratedDeadLetter(t *testing.T, s eventstore.DeadLetterStore, want ev
 	got, err = s.DeadLetter(ctx, want.Consumer, want.ID)
 	require.NoError(t, err)
 	sameLetter(t, want, got)
+
+	// It is found by its position, and a retry's compare-and-set on its
+	// first generation updates it.
+	var keys []eventstore.DeadLetterKey
+	for k, err := range s.DeadLetterKeys(ctx, want.Consumer, eventstore.Start, want.Event.Position) {
+		require.NoError(t, err)
+		keys = append(keys, k)
+	}
+	assert.Contains(t, keys, want.Key(), "the migrated dead letter by position")
+	got.Error = "retried after the migration"
+	again, err := s.ParkDeadLetter(ctx, got)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), again.Generation)
 }

@@ -29,6 +29,8 @@ func RunTxDeadLetters[Tx any](t *testing.T, newStore func(t *testing.T) TxDeadLe
 		{"ParkCommitsWithCheckpoint", testTxParkWithCheckpoint[Tx]},
 		{"ParkUpdatesTheParkedOne", testTxParkUpdates[Tx]},
 		{"DeleteCommitsWithEffect", testTxDelete[Tx]},
+		{"ReparkIsCompareAndSet", testTxRepark[Tx]},
+		{"PanicRollsBackAndFreesTheCheckpoint", testTxPanic[Tx]},
 	})
 }
 
@@ -58,7 +60,7 @@ func testTxParkWithCheckpoint[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 	}))
 	all := listDeadLetters(t, s, name)
 	require.Len(t, all, 1)
-	d.ID = parked.ID
+	d.ID, d.Generation = parked.ID, 1
 	sameLetter(t, d, all[0])
 	assert.Equal(t, eventstore.Checkpoint{Position: next, Fence: 1}, mustCheckpoint(t, s, name))
 
@@ -114,4 +116,70 @@ func testTxDelete[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 		return s.DeleteDeadLetterTx(ctx, tx, name, d.ID)
 	})
 	require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
+}
+
+// testTxPanic: a function that panics inside InTx (a read model's bug,
+// recovered by the caller, as net/http recovers an admin request) keeps
+// nothing, and leaves the checkpoint it moved free: the next transaction
+// that moves it must not wait for the one that panicked.
+func testTxPanic[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+	ctx, name := context.Background(), consumerName(t, "txpanic")
+	d := deadLetter(name, 3, 0)
+	func() {
+		defer func() { assert.Equal(t, "read model bug", recover(), "the panic goes on to the caller") }()
+		_ = s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+			require.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, d.Event.Position, 1))
+			_, err := s.ParkDeadLetterTx(ctx, tx, d)
+			require.NoError(t, err)
+			panic("read model bug")
+		})
+	}()
+	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a panicking transaction moved the checkpoint")
+	assert.Empty(t, listDeadLetters(t, s, name), "a panicking transaction parked a dead letter")
+
+	bounded, cancel := context.WithTimeout(ctx, waitLimit)
+	defer cancel()
+	require.NoError(t, s.InTx(bounded, func(ctx context.Context, tx Tx) error {
+		return s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, d.Event.Position, 1)
+	}), "the checkpoint stays locked after a transaction that panicked")
+	assert.Equal(t, eventstore.Checkpoint{Position: d.Event.Position, Fence: 1}, mustCheckpoint(t, s, name))
+}
+
+// testTxRepark: ParkDeadLetterTx with the generation read is the
+// compare-and-set of ParkDeadLetter, committed with the transaction.
+func testTxRepark[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+	ctx, name := context.Background(), consumerName(t, "txcas")
+	read := mustPark(t, s, deadLetter(name, 3, 0))
+	read.Error = "failed again"
+	park := func(d eventstore.DeadLetter, commit bool) (eventstore.DeadLetter, error) {
+		var got eventstore.DeadLetter
+		err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+			var err error
+			if got, err = s.ParkDeadLetterTx(ctx, tx, d); err != nil || commit {
+				return err
+			}
+			return errRollBack
+		})
+		return got, err
+	}
+	_, err := park(read, false)
+	require.ErrorIs(t, err, errRollBack)
+	got, err := s.DeadLetter(ctx, name, read.ID)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), got.Generation, "a rolled-back compare-and-set changed the dead letter")
+
+	second, err := park(read, true)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), second.Generation)
+	got, err = s.DeadLetter(ctx, name, read.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "failed again", got.Error)
+	assert.Equal(t, uint64(2), got.Generation)
+
+	read.Error = "stale"
+	_, err = park(read, true)
+	require.ErrorIs(t, err, eventstore.ErrDeadLetterChanged)
+	got, err = s.DeadLetter(ctx, name, read.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "failed again", got.Error, "a stale compare-and-set committed")
 }

@@ -38,15 +38,19 @@ const (
 // projection, with Options.Leases), all of them under leases of 500 ms.
 // One event in 8 takes the read model 750 ms the first time it is handled,
 // holding the transaction (and so SQLite's one writer) that long: renewals
-// cannot get through, the leases lapse, the other deployment takes over
-// and handles the event again. One command in 8 takes 750 ms the first time
-// the outbox sends it.
+// through the writer cannot get through. The saga runner's consumers,
+// whose renewals wait behind it, lose their leases, and the other
+// deployment takes over. The read model renews its lease in its own
+// transaction (issue 21): its slow handlings no longer cost it the lease
+// (each one did before; LongTransactionsKeepTheLease in projectiontest
+// proves it alone), though under load, when no renewal gets through
+// within the TTL, it may still lose one. One command in 8 takes 750 ms the
+// first time the outbox sends it.
 //
 // The hazard must happen: leases lost (counted from the consumers' logs)
-// and work redelivered (the read model's handler run twice for an event;
-// a saga command sent twice). And it must not bite: every order ends as
-// expected, every event is counted once by the read model, every command
-// the saga sent is applied once (flowtest.Check).
+// and work redelivered (a saga command sent twice). And it must not bite:
+// every order ends as expected, every event is counted once by the read
+// model, every command the saga sent is applied once (flowtest.Check).
 func TestTwoDeploymentsSQLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for seconds; skipped in -short mode")
@@ -89,8 +93,7 @@ func TestTwoDeploymentsSQLite(t *testing.T) {
 		slowCommands, sagaLost, cmdAgain, logs.byConsumer())
 
 	// The hazard happened...
-	assert.Positive(t, rmLost, "the read model's leases must be lost")
-	assert.Positive(t, rmAgain, "the read model must have handled events again")
+	assert.Positive(t, slowEvents, "the read model must have had slow handlings")
 	assert.Positive(t, sagaLost, "the saga runners' leases must be lost")
 	assert.Positive(t, cmdAgain, "the saga's outbox must have sent commands again")
 	// ...and did not bite.

@@ -137,12 +137,7 @@ func testParkThenCrash[Tx any](t *testing.T, h Harness[Tx]) {
 				require.NoError(t, err)
 				return c
 			}
-			count := func(n int) int64 {
-				if mode == "plain" {
-					return int64(got.count(n))
-				}
-				return h.Get(t, st, itemKey(n))
-			}
+			count := counter(t, h, st, got, mode == "plain")
 
 			err := build(dying, dyingLetters, true).CatchUp(ctx)
 			require.ErrorIs(t, err, errCrashed, "the first run must die after parking")
@@ -161,6 +156,17 @@ func testParkThenCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			assert.Equal(t, int64(1), count(5), "the restarted consumer handles the event")
 			retryLeftCountsOnce(t, restarted, count)
 		})
+	}
+}
+
+// counter returns how often item n was applied: by a plain handler that
+// records in got, or in the read model of st.
+func counter[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], got *seen, plain bool) func(n int) int64 {
+	return func(n int) int64 {
+		if plain {
+			return int64(got.count(n))
+		}
+		return h.Get(t, st, itemKey(n))
 	}
 }
 

@@ -193,3 +193,63 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// testSessionBesideRunWaits: in the process whose Run holds the lease, a
+// CatchUp or Rebuild of the same consumer (the same Consumer, or one built
+// apart with the same Options.Holder, as an admin endpoint would) is a
+// session of its own: it waits for the lease like any other holder,
+// rather than taking Run's for its own (same holder, same fence), replaying
+// beside it and then releasing it, which let another process take over
+// while Run kept handling. Each event counts once.
+func testSessionBesideRunWaits[Tx any](t *testing.T, h Harness[Tx]) {
+	for _, call := range []string{"CatchUp", "Rebuild"} {
+		t.Run(call, func(t *testing.T) {
+			st := h.New(t)
+			got := newSeen()
+			build := func(holder string) *projection.Consumer {
+				c, err := projection.New("beside", st.Events, Registry(t), st.Consumers, plainCounter(got, nil), projection.Options{
+					BatchSize: 10, MaxBatchDelay: 5 * time.Millisecond, Leases: st.Consumers, LeaseTTL: leaseTTL,
+					Holder: holder, Logger: quiet(),
+				})
+				require.NoError(t, err)
+				return c
+			}
+			running := build("P1")
+			r := start(t, running)
+			appendItems(t, st.Events, "item-a", 0, 10, 0)
+			require.Eventually(t, func() bool { return got.len() == 10 && r.leader(t) }, waitLimit, 5*time.Millisecond)
+			// The store names Run's session: the process, and the session's ID.
+			l, taken, err := st.Consumers.AcquireLease(context.Background(), "beside", "observer", eventstore.MinLeaseTTL)
+			require.NoError(t, err)
+			require.False(t, taken)
+			assert.NotEqual(t, "P1", l.Holder)
+			assert.Equal(t, "P1", projection.ProcessHolder(l.Holder))
+
+			for i, c := range []*projection.Consumer{running, build("P1")} {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				var err error
+				if call == "CatchUp" {
+					err = c.CatchUp(ctx)
+				} else {
+					err = c.Rebuild(ctx, projection.RebuildOptions{})
+				}
+				cancel()
+				require.ErrorIs(t, err, context.DeadlineExceeded,
+					"%s %d in the process of Run did not wait for the lease Run holds", call, i+1)
+			}
+			other := start(t, build("P2"))
+			// A loop rather than assert.Never, which leaves its last check
+			// running when it returns, maybe past the stores' close.
+			for end := time.Now().Add(leaseTTL); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+				require.False(t, other.leader(t), "another process took the lease over while Run held it")
+			}
+			appendItems(t, st.Events, "item-b", 10, 10, 0)
+			require.Eventually(t, func() bool { return got.len() == 20 }, waitLimit, 5*time.Millisecond)
+			r.stop(t)
+			other.stop(t)
+			for n := range 20 {
+				assert.Equal(t, 1, got.count(n), "item %d", n)
+			}
+		})
+	}
+}

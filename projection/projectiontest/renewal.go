@@ -135,3 +135,58 @@ func testHungRenewal[Tx any](t *testing.T, h Harness[Tx]) {
 	}
 	assert.True(t, gaveUp, "the consumer never went back to waiting for the lease")
 }
+
+// longLeaseTTL is the lease of the long-transaction tests: a batch or a
+// transaction of another consumer lasts longer than it.
+const longLeaseTTL = 500 * time.Millisecond
+
+// testLongTransactionsKeepTheLease: an exclusive transactional consumer
+// keeps its lease through transactions longer than its TTL, its own (a
+// slow batch) or another consumer's on the same store, which on SQLite
+// hold the one writer that renewals wait for. Its batches commit: it
+// neither drops its lease and rolls back the same batch forever, nor
+// counts an event twice.
+func testLongTransactionsKeepTheLease[Tx any](t *testing.T, h Harness[Tx]) {
+	for _, whose := range []string{"own", "another's"} {
+		t.Run(whose, func(t *testing.T) {
+			st := h.New(t)
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			appendItems(t, st.Events, "item-a", 0, 8, 0)
+			slow := time.Duration(0)
+			if whose == "own" {
+				slow = longLeaseTTL * 3 / 10 // a batch of 4: 1.2 TTL
+			}
+			handle := countingTx(h, nil)
+			c, err := projection.NewTx("long-tx", st.Events, Registry(t), st.Consumers,
+				func(ctx context.Context, tx Tx, d codec.Decoded) error {
+					time.Sleep(slow)
+					return handle(ctx, tx, d)
+				}, projection.Options{BatchSize: 4, Exclusive: true, LeaseTTL: longLeaseTTL, Logger: quiet()})
+			require.NoError(t, err)
+			if whose == "another's" {
+				// Another consumer's transactions on the same store, each
+				// longer than the lease, one after the other.
+				others, stop := context.WithCancel(ctx)
+				done := make(chan struct{})
+				defer func() {
+					stop()
+					<-done
+				}()
+				go func() {
+					defer close(done)
+					for others.Err() == nil {
+						_ = st.Consumers.InTx(others, func(context.Context, Tx) error {
+							time.Sleep(longLeaseTTL * 6 / 5)
+							return nil
+						})
+					}
+				}()
+			}
+			require.NoError(t, c.CatchUp(ctx), "the consumer lost its lease to a transaction longer than its TTL")
+			for n := range 8 {
+				assert.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+			}
+		})
+	}
+}

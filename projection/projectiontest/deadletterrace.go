@@ -1,0 +1,194 @@
+package projectiontest
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/projection"
+)
+
+// reparkHook is a consumer store that runs before, once, when a dead
+// letter is parked outside a transaction: what a failed retry does with
+// the dead letter it read.
+type reparkHook[Tx any] struct {
+	ConsumerStore[Tx]
+	once   sync.Once
+	before func()
+}
+
+func (s *reparkHook[Tx]) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	s.once.Do(s.before)
+	return s.ConsumerStore.ParkDeadLetter(ctx, d)
+}
+
+// testRetryActsOnWhatItRead: a retry that fails records its failure on the
+// dead letter it read, and on nothing else. While its handler ran, another
+// retry applied the dead letter (and deleted it), or an operator skipped
+// it: the failed retry must not park it again, or the next retry applies
+// the event a second time (in the mode documented as exactly once), or
+// undoes the skip.
+func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
+	for _, meanwhile := range []string{"retried", "skipped"} {
+		t.Run(meanwhile, func(t *testing.T) {
+			st := h.New(t)
+			ctx := context.Background()
+			appendItems(t, st.Events, "item-a", 0, 10, 0)
+			fail := newFailOn(5)
+			store := &reparkHook[Tx]{ConsumerStore: st.Consumers}
+			c, err := projection.NewTx("retry-read", st.Events, Registry(t), store, countingTx(h, fail.check),
+				projection.Options{BatchSize: 4, Retry: fastRetry, Logger: quiet()})
+			require.NoError(t, err)
+			require.NoError(t, c.CatchUp(ctx))
+			letters := collectLetters(t, c)
+			require.Len(t, letters, 1)
+			id := letters[0].ID
+
+			store.before = func() {
+				if meanwhile == "skipped" {
+					require.NoError(t, c.SkipDeadLetter(ctx, id))
+					return
+				}
+				fail.on.Store(false)
+				require.NoError(t, c.RetryDeadLetter(ctx, id), "the retry beside the failing one")
+				fail.on.Store(true)
+			}
+			err = c.RetryDeadLetter(ctx, id)
+			require.ErrorIs(t, err, projection.ErrHandlerFailed, "the first retry fails")
+			assert.ErrorIs(t, err, eventstore.ErrDeadLetterChanged, "the failed retry does not say that the dead letter changed")
+			assert.Empty(t, collectLetters(t, c), "the failed retry parked again a dead letter that was %s meanwhile", meanwhile)
+
+			want := int64(1)
+			if meanwhile == "skipped" {
+				want = 0
+			}
+			fail.on.Store(false)
+			for _, d := range collectLetters(t, c) {
+				_ = c.RetryDeadLetter(ctx, d.ID)
+			}
+			assert.Equal(t, want, h.Get(t, st, itemKey(5)), "item 5, %s once while a retry failed", meanwhile)
+		})
+	}
+}
+
+// foreignParkHook is a dead letter store apart from the consumer's that
+// runs before, once, when a dead letter is parked in it.
+type foreignParkHook struct {
+	eventstore.DeadLetterStore
+	once   sync.Once
+	before func()
+}
+
+func (s *foreignParkHook) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	s.once.Do(s.before)
+	return s.DeadLetterStore.ParkDeadLetter(ctx, d)
+}
+
+// readHook is an event store that tells when a consumer starts reading,
+// which it does once it has loaded what it knows of its dead letters.
+type readHook struct {
+	eventstore.Store
+	reading chan struct{}
+	once    sync.Once
+}
+
+func (s *readHook) ReadAll(ctx context.Context, after eventstore.Position, f eventstore.Filter) iter.Seq2[eventstore.Event, error] {
+	s.once.Do(func() { close(s.reading) })
+	return s.Store.ReadAll(ctx, after, f)
+}
+
+// testRacingForeignLetters: two deployments of a transactional consumer
+// without a lease, dead letters in another store. A parks item 5 from
+// inside its transaction and dies before the commit; B started its
+// session before that park (so it was not among the dead letters B knew
+// of), and handles item 5 once A's transaction is gone. A successful
+// handling must resolve the dead letter A left, or a retry applies the
+// event twice.
+func testRacingForeignLetters[Tx any](t *testing.T, h Harness[Tx]) {
+	st := h.New(t)
+	ctx := context.Background()
+	appendItems(t, st.Events, "item-a", 0, 10, 0)
+	letters := h.New(t).Consumers
+	opts := func(dl eventstore.DeadLetterStore) projection.Options {
+		return projection.Options{BatchSize: 4, Retry: projection.Retry{Attempts: 1}, DeadLetters: dl, Logger: quiet()}
+	}
+	sw := &crashSwitch{}
+	dyingLetters := &foreignParkHook{DeadLetterStore: lettersCrash{DeadLetterStore: letters, sw: sw}}
+	a, err := projection.NewTx("race-foreign", st.Events, Registry(t), crashAfterPark[Tx]{ConsumerStore: st.Consumers, sw: sw},
+		countingTx(h, newFailOn(5).check), opts(dyingLetters))
+	require.NoError(t, err)
+	bEvents := &readHook{Store: st.Events, reading: make(chan struct{})}
+	b, err := projection.NewTx("race-foreign", bEvents, Registry(t), st.Consumers, countingTx(h, nil), opts(letters))
+	require.NoError(t, err)
+	bDone := make(chan error, 1)
+	dyingLetters.before = func() {
+		// A's transaction is open, past its checkpoint's compare-and-set:
+		// B starts its session now, and its first batch waits for A's
+		// transaction to end (or fails against A's commit).
+		go func() { bDone <- b.CatchUp(ctx) }()
+		select {
+		case <-bEvents.reading:
+		case <-time.After(waitLimit):
+			t.Error("B never started reading")
+		}
+	}
+	require.ErrorIs(t, a.CatchUp(ctx), errCrashed, "A dies after parking item 5, before its commit")
+	require.NoError(t, <-bDone)
+	assert.Equal(t, int64(1), h.Get(t, st, itemKey(5)), "B handled item 5")
+	assert.Empty(t, collectLetters(t, b), "the dead letter A parked survived B's successful handling of its event")
+	retryLeftCountsOnce(t, b, counter(t, h, st, nil, false))
+}
+
+// bigItems appends n items of about size bytes each (the JSON of an Item
+// padded with a field the codec ignores).
+func bigItems(t testing.TB, s eventstore.Store, stream string, first, n, size int) {
+	t.Helper()
+	pad := strings.Repeat("x", size)
+	for i := first; i < first+n; i++ {
+		_, err := s.Append(context.Background(), stream, eventstore.Any,
+			eventstore.EventData{Type: "ptest.item", SchemaVersion: 1, Data: fmt.Appendf(nil, `{"n":%d,"pad":%q}`, i, pad)})
+		require.NoError(t, err)
+	}
+}
+
+// testSessionStartLoadsLittle: the dead letters of events a session has
+// passed already are none of its business at start. A start with nothing
+// to do, beside many parked events of 128 KiB, must not load their
+// payloads (it loaded all of them, 8 MiB here, 1.3 GB for 10,000).
+func testSessionStartLoadsLittle[Tx any](t *testing.T, h Harness[Tx]) {
+	st := h.New(t)
+	ctx := context.Background()
+	const parked, size = 64, 128 << 10
+	bigItems(t, st.Events, "item-big", 0, parked, size)
+	fail := newFailOn()
+	for n := range parked {
+		fail.set[n] = true
+	}
+	c, err := projection.NewTx("start-bounded", st.Events, Registry(t), st.Consumers, countingTx(h, fail.check),
+		projection.Options{BatchSize: 16, Retry: projection.Retry{Attempts: 1}, Logger: quiet()})
+	require.NoError(t, err)
+	require.NoError(t, c.CatchUp(ctx))
+	n, err := st.Consumers.CountDeadLetters(ctx, "start-bounded")
+	require.NoError(t, err)
+	require.Equal(t, parked, n)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 3 {
+		require.NoError(t, c.CatchUp(ctx))
+	}
+	runtime.ReadMemStats(&after)
+	perStart := (after.TotalAlloc - before.TotalAlloc) / 3
+	t.Logf("a start with nothing to do, beside %d dead letters of %d KiB, allocated %d KiB", parked, size>>10, perStart>>10)
+	assert.Less(t, perStart, uint64(parked*size/8), "a session start loads the payloads of dead letters it has passed")
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/pgtest"
 	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -159,7 +160,7 @@ func leaseHolder(leases eventstore.LeaseStore, name string) (holder string, know
 	case ok:
 		return "", true
 	}
-	return l.Holder, true
+	return projection.ProcessHolder(l.Holder), true // a consumer's session holds it as "<Holder>/<ULID>"
 }
 
 // segmentHolders counts, by holder, the segment consumers' leases held;

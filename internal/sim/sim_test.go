@@ -134,11 +134,20 @@ func TestSimulation(t *testing.T) {
 	}()
 	var totals Totals
 	var first *Result
+	failed := map[uint64][]string{}
 	for res := range results {
 		totals.Add(res)
+		if !res.Valid() {
+			failed[res.Config.Seed] = res.Violations
+		}
 		if !res.Valid() && (first == nil || res.Config.Seed < first.Config.Seed) {
 			first = res
 		}
+	}
+	// Every failing seed's violations, lowest seed first, so that a
+	// campaign shows each class of failure, not only the first seed's.
+	for _, seed := range totals.Failed {
+		t.Logf("seed %d: %s", seed, strings.Join(failed[seed], "\n\t"))
 	}
 	require.NoError(t, failure)
 	t.Logf("%d seeds of %d %s in %s\n%s", totals.Seeds, testOrders(), map[Workload]string{Sales: "orders", Tabs: "tabs"}[testWorkload()], time.Since(start).Round(time.Second), totals.Summary())

@@ -41,7 +41,8 @@ type tab struct {
 	items  []*feedItem
 	scans  []*scan
 	// touched are the messages (by name) an operator skipped, or released
-	// the gap of: handled once or not at all.
+	// the gap of: handled once or not at all. The checker reads them from
+	// the instance's history (see operatorSteps).
 	touched map[string]bool
 	// corrupt is the version of the record put under the instance until
 	// the operator repairs it, at tick repairAt; damaged keeps it, and
@@ -98,7 +99,8 @@ type tabWorld struct {
 	pool               []*scan
 	// seen are the operator's last looks at the instances.
 	seen map[string]saga.Explanation[Tab]
-	// skipped are the commands an operator skipped.
+	// skipped are the commands an operator skipped, read from the
+	// histories by the checker.
 	skipped map[string]bool
 	// aloneB says the second runner drains alone: the production process
 	// stops when the faults do.

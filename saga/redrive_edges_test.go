@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -56,4 +57,51 @@ func testRedriveAcrossAnEarlierRedriveTakesEachMessageOnce(t *testing.T, st edge
 	_, err = r.Redrive(ctx, "1", 2) // base v1 took "second"; v3 took it again
 	require.NoError(t, err)
 	assert.Equal(t, []string{"first", "second"}, edgeSeen(t, r, "1"), "each message once")
+}
+
+// testDeadLettersAreHandedBackAfterARepair: an event whose instance cannot
+// take it (a damaged record at the head of its stream) waits as a dead
+// letter; handed back before the repair it stays, its attempts counted;
+// handed back by an operator who read it before that, it is refused as
+// changed; after the repair (the last good record appended again) it
+// reaches its instance, once, and the dead letter is gone.
+func testDeadLettersAreHandedBackAfterARepair(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	g := newEdgeRig(t, st, edgeHooks{})
+	r := g.runner(t, nil, saga.RunnerOptions{BatchSize: 1})
+	edgeDeliver(t, r, "feed-d", 0, edgeEvent{ID: "d", Text: "start"})
+	var good eventstore.Event
+	for ev, err := range g.store.ReadStream(ctx, g.typ.Stream("d"), eventstore.Forward(0)) {
+		require.NoError(t, err)
+		good = ev
+	}
+	_, err := g.store.Append(ctx, good.StreamID, eventstore.Exact(good.Version),
+		eventstore.EventData{Type: good.Type, SchemaVersion: good.SchemaVersion, Data: []byte(`{"handled":`)})
+	require.NoError(t, err)
+	g.put(t, "src-d", edgeEvent{ID: "d", Text: "after the damage"})
+	require.NoError(t, r.CatchUp(ctx))
+
+	letters := func() []eventstore.DeadLetter {
+		var out []eventstore.DeadLetter
+		for d, err := range r.DeadLetters(ctx) {
+			require.NoError(t, err)
+			out = append(out, d)
+		}
+		return out
+	}
+	seen := letters()
+	require.Len(t, seen, 1)
+	assert.Error(t, r.RetryDeadLetter(ctx, seen[0]), "the record is still damaged")
+	again := letters()
+	require.Len(t, again, 1)
+	assert.Equal(t, seen[0].Attempts+1, again[0].Attempts, "the failed retry is counted")
+	assert.ErrorIs(t, r.RetryDeadLetter(ctx, seen[0]), eventstore.ErrDeadLetterChanged, "an operator acts on what they read")
+
+	_, err = g.store.Append(ctx, good.StreamID, eventstore.Exact(good.Version+1),
+		eventstore.EventData{Type: good.Type, SchemaVersion: good.SchemaVersion, Data: good.Data})
+	require.NoError(t, err, "the repair: the last good record again")
+	require.NoError(t, r.RetryDeadLetter(ctx, again[0]))
+	assert.Equal(t, []string{"start", "after the damage"}, edgeSeen(t, r, "d"))
+	assert.Empty(t, letters())
+	assert.ErrorIs(t, r.SkipDeadLetter(ctx, again[0]), eventstore.ErrDeadLetterChanged, "gone already")
 }

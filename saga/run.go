@@ -257,6 +257,10 @@ func (r *Runner[S]) handleRecords(ctx context.Context, k int, events []eventstor
 	_, outbox := r.segmentNames(k)
 	err := r.parallel(ctx, order, func(ctx context.Context, id string) error {
 		for _, ev := range groups[id] {
+			if _, err := decodeRecord(ev); err != nil {
+				r.unreadable(ctx, ev, err) // nothing in it can be sent: it is passed over
+				continue
+			}
 			err := r.sendRecord(ctx, id, ev)
 			if err == nil {
 				continue
@@ -264,12 +268,9 @@ func (r *Runner[S]) handleRecords(ctx context.Context, k int, events []eventstor
 			if !instanceProblem(err) || ctx.Err() != nil {
 				return err
 			}
-			// A record that cannot be read, or whose rejection its instance
-			// cannot take: it waits as a dead letter of the outbox, and the
-			// other instances' commands go on.
-			if errors.Is(err, eventstore.ErrCorrupt) {
-				r.unreadable(ctx, ev, err)
-			}
+			// A record whose rejection its instance cannot take (its latest
+			// record cannot be read, say): it waits as a dead letter of the
+			// outbox, and the other instances' commands go on.
 			if err := r.deadLetter(ctx, outbox, ev, id, err); err != nil {
 				return err
 			}

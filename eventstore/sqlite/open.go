@@ -23,6 +23,25 @@ import (
 // new file. An empty file is a new store to Open. It returns the absolute
 // path.
 func checkPath(path string, readOnly bool) (string, error) {
+	// A file that another process creates between the stat and the create
+	// is looked at again, a few times at most: a path that keeps claiming
+	// to exist and not to exist (a dangling symbolic link does) must end
+	// in an error, never in a recursion that overflows the stack.
+	for range 3 {
+		abs, err := checkPathOnce(path, readOnly)
+		if !errors.Is(err, errRaced) {
+			return abs, err
+		}
+	}
+	return "", &FileError{Path: path, Reason: "the file keeps appearing and vanishing", class: ErrCannotOpen}
+}
+
+// errRaced says another process created the file between the stat and the
+// create.
+var errRaced = errors.New("created meanwhile")
+
+// checkPathOnce is one look of checkPath.
+func checkPathOnce(path string, readOnly bool) (string, error) {
 	if path == "" {
 		// SQLite would open a private temporary database, which vanishes
 		// at Close: never what a caller of Open means.
@@ -34,6 +53,11 @@ func checkPath(path string, readOnly bool) (string, error) {
 	}
 	fi, err := os.Stat(abs)
 	if errors.Is(err, fs.ErrNotExist) {
+		if li, lerr := os.Lstat(abs); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(abs)
+			return "", &FileError{Path: abs, Reason: fmt.Sprintf("it is a symbolic link to %s, which does not exist (an unmounted volume, a deleted target?)", target),
+				Err: err, class: ErrCannotOpen}
+		}
 		if readOnly {
 			return "", &FileError{Path: abs, Reason: "the file does not exist, and Options.ReadOnly cannot create it", Err: err, class: ErrCannotOpen}
 		}
@@ -43,7 +67,7 @@ func checkPath(path string, readOnly bool) (string, error) {
 		f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			// Another process created it since the stat: look at that file.
-			return checkPath(path, readOnly)
+			return "", errRaced
 		}
 		if err != nil {
 			return "", &FileError{Path: abs, Reason: "cannot create the file in its folder", Err: err, class: ErrCannotOpen}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +33,16 @@ func TestOpenRefusesBadPaths(t *testing.T) {
 	require.NoError(t, os.WriteFile(regular, []byte("not a folder"), 0o600))
 	sub := filepath.Join(dir, "sub")
 	require.NoError(t, os.Mkdir(sub, 0o700))
+	// Symbolic links that lead nowhere (issue 22: a dangling one recursed
+	// until the process died of a stack overflow).
+	dangling := filepath.Join(dir, "dangling.db")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "unmounted", "events.db"), dangling))
+	chained := filepath.Join(dir, "chained.db")
+	require.NoError(t, os.Symlink(dangling, chained))
+	loopA, loopB := filepath.Join(dir, "loop-a.db"), filepath.Join(dir, "loop-b.db")
+	require.NoError(t, os.Symlink(loopB, loopA))
+	require.NoError(t, os.Symlink(loopA, loopB))
+	tooLong := filepath.Join(dir, strings.Repeat("x", 300), "events.db")
 
 	cases := []struct {
 		name string
@@ -53,6 +64,11 @@ func TestOpenRefusesBadPaths(t *testing.T) {
 		{name: "device /dev/null", path: "/dev/null", is: sqlite.ErrCannotOpen, says: "a character device"},
 		{name: "read-only, missing file", path: filepath.Join(dir, "none.db"), opts: sqlite.Options{ReadOnly: true},
 			is: sqlite.ErrCannotOpen, also: fs.ErrNotExist, says: "does not exist"},
+		{name: "dangling symbolic link", path: dangling, is: sqlite.ErrCannotOpen, also: fs.ErrNotExist, says: "symbolic link"},
+		{name: "chain of links to nowhere", path: chained, is: sqlite.ErrCannotOpen, also: fs.ErrNotExist, says: "symbolic link"},
+		{name: "looping symbolic links", path: loopA, is: sqlite.ErrCannotOpen, also: syscall.ELOOP, says: "cannot look at the file"},
+		{name: "name too long", path: tooLong, is: sqlite.ErrCannotOpen, also: syscall.ENAMETOOLONG},
+		{name: "not a folder on the way", path: filepath.Join(regular, "deeper", "events.db"), is: sqlite.ErrCannotOpen, also: syscall.ENOTDIR},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

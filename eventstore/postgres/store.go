@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/redact"
 )
 
 // DefaultSchema is the schema a store uses when [Options.Schema] is empty.
@@ -96,7 +97,9 @@ var _ eventstore.Store = (*Store)(nil)
 
 // Open connects to the database at connString (a URL or DSN as pgx
 // accepts), creates or migrates the store's schema and returns the store.
-// The store owns the pool it makes: [Store.Close] closes it.
+// The store owns the pool it makes: [Store.Close] closes it. A string that
+// does not parse is an [*eventstore.InvalidArgumentError]; no error of Open
+// quotes a password of connString.
 func Open(ctx context.Context, connString string, opts Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -106,12 +109,15 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	}
 	pool, err := pgxpool.New(ctx, connString)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: connecting: %w", err)
+		// pgx's parse error may quote the string as given, password and
+		// all: it is not kept in the chain, only its masked text.
+		return nil, &eventstore.InvalidArgumentError{Index: -1, Field: "connection string",
+			Reason: redact.Text(err.Error(), connString)}
 	}
 	s, err := New(ctx, pool, opts)
 	if err != nil {
 		pool.Close()
-		return nil, err
+		return nil, redact.Error(err, connString)
 	}
 	s.ownsPool = true
 	return s, nil

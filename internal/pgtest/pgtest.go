@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-es/cairn/internal/redact"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -144,7 +145,7 @@ func Start(opts Options) (*Server, error) {
 	if url := os.Getenv(URLEnv); url != "" {
 		s := &Server{URL: url}
 		if err := s.ping(10 * time.Second); err != nil {
-			return nil, fmt.Errorf("%s=%q: %w", URLEnv, url, err)
+			return nil, redact.Error(fmt.Errorf("%s=%q: %w", URLEnv, redact.ConnString(url), err), url)
 		}
 		return s, nil
 	}

@@ -22,13 +22,13 @@ import (
 // empty, as SQLite would: the create is what tells why a folder refuses a
 // new file. An empty file is a new store to Open. It returns the absolute
 // path.
-func checkPath(path string, readOnly bool) (string, error) {
+func checkPath(path string, readOnly bool, mode fs.FileMode) (string, error) {
 	// A file that another process creates between the stat and the create
 	// is looked at again, a few times at most: a path that keeps claiming
 	// to exist and not to exist (a dangling symbolic link does) must end
 	// in an error, never in a recursion that overflows the stack.
 	for range 3 {
-		abs, err := checkPathOnce(path, readOnly)
+		abs, err := checkPathOnce(path, readOnly, mode)
 		if !errors.Is(err, errRaced) {
 			return abs, err
 		}
@@ -41,7 +41,7 @@ func checkPath(path string, readOnly bool) (string, error) {
 var errRaced = errors.New("created meanwhile")
 
 // checkPathOnce is one look of checkPath.
-func checkPathOnce(path string, readOnly bool) (string, error) {
+func checkPathOnce(path string, readOnly bool, mode fs.FileMode) (string, error) {
 	if path == "" {
 		// SQLite would open a private temporary database, which vanishes
 		// at Close: never what a caller of Open means.
@@ -64,13 +64,17 @@ func checkPathOnce(path string, readOnly bool) (string, error) {
 		if err := checkFolder(abs); err != nil {
 			return "", err
 		}
-		f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, mode)
 		if errors.Is(err, fs.ErrExist) {
 			// Another process created it since the stat: look at that file.
 			return "", errRaced
 		}
 		if err != nil {
 			return "", &FileError{Path: abs, Reason: "cannot create the file in its folder", Err: err, class: ErrCannotOpen}
+		}
+		if err := f.Chmod(mode); err != nil { // the umask may have taken bits the caller asked for
+			f.Close()
+			return "", &FileError{Path: abs, Reason: "cannot set the new file's permissions", Err: err, class: ErrCannotOpen}
 		}
 		return abs, f.Close()
 	}

@@ -25,6 +25,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"log/slog"
 	"net/url"
@@ -87,6 +88,19 @@ type Options struct {
 	// [*FileError] matching [ErrReadOnly]. Appends by other processes
 	// reach subscribers within PollInterval.
 	ReadOnly bool
+	// FileMode is the permissions of a store file that Open creates, which
+	// SQLite gives its -wal and -shm files too; zero means 0600: events
+	// are read by the owner of the process only, whatever the umask lets
+	// through. An existing file keeps its permissions.
+	FileMode fs.FileMode
+}
+
+// fileMode is the permissions of a new store file.
+func (o Options) fileMode() fs.FileMode {
+	if o.FileMode == 0 {
+		return 0o600
+	}
+	return o.FileMode.Perm()
 }
 
 func (o Options) withDefaults() Options {
@@ -140,7 +154,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	abs, err := checkPath(path, opts.ReadOnly)
+	abs, err := checkPath(path, opts.ReadOnly, opts.fileMode())
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,14 @@ type DeadLetter struct {
 	// dead letter to park, it makes the park a compare-and-set on it (see
 	// [DeadLetterStore.ParkDeadLetter]).
 	Generation uint64
+	// ClaimedUntil is when the claim of a retry running on the dead letter
+	// expires; zero when none claims it. A retry claims the dead letter
+	// before it applies anything, renews the claim while it runs and
+	// clears it when it records a failure, so that a second retry of the
+	// same dead letter meanwhile is refused instead of applying its event
+	// again; the claim of a retry that crashed lapses at this time. Stores
+	// keep it as each park gives it.
+	ClaimedUntil time.Time
 }
 
 // DeadLetterKey is what identifies a dead letter and the state it is in,
@@ -178,7 +186,7 @@ type DeadLetterStore interface {
 //   - a Part and Attempts from 0 to 2^31-1;
 //   - a Generation below 2^63, and an ID when it is set;
 //   - an Error that is valid UTF-8 without NUL bytes;
-//   - times (FirstFailure, LastFailure, Event.RecordedAt) that are zero or
+//   - times (FirstFailure, LastFailure, ClaimedUntil, Event.RecordedAt) that are zero or
 //     within the years 1678 to 2262, which every store can hold (SQLite
 //     keeps Unix nanoseconds).
 //
@@ -226,7 +234,7 @@ func CheckDeadLetter(d DeadLetter) error {
 	for _, t := range [...]struct {
 		name string
 		at   time.Time
-	}{{"first failure", d.FirstFailure}, {"last failure", d.LastFailure}, {"event recorded at", e.RecordedAt}} {
+	}{{"first failure", d.FirstFailure}, {"last failure", d.LastFailure}, {"claimed until", d.ClaimedUntil}, {"event recorded at", e.RecordedAt}} {
 		if !t.at.IsZero() && !time.Unix(0, t.at.UnixNano()).Equal(t.at) {
 			return bad("time", fmt.Sprintf("%s %s is outside the years 1678 to 2262, which every store can hold",
 				t.name, t.at.Format(time.RFC3339)))

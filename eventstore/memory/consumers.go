@@ -25,7 +25,7 @@ type Consumers struct {
 	leases      map[string]eventstore.Lease
 	fences      map[string]eventstore.Fence // highest fence ever handed out, per name
 	values      map[string][]byte
-	rowLocks    map[string]chan struct{} // per checkpoint: held by the transaction that moves it
+	rowLocks    map[string]chan struct{} // per checkpoint, and per consumer's dead letters (lettersRow): held by the transaction that writes them
 	now         func() time.Time
 }
 
@@ -230,6 +230,13 @@ func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// It waits for a transaction that parks or resolves the consumer's
+	// dead letters (see [Consumers.DeleteDeadLetterTx]).
+	row, err := c.lockRow(ctx, lettersRow(consumer))
+	if err != nil {
+		return err
+	}
+	defer func() { <-row }()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.deleteLocked(consumer, id)

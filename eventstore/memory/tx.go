@@ -197,7 +197,7 @@ func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, e
 	return nil
 }
 
-// lockRow takes the lock of checkpoint name for tx, waiting while another
+// lockRow takes the lock of row name for tx, waiting while another
 // transaction holds it (until ctx ends: two transactions that move the
 // same two checkpoints in opposite orders would wait for each other).
 func (tx *Tx) lockRow(ctx context.Context, name string) error {
@@ -211,17 +211,9 @@ func (tx *Tx) lockRow(ctx context.Context, name string) error {
 	if held {
 		return nil
 	}
-	tx.c.mu.Lock()
-	row, ok := tx.c.rowLocks[name]
-	if !ok {
-		row = make(chan struct{}, 1)
-		tx.c.rowLocks[name] = row
-	}
-	tx.c.mu.Unlock()
-	select {
-	case row <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	row, err := tx.c.lockRow(ctx, name)
+	if err != nil {
+		return err
 	}
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
@@ -231,6 +223,41 @@ func (tx *Tx) lockRow(ctx context.Context, name string) error {
 	}
 	tx.locked[name] = row
 	return nil
+}
+
+// lettersRow names the lock of consumer's dead letters among the row
+// locks, apart from its checkpoint's: no consumer name holds a control
+// character.
+func lettersRow(consumer string) string { return "\x00dead letters\x00" + consumer }
+
+// lockLetters takes the lock of consumer's dead letters for tx, after the
+// lock of its checkpoint, so that every transaction takes the two in the
+// same order (a batch resolves dead letters before it moves the
+// checkpoint; a retry after).
+func (tx *Tx) lockLetters(ctx context.Context, consumer string) error {
+	if err := tx.lockRow(ctx, consumer); err != nil {
+		return err
+	}
+	return tx.lockRow(ctx, lettersRow(consumer))
+}
+
+// lockRow takes the lock of row name (a checkpoint, or a consumer's dead
+// letters), waiting while a transaction holds it, until ctx ends, and
+// returns it for the caller to release (<-row).
+func (c *Consumers) lockRow(ctx context.Context, name string) (chan struct{}, error) {
+	c.mu.Lock()
+	row, ok := c.rowLocks[name]
+	if !ok {
+		row = make(chan struct{}, 1)
+		c.rowLocks[name] = row
+	}
+	c.mu.Unlock()
+	select {
+	case row <- struct{}{}:
+		return row, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // unlockRows releases the checkpoint locks tx holds. The caller holds tx.mu.
@@ -249,6 +276,12 @@ func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	// The lock of the consumer's dead letters keeps a delete outside
+	// the transaction (a skip) from landing before the commit, which
+	// would otherwise park it again under the ID it had.
+	if err := tx.lockLetters(ctx, d.Consumer); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	tx.mu.Lock()
@@ -305,7 +338,17 @@ func (c *Consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l eventstore.Lease
 }
 
 // DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].
+// Like a row lock in SQL, the transaction holds the consumer's dead
+// letters from here to its end: a delete outside it (a skip) waits, and then finds the
+// dead letter gone, rather than failing the commit of the transaction
+// that handled its event.
 func (c *Consumers) DeleteDeadLetterTx(ctx context.Context, tx *Tx, consumer, id string) error {
+	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+		return err
+	}
+	if err := tx.lockLetters(ctx, consumer); err != nil {
+		return err
+	}
 	if _, err := c.DeadLetter(ctx, consumer, id); err != nil {
 		return err
 	}

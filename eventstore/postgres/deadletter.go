@@ -21,7 +21,8 @@ var _ eventstore.DeadLetterStore = (*Store)(nil)
 
 // letterColumns are the columns that scanLetter reads, in its order.
 const letterColumns = `id, consumer, part, event_id, stream, version, major, minor, type, schema_version, data,
-	correlation_id, causation_id, command_id, extra, recorded_at, error, attempts, first_failure, last_failure, generation`
+	correlation_id, causation_id, command_id, extra, recorded_at, error, attempts, first_failure, last_failure, generation,
+	claimed_until`
 
 // keyColumns are the columns that scanKey reads, in its order.
 const keyColumns = `id, stream, event_id, part, major, minor, generation`
@@ -83,16 +84,16 @@ func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.Dead
 	var generation int64
 	err := q.QueryRow(ctx, s.fill(`INSERT INTO {{s}}.dead_letters AS l (consumer, event_id, part, id,
 			stream, version, major, minor, type, schema_version, data, correlation_id, causation_id, command_id,
-			extra, recorded_at, error, attempts, first_failure, last_failure)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20)
+			extra, recorded_at, error, attempts, first_failure, last_failure, claimed_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, $17, $18, $19, $20, $21)
 		ON CONFLICT ON CONSTRAINT dead_letters_stream_event DO UPDATE SET
 			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure,
-			generation = l.generation + 1
+			claimed_until = excluded.claimed_until, generation = l.generation + 1
 		RETURNING id, first_failure, generation`),
 		d.Consumer, pgUUID(e.ID), d.Part, d.ID,
 		e.StreamID, int64(e.Version), int64(e.Position.Major), int64(e.Position.Minor), e.Type, int64(e.SchemaVersion), data,
 		e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
-		extra, e.RecordedAt, d.Error, d.Attempts, d.FirstFailure, d.LastFailure,
+		extra, e.RecordedAt, d.Error, d.Attempts, d.FirstFailure, d.LastFailure, claimedUntil(d),
 	).Scan(&d.ID, &d.FirstFailure, &generation)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dead_letters_id" {
@@ -116,10 +117,11 @@ func (s *Store) reparkDeadLetter(ctx context.Context, q querier, d eventstore.De
 	e := d.Event
 	var generation int64
 	err := q.QueryRow(ctx, s.fill(`UPDATE {{s}}.dead_letters SET
-			error = $1, attempts = $2, last_failure = $3, generation = generation + 1
+			error = $1, attempts = $2, last_failure = $3, claimed_until = $10, generation = generation + 1
 		WHERE consumer = $4 AND id = $5 AND generation = $6 AND stream = $7 AND event_id = $8 AND part = $9
 		RETURNING first_failure, generation`),
 		d.Error, d.Attempts, d.LastFailure, d.Consumer, d.ID, int64(d.Generation), e.StreamID, pgUUID(e.ID), d.Part,
+		claimedUntil(d),
 	).Scan(&d.FirstFailure, &generation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		stored, err := s.storedKey(ctx, q, d.Consumer, d.ID)
@@ -144,9 +146,18 @@ func parkErr(d eventstore.DeadLetter, err error) error {
 		d.Consumer, e.ID, e.StreamID, e.Version, e.Type, err)
 }
 
+// claimedUntil is d's claim as the column keeps it: NULL for none.
+func claimedUntil(d eventstore.DeadLetter) *time.Time {
+	if d.ClaimedUntil.IsZero() {
+		return nil
+	}
+	return &d.ClaimedUntil
+}
+
 // parked is d as a park stored it, with the generation the store returned.
 func parked(d eventstore.DeadLetter, generation int64) eventstore.DeadLetter {
 	d.FirstFailure, d.Generation = d.FirstFailure.UTC(), uint64(generation)
+	d.ClaimedUntil = d.ClaimedUntil.UTC()
 	d.Event.EventData = d.Event.EventData.Clone()
 	return d
 }
@@ -341,9 +352,10 @@ func scanLetter(rows pgx.Rows) (eventstore.DeadLetter, error) {
 	)
 	e := &d.Event
 	var generation int64
+	var claimed *time.Time
 	err := rows.Scan(&d.ID, &d.Consumer, &d.Part, &id, &e.StreamID, &version, &major, &minor, &e.Type, &schemaVer, &e.Data,
 		&e.Metadata.CorrelationID, &e.Metadata.CausationID, &e.Metadata.CommandID, &extra, &recordedAt,
-		&d.Error, &d.Attempts, &firstFailure, &lastFailure, &generation)
+		&d.Error, &d.Attempts, &firstFailure, &lastFailure, &generation, &claimed)
 	if err != nil {
 		return eventstore.DeadLetter{}, fmt.Errorf("%w: a dead_letters row does not decode: %v", eventstore.ErrCorrupt, err)
 	}
@@ -369,5 +381,8 @@ func scanLetter(rows pgx.Rows) (eventstore.DeadLetter, error) {
 		e.Data = []byte{}
 	}
 	d.FirstFailure, d.LastFailure = firstFailure.UTC(), lastFailure.UTC()
+	if claimed != nil {
+		d.ClaimedUntil = claimed.UTC()
+	}
 	return d, nil
 }

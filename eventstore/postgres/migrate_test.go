@@ -75,10 +75,30 @@ func TestMigratesDeadLetterGenerations(t *testing.T) {
 	checkMigratedLetters(t, s, schema, "version 3")
 }
 
+// TestMigratesDeadLetterClaims opens a schema of version 4, whose dead
+// letters have no claim column, with dead letters in it: none is claimed,
+// and a retry can claim each.
+func TestMigratesDeadLetterClaims(t *testing.T) {
+	ctx := context.Background()
+	schema := server.NewSchema("migrate")
+	s := newStore(t, postgres.Options{Schema: schema})
+	q := pgx.Identifier{schema}.Sanitize()
+	_, err := s.Pool().Exec(ctx, undoStep5(q)+`
+		DELETE FROM `+q+`.schema_version WHERE version > 4`)
+	require.NoError(t, err)
+	checkMigratedLetters(t, s, schema, "version 4")
+}
+
+// undoStep5 is the SQL that takes the dead letters of the quoted schema q
+// back from version 5 (claims) to version 4.
+func undoStep5(q string) string {
+	return `ALTER TABLE ` + q + `.dead_letters DROP COLUMN claimed_until;`
+}
+
 // undoStep4 is the SQL that takes the dead letters of the quoted schema q
-// back from version 4 (generations, the position index) to version 3.
+// back from version 5 to version 3 (no generations, no position index).
 func undoStep4(q string) string {
-	return `ALTER TABLE ` + q + `.dead_letters DROP COLUMN generation;
+	return undoStep5(q) + `ALTER TABLE ` + q + `.dead_letters DROP COLUMN generation;
 		DROP INDEX ` + q + `.dead_letters_position;`
 }
 

@@ -116,6 +116,11 @@ var migrations = []string{
 	// position, instead of reading them all.
 	`ALTER TABLE {{s}}.dead_letters ADD COLUMN generation bigint NOT NULL DEFAULT 1 CHECK (generation > 0);
 	CREATE INDEX dead_letters_position ON {{s}}.dead_letters (consumer, major)`,
+
+	// 5: a retry claims the dead letter it runs on until a time (NULL for
+	// none), so that a second retry of it is refused while the first
+	// runs. No stored dead letter is claimed.
+	`ALTER TABLE {{s}}.dead_letters ADD COLUMN claimed_until timestamptz`,
 }
 
 // SchemaVersion is the schema version that this build of the store creates

@@ -20,7 +20,7 @@ var _ eventstore.DeadLetterStore = (*Store)(nil)
 // letterColumns are the columns that scanLetter reads, in its order: the
 // letter's own, the minor half of the event's position, then the event's
 // in the order of decodeEvent.
-const letterColumns = `id, consumer, part, error, attempts, first_failure, last_failure, generation, minor,
+const letterColumns = `id, consumer, part, error, attempts, first_failure, last_failure, generation, claimed_until, minor,
 	position, stream, version, event_id, type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at`
 
 // ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
@@ -80,16 +80,17 @@ func parkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, 
 	var first, generation int64
 	err = q.QueryRowContext(noInterrupt, `INSERT INTO cairn_dead_letters AS l (consumer, event_id, part, id,
 			position, minor, stream, version, type, schema_version, data, correlation_id, causation_id, command_id,
-			extra, recorded_at, error, attempts, first_failure, last_failure)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			extra, recorded_at, error, attempts, first_failure, last_failure, claimed_until)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (consumer, stream, event_id, part) DO UPDATE SET
 			error = excluded.error, attempts = excluded.attempts, last_failure = excluded.last_failure,
-			generation = l.generation + 1
+			claimed_until = excluded.claimed_until, generation = l.generation + 1
 		RETURNING id, first_failure, generation`,
 		d.Consumer, e.ID[:], d.Part, d.ID,
 		int64(e.Position.Major), int64(e.Position.Minor), e.StreamID, int64(e.Version), e.Type, int64(e.SchemaVersion), data,
 		nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
 		extra, unixNanos(e.RecordedAt), d.Error, d.Attempts, unixNanos(d.FirstFailure), unixNanos(d.LastFailure),
+		unixNanos(d.ClaimedUntil),
 	).Scan(&id, &first, &generation)
 	if err != nil {
 		return eventstore.DeadLetter{}, parkErr(d, err)
@@ -105,10 +106,10 @@ func reparkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter
 	e := d.Event
 	var first, generation int64
 	err := q.QueryRowContext(noInterrupt, `UPDATE cairn_dead_letters SET
-			error = ?, attempts = ?, last_failure = ?, generation = generation + 1
+			error = ?, attempts = ?, last_failure = ?, claimed_until = ?, generation = generation + 1
 		WHERE consumer = ? AND id = ? AND generation = ? AND stream = ? AND event_id = ? AND part = ?
 		RETURNING first_failure, generation`,
-		d.Error, d.Attempts, unixNanos(d.LastFailure),
+		d.Error, d.Attempts, unixNanos(d.LastFailure), unixNanos(d.ClaimedUntil),
 		d.Consumer, d.ID, int64(d.Generation), e.StreamID, e.ID[:], d.Part,
 	).Scan(&first, &generation)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -134,7 +135,7 @@ func parkErr(d eventstore.DeadLetter, err error) error {
 // the store returned.
 func parked(d eventstore.DeadLetter, first, generation int64) eventstore.DeadLetter {
 	d.FirstFailure, d.Generation = fromUnixNanos(first), uint64(generation)
-	d.LastFailure = d.LastFailure.UTC()
+	d.LastFailure, d.ClaimedUntil = d.LastFailure.UTC(), d.ClaimedUntil.UTC()
 	d.Event.EventData = d.Event.EventData.Clone()
 	return d
 }
@@ -286,7 +287,7 @@ func (s *Store) letters(ctx context.Context, consumer, id string, one bool) ([]e
 	}
 	defer rows.Close()
 	var out []eventstore.DeadLetter
-	var cols [9 + 12]any
+	var cols [10 + 12]any
 	var dest [len(cols)]any
 	for i := range cols {
 		dest[i] = &cols[i]
@@ -308,7 +309,7 @@ func (s *Store) letters(ctx context.Context, consumer, id string, one bool) ([]e
 }
 
 // decodeLetter checks every column, as decodeEvent does for the event.
-func decodeLetter(c *[21]any) (eventstore.DeadLetter, error) {
+func decodeLetter(c *[22]any) (eventstore.DeadLetter, error) {
 	var d eventstore.DeadLetter
 	var ok bool
 	d.ID, _ = c[0].(string)
@@ -322,13 +323,15 @@ func decodeLetter(c *[21]any) (eventstore.DeadLetter, error) {
 	first, ok3 := c[5].(int64)
 	last, ok4 := c[6].(int64)
 	generation, ok5 := c[7].(int64)
-	minor, ok6 := c[8].(int64)
-	if !ok || !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || part < 0 || part > math.MaxInt32 || attempts < 0 || attempts > math.MaxInt32 || generation <= 0 {
-		return d, bad(fmt.Sprintf("part %v, error %T, attempts %v, failures %v and %v, generation %v", c[2], c[3], c[4], c[5], c[6], c[7]))
+	claimed, ok6 := c[8].(int64)
+	minor, ok7 := c[9].(int64)
+	if !ok || !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || !ok7 || part < 0 || part > math.MaxInt32 || attempts < 0 || attempts > math.MaxInt32 || generation <= 0 {
+		return d, bad(fmt.Sprintf("part %v, error %T, attempts %v, failures %v and %v, generation %v, claimed until %v",
+			c[2], c[3], c[4], c[5], c[6], c[7], c[8]))
 	}
 	d.Part, d.Attempts, d.Generation = int(part), int(attempts), uint64(generation)
-	d.FirstFailure, d.LastFailure = fromUnixNanos(first), fromUnixNanos(last)
-	e, err := decodeEvent(valuesRow(c[9:]))
+	d.FirstFailure, d.LastFailure, d.ClaimedUntil = fromUnixNanos(first), fromUnixNanos(last), fromUnixNanos(claimed)
+	e, err := decodeEvent(valuesRow(c[10:]))
 	if err != nil {
 		return d, bad(err.Error())
 	}

@@ -156,11 +156,20 @@ ALTER TABLE cairn_dead_letters ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
 CREATE INDEX cairn_dead_letters_position ON cairn_dead_letters (consumer, position);
 `,
 	},
+	{
+		// A retry claims the dead letter it runs on until a time (Unix
+		// nanoseconds, 0 for none), so that a second retry of it is
+		// refused while the first runs. No stored dead letter is claimed.
+		note: "dead letter claims",
+		sql: `
+ALTER TABLE cairn_dead_letters ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
+`,
+	},
 }
 
 // SchemaVersion is the schema version this package writes and reads: the
 // number of migrations.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // latest is the schema version that migrate reaches; tests add steps.
 func latest() int { return len(migrations) }

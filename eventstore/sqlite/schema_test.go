@@ -116,6 +116,12 @@ func TestOpenMigratesDeadLetterGenerations(t *testing.T) {
 	checkMigratedLetters(t, 3)
 }
 
+// A file of schema version 4 kept no claims of its dead letters: opening
+// it leaves each unclaimed, and a retry can claim it.
+func TestOpenMigratesDeadLetterClaims(t *testing.T) {
+	checkMigratedLetters(t, 4)
+}
+
 // checkMigratedLetters writes two dead letters into a file at schema
 // version, as that version wrote them, and checks that opening the file
 // migrates them.

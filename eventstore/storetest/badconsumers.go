@@ -118,6 +118,7 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 		{"largest position", func(d *eventstore.DeadLetter) { d.Event.Position.Major = math.MaxUint64 }, "dead letter position"},
 		{"last failure in 3000", func(d *eventstore.DeadLetter) { d.LastFailure = year(3000) }, "dead letter time"},
 		{"first failure in 1000", func(d *eventstore.DeadLetter) { d.FirstFailure = year(1000) }, "dead letter time"},
+		{"claimed until 3000", func(d *eventstore.DeadLetter) { d.ClaimedUntil = year(3000) }, "dead letter time"},
 		{"event recorded in 3000", func(d *eventstore.DeadLetter) { d.Event.RecordedAt = year(3000) }, "dead letter time"},
 		{"generation 2^63", func(d *eventstore.DeadLetter) { d.ID, d.Generation = ulid.Make().String(), 1<<63 }, "dead letter generation"},
 		{"generation without an ID", func(d *eventstore.DeadLetter) { d.Generation = 1 }, "dead letter ID"},
@@ -132,7 +133,7 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 	// The widest values that are allowed round-trip.
 	d := deadLetter(name, math.MaxInt64, math.MaxInt32)
 	d.Attempts, d.Event.Position = math.MaxInt32, eventstore.Position{Major: math.MaxInt64, Minor: math.MaxUint64}
-	d.FirstFailure, d.LastFailure = year(1700), year(2250)
+	d.FirstFailure, d.LastFailure, d.ClaimedUntil = year(1700), year(2250), year(2260)
 	got := mustPark(t, s, d)
 	d.ID, d.Generation = got.ID, 1
 	sameLetter(t, d, got)

@@ -32,6 +32,7 @@ func RunDeadLetters(t *testing.T, newStore DeadLetterFactory) {
 		{"LookupsByUnstorableID", testDeadLetterLookups},
 		{"GenerationsGuardReparks", testDeadLetterGenerations},
 		{"KeysByPosition", testDeadLetterKeys},
+		{"ClaimsAsParked", testDeadLetterClaims},
 	})
 }
 
@@ -81,6 +82,7 @@ func sameLetter(t *testing.T, want, got eventstore.DeadLetter) {
 	assert.Equal(t, want.Attempts, got.Attempts)
 	assert.WithinDuration(t, want.FirstFailure, got.FirstFailure, time.Millisecond)
 	assert.WithinDuration(t, want.LastFailure, got.LastFailure, time.Millisecond)
+	assert.WithinDuration(t, want.ClaimedUntil, got.ClaimedUntil, time.Millisecond)
 	assert.Equal(t, want.Generation, got.Generation, "generation")
 }
 
@@ -276,8 +278,11 @@ func CheckMigratedDeadLetter(t *testing.T, s eventstore.DeadLetterStore, want ev
 		keys = append(keys, k)
 	}
 	assert.Contains(t, keys, want.Key(), "the migrated dead letter by position")
-	got.Error = "retried after the migration"
+	got.Error, got.ClaimedUntil = "retried after the migration", time.Now().Add(time.Minute)
 	again, err := s.ParkDeadLetter(ctx, got)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), again.Generation)
+	got, err = s.DeadLetter(ctx, want.Consumer, want.ID)
+	require.NoError(t, err)
+	assert.WithinDuration(t, again.ClaimedUntil, got.ClaimedUntil, time.Millisecond, "a retry's claim on the migrated dead letter")
 }

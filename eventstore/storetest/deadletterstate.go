@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/assert"
@@ -132,4 +133,59 @@ func testDeadLetterKeys(t *testing.T, s eventstore.DeadLetterStore) {
 	for _, err := range s.DeadLetterKeys(ctx, "", eventstore.Start, end) {
 		require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 	}
+}
+
+// testDeadLetterClaims: a dead letter keeps the claim each park gives it
+// (a retry's, until a time), to the millisecond, on the first park, on a
+// compare-and-set and on an upsert, and a park without one clears it.
+func testDeadLetterClaims(t *testing.T, s eventstore.DeadLetterStore) {
+	ctx, name := context.Background(), consumerName(t, "claims")
+	d := deadLetter(name, 3, 0)
+	first := mustPark(t, s, d)
+	assert.True(t, first.ClaimedUntil.IsZero(), "a dead letter parked without a claim has one: %v", first.ClaimedUntil)
+	read := func() eventstore.DeadLetter {
+		t.Helper()
+		got, err := s.DeadLetter(ctx, name, first.ID)
+		require.NoError(t, err)
+		return got
+	}
+	assert.True(t, read().ClaimedUntil.IsZero())
+
+	until := time.Date(2026, 12, 4, 3, 4, 5, 678_000_000, time.UTC)
+	claim := read()
+	claim.ClaimedUntil = until
+	claimed, err := s.ParkDeadLetter(ctx, claim)
+	require.NoError(t, err, "claiming by a compare-and-set")
+	assert.WithinDuration(t, until, claimed.ClaimedUntil, time.Millisecond)
+	got := read()
+	assert.WithinDuration(t, until, got.ClaimedUntil, time.Millisecond, "the stored claim")
+	assert.Equal(t, claimed.Generation, got.Generation)
+	for l, err := range s.DeadLetters(ctx, name) {
+		require.NoError(t, err)
+		assert.WithinDuration(t, until, l.ClaimedUntil, time.Millisecond, "the listed claim")
+	}
+
+	// Renewed by another compare-and-set, then cleared by one.
+	got.ClaimedUntil = until.Add(time.Minute)
+	_, err = s.ParkDeadLetter(ctx, got)
+	require.NoError(t, err)
+	assert.WithinDuration(t, until.Add(time.Minute), read().ClaimedUntil, time.Millisecond, "the renewed claim")
+	cleared := read()
+	cleared.ClaimedUntil = time.Time{}
+	_, err = s.ParkDeadLetter(ctx, cleared)
+	require.NoError(t, err)
+	assert.True(t, read().ClaimedUntil.IsZero(), "a compare-and-set without a claim left one")
+
+	// An upsert (no generation) stores the claim it is given too.
+	d.ClaimedUntil = until
+	mustPark(t, s, d)
+	assert.WithinDuration(t, until, read().ClaimedUntil, time.Millisecond, "the claim an upsert gave")
+	d.ClaimedUntil = time.Time{}
+	mustPark(t, s, d)
+	assert.True(t, read().ClaimedUntil.IsZero(), "an upsert without a claim left one")
+
+	// A new dead letter may be parked claimed.
+	other := deadLetter(name, 4, 0)
+	other.ClaimedUntil = until
+	assert.WithinDuration(t, until, mustPark(t, s, other).ClaimedUntil, time.Millisecond)
 }

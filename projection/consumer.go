@@ -226,9 +226,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 			// waiting for it to lapse: no other session uses that name.
 			holder = ""
 		}
+		var handlerErr *HandlerError
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.As(err, &handlerErr):
+			// A handler failure that stops the consumer ([Stop]), whatever
+			// store sentinel the handler's own error wraps.
+			return err
 		case errors.Is(err, eventstore.ErrFenced), errors.Is(err, eventstore.ErrCheckpointMoved), errors.Is(err, eventstore.ErrLeaseLost):
 			unavailable = 0
 			c.log.WarnContext(ctx, "projection: lost ownership; starting over", slog.Any("error", err))
@@ -315,8 +320,8 @@ func (c *Consumer) session(ctx context.Context, holder string, work func(ctx con
 		defer c.held.Store(nil)
 		err = work(ctx, from, lease.Fence)
 	}
-	if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, eventstore.ErrLeaseLost) {
-		return false, cause
+	if leaseLost(ctx) {
+		return false, context.Cause(ctx)
 	}
 	return false, err
 }

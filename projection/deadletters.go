@@ -71,12 +71,27 @@ const maxRetryClaims = 100
 // fence is that of this process's running consumer ([Consumer.Run] holding
 // the lease); when it is not running here and it is [Options.Exclusive], the
 // retry takes the lease for its duration, and when another process holds
-// it, it returns a [*RetryRefusedError] and applies nothing. Without a
-// lease store, the claim only checks that the checkpoint did not move. A
+// it, it returns a [*RetryRefusedError] and applies nothing. A lease taken
+// for the retry is renewed while the handler runs, however long it takes;
+// if it is lost, the retry stops and is refused. Without a lease store,
+// the claim only checks that the checkpoint did not move. A
 // dead letter whose event the checkpoint has not passed yet (the consumer
 // parked it and then stopped before its checkpoint moved) is refused too:
 // the consumer handles that event again in order, and resolves the dead
 // letter when it succeeds.
+//
+// Before it applies anything, the retry claims the dead letter: it parks
+// it again, as a compare-and-set on the generation it read, with
+// [eventstore.DeadLetter.ClaimedUntil] set [Options.LeaseTTL] ahead, and
+// renews the claim while it runs. Of two retries of one dead letter at
+// once (two operators, an admin request sent twice, in one process or
+// several), one applies it and the other is refused with nothing applied
+// ([*RetryRefusedError]), or finds it gone
+// ([eventstore.ErrDeadLetterNotFound]); a retry of a dead letter skipped
+// meanwhile applies nothing. A retry that crashed leaves its claim, which
+// lapses after the TTL; then the dead letter can be retried again. Claims
+// compare the clocks of the processes that retry, which must agree to
+// well within the TTL.
 //
 // On success the dead letter is deleted: for a transactional consumer whose
 // dead letters live in its store, in the same transaction as the effect
@@ -100,20 +115,27 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	lease, release, err := c.retryLease(ctx, id)
+	ctx, lease, release, err := c.retryLease(ctx, id)
 	if err != nil {
 		return err
 	}
 	defer release()
 	var fence eventstore.Fence
 	if lease != nil {
-		fence, ctx = lease.Fence, c.withLease(ctx, lease)
+		fence = lease.Fence
 	}
 	parts, herr := c.reg.Decode(d.Event)
 	if herr == nil && d.Part >= len(parts) {
 		herr = fmt.Errorf("%w: the event now decodes to %d values, and the parked part is %d",
 			eventstore.ErrInvalidArgument, len(parts), d.Part)
 	}
+	var claim *letterClaim
+	runCtx := ctx // the claim's, once claimed
+	defer func() {
+		if claim != nil {
+			claim.release(ctx)
+		}
+	}()
 	for claims := 0; herr == nil; claims++ {
 		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
 		if err != nil {
@@ -124,11 +146,16 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 				"the checkpoint (%s) has not passed its event (position %s) yet: the consumer handles that event in order, and drops the dead letter when it succeeds",
 				cp.Position, d.Event.Position)}
 		}
+		if claim == nil {
+			if runCtx, claim, err = c.claimLetter(ctx, d); err != nil {
+				return err
+			}
+		}
 		f := fence
 		if c.opts.Leases == nil {
 			f = cp.Fence
 		}
-		err = c.exec.run(ctx, func(s step) error {
+		err = c.exec.run(runCtx, func(s step) error {
 			if err := s.save(cp.Position, cp.Position, f); err != nil {
 				return err
 			}
@@ -140,28 +167,48 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 			}
 			return nil
 		})
+		// The handler's own error comes first: it may wrap any sentinel
+		// (a read model elsewhere reporting a lost lease of its own), and
+		// is the handler's failure all the same.
 		var pe *partError
 		switch {
+		case errors.As(err, &pe):
+			herr = pe.err
+		case leaseLost(ctx):
+			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "the lease taken for the retry was lost", Err: context.Cause(ctx)}
+		case err != nil && claimLost(runCtx):
+			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "its claim on the dead letter was lost", Err: context.Cause(runCtx)}
 		case errors.Is(err, eventstore.ErrCheckpointMoved) && claims < maxRetryClaims:
 			continue
 		case errors.Is(err, eventstore.ErrFenced), errors.Is(err, eventstore.ErrLeaseLost):
 			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "another process took the consumer's lease over", Err: err}
-		case errors.As(err, &pe):
-			herr = pe.err
 		case err != nil:
 			return err // a store error: the dead letter is unchanged
 		case c.exec.ownsLetters():
+			claim.end()
+			claim = nil
 			return nil
 		default:
-			return c.opts.DeadLetters.DeleteDeadLetter(ctx, c.name, id)
+			claim.end()
+			claim = nil
+			err := c.opts.DeadLetters.DeleteDeadLetter(ctx, c.name, id)
+			if errors.Is(err, eventstore.ErrDeadLetterNotFound) {
+				return nil // skipped while its effect was applied: nothing is left to resolve
+			}
+			return err
 		}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if claim != nil {
+		d = claim.end()
+		claim = nil
+	}
 	d.Attempts++
 	d.LastFailure = time.Now().UTC()
 	d.Error = herr.Error()
+	d.ClaimedUntil = time.Time{}
 	if _, perr := c.opts.DeadLetters.ParkDeadLetter(ctx, d); perr != nil {
 		herr = errors.Join(herr, perr)
 	}
@@ -169,35 +216,47 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 		Type: d.Event.Type, Part: d.Part, Attempts: d.Attempts, Err: herr}
 }
 
-// retryLease returns the lease a retry runs under (its fence is the one it
-// claims the checkpoint under), and what to call when the retry is done:
-// the running session's lease, or one taken for the retry, or, without a
-// lease store, nil (the retry then uses the stored fence).
-func (c *Consumer) retryLease(ctx context.Context, id string) (*heldLease, func(), error) {
+// leaseLost reports work whose lease was lost while it ran (keep
+// cancelled its context).
+func leaseLost(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), eventstore.ErrLeaseLost)
+}
+
+// retryLease returns the context a retry runs in and the lease it runs
+// under (its fence is the one it claims the checkpoint under), and what to
+// call when the retry is done: the running session's lease, or one taken
+// for the retry and kept (renewed) while it runs, or, without a lease
+// store, nil (the retry then uses the stored fence).
+func (c *Consumer) retryLease(ctx context.Context, id string) (context.Context, *heldLease, func(), error) {
 	if c.opts.Leases == nil {
-		return nil, func() {}, nil
+		return ctx, nil, func() {}, nil
 	}
 	if l := c.held.Load(); l != nil {
-		return l, func() {}, nil
+		return c.withLease(ctx, l), l, func() {}, nil
 	}
 	// A session of its own: releasing its lease can never release the
 	// lease of a Run in this process.
 	since := time.Now()
 	l, ok, err := c.opts.Leases.AcquireLease(ctx, c.name, c.sessionHolder(), c.opts.leaseTTL())
 	if err != nil {
-		return nil, nil, fmt.Errorf("consumer %q: taking the lease to retry dead letter %q: %w", c.name, id, err)
+		return nil, nil, nil, fmt.Errorf("consumer %q: taking the lease to retry dead letter %q: %w", c.name, id, err)
 	}
 	if !ok {
-		return nil, nil, &RetryRefusedError{Consumer: c.name, ID: id, Reason: fmt.Sprintf(
+		return nil, nil, nil, &RetryRefusedError{Consumer: c.name, ID: id, Reason: fmt.Sprintf(
 			"another session (%q) holds the consumer's lease until %s: retry through the Consumer whose Run holds it, or when none runs",
 			l.Holder, l.Expires.Format(time.RFC3339))}
 	}
-	return newHeldLease(l, since), func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := c.opts.Leases.ReleaseLease(ctx, l); err != nil {
-			c.log.DebugContext(ctx, "projection: releasing the lease taken for a retry", "error", err)
-		}
+	held := newHeldLease(l, since)
+	ctx, cancel := context.WithCancelCause(c.withLease(ctx, held))
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		c.keep(ctx, cancel, held)
+	}()
+	return ctx, held, func() {
+		cancel(nil)
+		<-kept
+		c.release(ctx, l)
 	}, nil
 }
 

@@ -107,7 +107,9 @@ type Options struct {
 	// the lease could lapse, it stops handling events, unless it is a
 	// transactional consumer whose lease lives in its store: its
 	// transactions renew the lease when it is due, and only a lost lease
-	// stops it (see [eventstore.TxLeaseStore]).
+	// stops it (see [eventstore.TxLeaseStore]). It is also how long a
+	// [Consumer.RetryDeadLetter]'s claim on its dead letter lasts without
+	// renewal, with or without a lease.
 	LeaseTTL time.Duration
 	// Holder names this process in the lease, at most [MaxHolderLen]
 	// bytes of UTF-8 without NUL bytes. Each session (a Run's, until it

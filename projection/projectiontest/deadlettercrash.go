@@ -44,13 +44,17 @@ func hang(line string) {
 	time.Sleep(time.Hour)
 }
 
+// crashClaimTTL is how long the claim of a killed retry lasts.
+const crashClaimTTL = time.Second
+
 // hangingStore hangs right after a dead letter is parked or deleted in it,
-// before anything else commits.
+// before anything else commits; a retry's claim of a dead letter goes
+// through.
 type hangingStore[Tx any] struct{ ConsumerStore[Tx] }
 
 func (s hangingStore[Tx]) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	got, err := s.ConsumerStore.ParkDeadLetter(ctx, d)
-	if err == nil {
+	if err == nil && d.ClaimedUntil.IsZero() {
 		hang(lineParked)
 	}
 	return got, err
@@ -106,7 +110,7 @@ func dlConsumer[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], consumers Co
 		}
 		return nil
 	}
-	opts := projection.Options{BatchSize: 4, Retry: fastRetry, DeadLetters: letters, Logger: quiet()}
+	opts := projection.Options{BatchSize: 4, Retry: fastRetry, DeadLetters: letters, LeaseTTL: crashClaimTTL, Logger: quiet()}
 	if mode != "park-plain" {
 		c, err := projection.NewTx(crashConsumer, st.Events, reg, consumers, countingTx(h, fail), opts)
 		require.NoError(t, err)
@@ -233,7 +237,13 @@ func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			}
 
 			if mode == "retry-tx" {
-				require.NoError(t, restarted.RetryDeadLetter(ctx, left[0].ID))
+				// The killed retry's claim holds until it lapses; then the
+				// dead letter can be retried.
+				err := restarted.RetryDeadLetter(ctx, left[0].ID)
+				require.ErrorIs(t, err, projection.ErrRetryRefused, "a retry while the killed retry's claim holds")
+				assert.False(t, left[0].ClaimedUntil.IsZero(), "the killed retry left no claim")
+				time.Sleep(time.Until(left[0].ClaimedUntil) + 10*time.Millisecond)
+				require.NoError(t, restarted.RetryDeadLetter(ctx, left[0].ID), "a retry once the killed retry's claim lapsed")
 			} else {
 				require.NoError(t, restarted.CatchUp(ctx))
 			}

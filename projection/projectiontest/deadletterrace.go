@@ -17,26 +17,31 @@ import (
 	"github.com/cairn-es/cairn/projection"
 )
 
-// reparkHook is a consumer store that runs before, once, when a dead
-// letter is parked outside a transaction: what a failed retry does with
-// the dead letter it read.
+// reparkHook is a consumer store that runs before, once, when a failed
+// retry records its failure outside a transaction: a compare-and-set park
+// (a generation set) that clears the retry's claim.
 type reparkHook[Tx any] struct {
 	ConsumerStore[Tx]
 	once   sync.Once
-	before func()
+	before func(claimed eventstore.DeadLetter)
 }
 
 func (s *reparkHook[Tx]) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
-	s.once.Do(s.before)
+	if d.Generation != 0 && d.ClaimedUntil.IsZero() && d.Attempts > 0 && d.Error != "" {
+		if stored, err := s.ConsumerStore.DeadLetter(ctx, d.Consumer, d.ID); err == nil && !stored.ClaimedUntil.IsZero() {
+			s.once.Do(func() { s.before(stored) })
+		}
+	}
 	return s.ConsumerStore.ParkDeadLetter(ctx, d)
 }
 
 // testRetryActsOnWhatItRead: a retry that fails records its failure on the
-// dead letter it read, and on nothing else. While its handler ran, another
-// retry applied the dead letter (and deleted it), or an operator skipped
-// it: the failed retry must not park it again, or the next retry applies
-// the event a second time (in the mode documented as exactly once), or
-// undoes the skip.
+// dead letter it read, and on nothing else. While its handler ran, an
+// operator skipped the dead letter, or the retry's claim lapsed (its
+// process paused longer than the claim lasts) and another retry applied
+// it and deleted it: the failed retry must not park it again, or the next
+// retry applies the event a second time (in the mode documented as
+// exactly once), or undoes the skip.
 func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
 	for _, meanwhile := range []string{"retried", "skipped"} {
 		t.Run(meanwhile, func(t *testing.T) {
@@ -45,21 +50,25 @@ func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
 			fail := newFailOn(5)
 			store := &reparkHook[Tx]{ConsumerStore: st.Consumers}
+			const claimTTL = 200 * time.Millisecond
 			c, err := projection.NewTx("retry-read", st.Events, Registry(t), store, countingTx(h, fail.check),
-				projection.Options{BatchSize: 4, Retry: fastRetry, Logger: quiet()})
+				projection.Options{BatchSize: 4, Retry: fastRetry, LeaseTTL: claimTTL, Logger: quiet()})
 			require.NoError(t, err)
 			require.NoError(t, c.CatchUp(ctx))
 			letters := collectLetters(t, c)
 			require.Len(t, letters, 1)
 			id := letters[0].ID
 
-			store.before = func() {
+			store.before = func(claimed eventstore.DeadLetter) {
 				if meanwhile == "skipped" {
 					require.NoError(t, c.SkipDeadLetter(ctx, id))
 					return
 				}
 				fail.on.Store(false)
-				require.NoError(t, c.RetryDeadLetter(ctx, id), "the retry beside the failing one")
+				err := c.RetryDeadLetter(ctx, id)
+				require.ErrorIs(t, err, projection.ErrRetryRefused, "a retry beside the failing one, while its claim holds")
+				time.Sleep(time.Until(claimed.ClaimedUntil) + 10*time.Millisecond)
+				require.NoError(t, c.RetryDeadLetter(ctx, id), "the retry beside the failing one, once its claim lapsed")
 				fail.on.Store(true)
 			}
 			err = c.RetryDeadLetter(ctx, id)

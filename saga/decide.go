@@ -55,6 +55,15 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 		switch {
 		case i < 0:
 			return d.nothing(ignored) // cancelled, rescheduled, or fired already
+		case r.Deadlines[i].At.After(d.now):
+			// Not due by the record: the index had an earlier time for this
+			// ID (another process re-armed it, by a Redrive say, and this
+			// one has not read that step yet). It stays pending, and the
+			// index learns the record's time.
+			if e.stored != nil {
+				e.stored(in.id, in.version, &in.rec)
+			}
+			return d.nothing(ignored)
 		case blocked:
 			return nil, heldBack, nil, nil // it stays pending, and fires after the parked message is resolved
 		case park != nil:
@@ -137,10 +146,16 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 	// event waits behind an earlier event of its stream that waits.
 	early := !msg.in.Ordered && seq > p.Next && !(anyOrder && !p.full())
 	behind := msg.in.Ordered && p.Pending && !msg.pending && !msg.unpark
+	// An instance set back to before its start (an interrupted Redrive
+	// from its first step) has its start waiting among its held messages
+	// or pending sources: a message that cannot start it waits too, for
+	// the drain that takes the start first. (Out of the drain itself, the
+	// start was looked for first, so one taken now has none to wait for.)
+	restarting := !started && !starts && in.exists && !msg.fromHeld && !msg.pending && waiting(r)
 	switch {
 	case !started && !starts && !in.exists && !early:
 		return d.nothing(ignored)
-	case blocked || early || behind:
+	case blocked || early || behind || restarting:
 		// An early delivery is held even for an instance that has not
 		// started: the message before it may be the one that starts it.
 		return d.hold(msg)
@@ -264,3 +279,7 @@ func (m envelope) reference() envelope {
 	m.Event, m.Metadata = nil, nil
 	return m
 }
+
+// waiting reports whether r keeps messages for the drain: held ones, or
+// stored events in pending sources.
+func waiting(r *record) bool { return len(r.Held) > 0 || len(pendingSources(r)) > 0 }

@@ -40,6 +40,7 @@ var edgeTests = []struct {
 	{"16ReArmingDeadlineKeepsABoundedID", testEdge16ReArmingDeadlineKeepsABoundedID},
 	{"RedriveFromTheFirstStepTakesTheStartFirst", testRedriveFromTheFirstStepTakesTheStartFirst},
 	{"RedriveAcrossAnEarlierRedriveTakesEachMessageOnce", testRedriveAcrossAnEarlierRedriveTakesEachMessageOnce},
+	{"InterruptedRedriveGoesOnAtTheNextMessage", testInterruptedRedriveGoesOnAtTheNextMessage},
 	{"DeadLettersAreHandedBackAfterARepair", testDeadLettersAreHandedBackAfterARepair},
 }
 

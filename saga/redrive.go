@@ -32,9 +32,11 @@ import (
 // own, unless it is of the type and to the aggregate of an earlier command
 // and is sent before it (it then takes that one's ID). Deadlines pending
 // before from are pending again and fire at once when they are overdue;
-// those the re-run steps schedule keep their IDs too. What the first run
-// sent and the fixed code no longer sends is not undone: that is for the
-// handlers to compensate.
+// those the re-run steps schedule keep their IDs too. A command the first
+// run recorded and the fixed code no longer sends takes effect at most
+// once: one the outbox sent already (or sends when it reaches the first
+// run's record) is not undone, which is for the handlers to compensate;
+// one that waited behind a parked command is dropped with that wait.
 //
 // A version past the latest step, an instance with no steps, or a step
 // from from on whose delivery payload its record could not keep (see

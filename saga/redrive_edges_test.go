@@ -37,6 +37,38 @@ func testRedriveFromTheFirstStepTakesTheStartFirst(t *testing.T, st edgeStores) 
 	assert.True(t, x.Started)
 }
 
+// testInterruptedRedriveGoesOnAtTheNextMessage: a Redrive from the first
+// step whose step was stored but whose drain failed (the operator's
+// process got an error back, or died), so the instance is set back to
+// before its start, with the start waiting in its stream. The next
+// delivery found no started instance and was dropped as ignored. Promise
+// (Runner.Redrive: an interrupted Redrive goes on at the instance's next
+// message): the instance takes its start first, then the redriven
+// delivery, then the new one, once each.
+func testInterruptedRedriveGoesOnAtTheNextMessage(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	g := newEdgeRig(t, st, edgeHooks{})
+	production := g.runner(t, nil, saga.RunnerOptions{})
+	ev := g.put(t, "src-1", edgeEvent{ID: "1", Text: "start"})
+	out, err := production.HandleStored(ctx, ev)
+	require.NoError(t, err)
+	require.Equal(t, saga.Handled, out)
+	require.Equal(t, saga.Handled, edgeDeliver(t, production, "feed", 0, edgeAny{ID: "1", Text: "delivered"}))
+
+	failing := newEdgeStore(g.store)
+	operator := g.runner(t, failing, saga.RunnerOptions{})
+	failing.failAppend(g.typ.Stream("1"), 1) // the Redrive's step is stored, the drain's first step is not
+	_, err = operator.Redrive(ctx, "1", 0)
+	require.Error(t, err)
+	require.EqualValues(t, 1, failing.failures.Load(), "the drain's append failed")
+
+	out = edgeDeliver(t, production, "feed", 1, edgeAny{ID: "1", Text: "next"})
+	assert.NotEqual(t, saga.Ignored, out, "the next delivery after an interrupted Redrive")
+	x := edgeExplain(t, production, "1")
+	assert.Equal(t, []string{"start", "delivered", "next"}, x.State.Seen, "the start first, then the deliveries, once each")
+	assert.True(t, x.Started)
+}
+
 // testRedriveAcrossAnEarlierRedriveTakesEachMessageOnce: a Redrive from a
 // step of the first history, before an earlier Redrive's step. Its base
 // took a message that the earlier Redrive took again; taking it once more

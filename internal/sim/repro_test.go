@@ -17,8 +17,7 @@ import (
 )
 
 // Minimal reproductions of engine bugs the tab workload found, on the
-// public API. Each is skipped, naming its bug, until the engine is fixed;
-// remove the Skip to see it fail.
+// public API; each failed before its fix.
 
 // reproRig is two processes of the tab code (version 2) on one memory
 // store and one set of checkpoints: production's runner and an operator's.
@@ -77,10 +76,10 @@ func (g *reproRig) open(t *testing.T, id string) {
 // time; its FireDue fires the deadline at once, though the instance's
 // record says it is due 5 minutes later: the firing step checks that the
 // record holds the deadline's ID, not that the record's deadline is due
-// (saga/decide.go, decide, case kindDeadline). Promise broken: a deadline
-// never fires before it is due (docs/sagas.md).
+// (saga/decide.go, decide, case kindDeadline). Promise: a deadline never
+// fires before it is due (docs/sagas.md); the index learns the record's
+// time, and the deadline fires then.
 func TestReproRedriveRearmsADeadlineAnotherRunnerFiresEarly(t *testing.T) {
-	t.Skip("engine bug: a deadline fires at the time a stale index has for its ID, not at its record's (saga/decide.go: decide, kindDeadline)")
 	g := newReproRig(t)
 	g.open(t, "t1")
 	out, err := g.prod.Deliver(g.ctx, saga.Delivery{Source: "scan-a", Sequence: 0, ID: uuid.New(), Event: TabPing{Tab: "t1", Source: "scan-a", Seq: 0}})
@@ -107,4 +106,13 @@ func TestReproRedriveRearmsADeadlineAnotherRunnerFiresEarly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, x.State.Problems, "no deadline fires before it is due")
 	assert.Contains(t, x.Deadlines, ack, "ack is still pending")
+
+	g.clock.Advance(tabAck)
+	fired, err := g.prod.FireDue(g.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, fired, "ack fires at its record's time")
+	x, err = g.oper.Explain(g.ctx, "t1")
+	require.NoError(t, err)
+	assert.NotContains(t, x.Deadlines, ack)
+	assert.Empty(t, x.State.Problems)
 }

@@ -16,6 +16,10 @@ import (
 // sentBy says which order's instance sent a command, and what it was.
 type sentBy struct {
 	order, typ string
+	// superseded: recorded by a step that a later Redrive ran again, whose
+	// run did not record it again (the fixed code no longer sends it). It
+	// took effect if the outbox had dispatched it before, or at most once.
+	superseded bool
 }
 
 // check runs the checks of a finished run: each order's end against its

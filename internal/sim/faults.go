@@ -85,7 +85,7 @@ var probability = [numKinds]float64{
 	AppendBefore: 0.015, AppendAfter: 0.015, CheckpointBefore: 0.05, CheckpointAfter: 0.05,
 	Stall: 0.1, CrashStep: 0.3, CrashSend: 0.3, CrashFire: 0.3, CrashIdle: 0.01,
 	RestartOutbox: 0.02, RestartBridge: 0.02,
-	Corrupt: 0.015, Race: 0.25, Stale: 0.2, SecondRunner: 0.15, CrashSecond: 0.02,
+	Corrupt: 0.015, Race: 0.25, Stale: 0.2, SecondRunner: 0.15, CrashSecond: 0.005,
 }
 
 // String returns the kind's name.

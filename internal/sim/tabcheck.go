@@ -229,13 +229,27 @@ func nextOf(w *tabWorld, view eventstore.Store, t *tab, version uint64, source s
 func (w *tabWorld) checkTab(c *tabProc, view eventstore.Store, t *tab, sent map[string]sentBy) error {
 	u := &w.stats.Tab
 	u.Tabs++
+	recorded := make(map[string]uint64) // the last version that recorded each command
 	for s, err := range c.runner.History(w.ctx, t.id) {
 		if err != nil {
 			return fmt.Errorf("sim: the history of tab %s: %w", t.id, err)
 		}
 		w.stats.Steps++
+		if s.Kind == "redriven" {
+			// The steps from s.Sequence on run again on the fixed code: what
+			// they recorded and the run does not record again is no longer
+			// the instance's to send (Runner.Redrive).
+			for id, v := range recorded {
+				if v >= s.Sequence {
+					by := sent[id]
+					by.superseded = true
+					sent[id] = by
+				}
+			}
+		}
 		for _, cmd := range s.Commands {
 			sent[cmd.ID] = sentBy{order: t.id, typ: cmd.Type}
+			recorded[cmd.ID] = s.Version
 		}
 		if err := w.operatorStep(view, t, s); err != nil {
 			return err
@@ -375,6 +389,12 @@ func (w *tabWorld) checkTabCommands(sent map[string]sentBy) error {
 			}
 			if poison && !w.skipped[id] {
 				w.violate("liveness: %s, which its account cannot carry out, was never skipped", what)
+			}
+			continue
+		case by.superseded:
+			if len(stored) > 1 {
+				cs.Duplicated++
+				w.violate("safety: %s, which a Redrive superseded, took effect %d times: %v", what, len(stored), stored)
 			}
 			continue
 		case tracked != nil && tracked.acknowledged:

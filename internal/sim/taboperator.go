@@ -36,6 +36,9 @@ func (w *tabWorld) operate() error {
 		if t.corrupt > 0 {
 			continue // the operator knows: it repairs first
 		}
+		if w.quiet && w.unchanged(t) {
+			continue
+		}
 		x, ok := w.look(t)
 		if !ok {
 			continue
@@ -52,6 +55,20 @@ func (w *tabWorld) operate() error {
 		}
 	}
 	return nil
+}
+
+// unchanged reports whether the operator's last look at instance t still
+// holds: it showed nothing to act on, now or once a gap has waited long
+// enough, and no step was stored since. In the drain the operator looks
+// at every instance whenever the system is quiet, most of which have
+// long been idle: looking again at those was a third of a seed's time.
+func (w *tabWorld) unchanged(t *tab) bool {
+	x, ok := w.seen[t.id]
+	if !ok || !x.Exists || x.Parked != nil || len(x.Held) > 0 {
+		return false
+	}
+	last, ok := w.latest(saga.StreamPrefix + "tab-" + t.id)
+	return ok && last.Version == x.Version
 }
 
 // look explains instance t through the operator's process.
@@ -140,7 +157,10 @@ func (w *tabWorld) redrive(t *tab, x saga.Explanation[Tab]) {
 	case err == nil:
 		w.stats.Tab.Redrives++
 		w.tracef("operator: redrive %s from %d: %d messages again", t.id, from, n)
-	case errors.As(err, &bad):
+	case errors.As(err, &bad), errors.Is(err, saga.ErrRecordTooLarge):
+		// Refused before anything is written: a version past the history,
+		// or (a heavy tab) more deliveries to hold again than one record
+		// keeps; the operator redrives from a later step.
 		w.stats.Tab.RedrivesRefused++
 		w.tracef("operator: redrive %s from %d: refused: %v", t.id, from, err)
 	case errors.Is(err, ErrInjected) || errors.Is(err, saga.ErrStale) || (t.corrupted && errors.Is(err, eventstore.ErrCorrupt)):

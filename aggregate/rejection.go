@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/trusted"
 )
 
 // A recorded rejection is one event of Cairn's own in an aggregate's
@@ -119,7 +120,7 @@ func (r *Repository[T, PT]) SaveRejection(ctx context.Context, inst *Instance[T,
 	md := opts.metadata()
 	ev := eventstore.EventData{ID: EventID(inst.Stream, opts.CommandID, 0), Type: RejectionType,
 		SchemaVersion: RejectionSchemaVersion, Data: data, Metadata: md}
-	res, err := r.store.Append(ctx, inst.Stream, inst.Expected(), ev)
+	res, err := r.store.Append(trusted.Writer(ctx), inst.Stream, inst.Expected(), ev)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/trusted"
 )
 
 // eventIDSpace is the UUIDv5 namespace of event IDs derived from command
@@ -132,7 +133,7 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 			data[i].Metadata = md.Clone()
 		}
 	}
-	res, err := r.store.Append(ctx, inst.Stream, inst.Expected(), data...)
+	res, err := r.store.Append(trusted.Writer(ctx), inst.Stream, inst.Expected(), data...)
 	if err != nil {
 		return Outcome{}, err
 	}

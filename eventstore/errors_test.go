@@ -1,6 +1,7 @@
 package eventstore_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,7 +28,7 @@ func TestInvalidArgumentErrorNamesTheArgument(t *testing.T) {
 	assert.Equal(t, "filter type", bad.Field)
 	assert.Equal(t, `invalid argument: filter type at index 1 "bad\xff" is not printable UTF-8`, err.Error())
 
-	_, err = eventstore.PrepareAppend("order-1", []eventstore.EventData{{Type: "x", Data: []byte{}}, {Type: "", Data: []byte{}}})
+	_, err = eventstore.PrepareAppend(context.Background(), "order-1", []eventstore.EventData{{Type: "x", Data: []byte{}}, {Type: "", Data: []byte{}}})
 	require.ErrorAs(t, err, &bad)
 	assert.Equal(t, `invalid argument: stream "order-1", event 1: type is empty`, err.Error())
 

@@ -1,6 +1,7 @@
 package eventstore
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -33,9 +34,11 @@ const (
 
 // PrepareAppend checks an append's arguments and returns the events to
 // write: copies that share no memory with the caller's, with a new UUIDv7
-// for every zero ID. Every store calls it first, so that all reject the same
-// input with the same [*InvalidArgumentError].
-func PrepareAppend(stream string, events []EventData) ([]EventData, error) {
+// for every zero ID. Every store calls it first, with the append's ctx, so
+// that all reject the same input with the same [*InvalidArgumentError]:
+// among it, a saga stream ([ReservedStreamPrefix]) or a type or metadata
+// key with [ReservedTypePrefix], which only Cairn's own writers append.
+func PrepareAppend(ctx context.Context, stream string, events []EventData) ([]EventData, error) {
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
 	}
@@ -64,6 +67,9 @@ func PrepareAppend(stream string, events []EventData) ([]EventData, error) {
 		}
 		seen[e.ID] = i
 		out[i] = e
+	}
+	if err := checkReserved(ctx, stream, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

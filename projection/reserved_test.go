@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -35,13 +36,13 @@ func TestCairnsOwnRecordsReachNoHandlerAndAreNeverDeadLetters(t *testing.T) {
 	require.NoError(t, err)
 	two, err := reg.Encode(shipped{N: 2})
 	require.NoError(t, err)
-	_, err = store.Append(ctx, "order-1", eventstore.NoStream,
+	_, err = store.Append(trusted.Writer(ctx), "order-1", eventstore.NoStream,
 		one,
 		eventstore.EventData{Type: aggregate.RejectionType, SchemaVersion: aggregate.RejectionSchemaVersion,
 			Data: []byte(`{"reason":"sold out","command":"x.Reserve"}`), Metadata: eventstore.Metadata{CommandID: "c1"}},
 		two)
 	require.NoError(t, err)
-	_, err = store.Append(ctx, "saga:sale-1", eventstore.NoStream, eventstore.EventData{Type: codec.ReservedPrefix + "saga.step", SchemaVersion: 1, Data: []byte(`{}`)})
+	_, err = store.Append(trusted.Writer(ctx), "saga:sale-1", eventstore.NoStream, eventstore.EventData{Type: codec.ReservedPrefix + "saga.step", SchemaVersion: 1, Data: []byte(`{}`)})
 	require.NoError(t, err)
 	last, err := store.Append(ctx, "order-2", eventstore.NoStream, one)
 	require.NoError(t, err)

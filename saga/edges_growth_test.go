@@ -31,8 +31,8 @@ type edgeLatestStore struct {
 	pos    uint64
 }
 
-func (s *edgeLatestStore) Append(_ context.Context, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
-	prepared, err := eventstore.PrepareAppend(stream, events)
+func (s *edgeLatestStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
+	prepared, err := eventstore.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -81,7 +82,7 @@ func testEdge12ForeignOrDamagedRecordDoesNotStopTheSaga(t *testing.T, st edgeSto
 	t.Run("ForeignEventAtTheHeadOfAnInstanceStream", func(t *testing.T) {
 		g := newEdgeRig(t, st, edgeHooks{})
 		ctx := edgeContext(t)
-		_, err := g.store.Append(ctx, g.typ.Stream("bad"), eventstore.NoStream,
+		_, err := g.store.Append(trusted.Writer(ctx), g.typ.Stream("bad"), eventstore.NoStream,
 			eventstore.EventData{Type: "someone.elses", SchemaVersion: 1, Data: []byte(`{}`)})
 		require.NoError(t, err)
 		ev := g.put(t, "src-bad", edgeEvent{ID: "bad", Text: "for the instance with the foreign head"})
@@ -99,7 +100,7 @@ func testEdge12ForeignOrDamagedRecordDoesNotStopTheSaga(t *testing.T, st edgeSto
 			rec = ev
 		}
 		// A step record of the same type, whose data was damaged.
-		_, err := g.store.Append(ctx, rec.StreamID, eventstore.Exact(rec.Version),
+		_, err := g.store.Append(trusted.Writer(ctx), rec.StreamID, eventstore.Exact(rec.Version),
 			eventstore.EventData{Type: rec.Type, SchemaVersion: rec.SchemaVersion, Data: []byte(`{"handled":{"kind":`)})
 		require.NoError(t, err)
 		ev := g.put(t, "src-damaged", edgeEvent{ID: "damaged", Text: "after the damage"})

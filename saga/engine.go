@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/internal/failpoint"
 	"github.com/cairn-es/cairn/internal/keylock"
 	"github.com/cairn-es/cairn/internal/lru"
+	"github.com/cairn-es/cairn/internal/trusted"
 )
 
 // engine runs the steps of one saga type's instances on a store: the one
@@ -192,7 +193,7 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 			return 0, nil, err
 		}
 		hit(failpoint.SagaBeforeStepAppend)
-		res, err := e.store.Append(ctx, in.stream, in.expected(), data)
+		res, err := e.store.Append(trusted.Writer(ctx), in.stream, in.expected(), data)
 		hit(failpoint.SagaAfterStepAppend)
 		if err == nil && res.Duplicate {
 			// This step of this message was stored already (an earlier

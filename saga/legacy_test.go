@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -158,7 +159,7 @@ func loadLegacy(t *testing.T, name string) *legacyFixture {
 		if ev.Version > 0 {
 			expected = eventstore.Exact(ev.Version - 1)
 		}
-		res, err := f.store.Append(f.ctx, ev.StreamID, expected, ev.EventData)
+		res, err := f.store.Append(trusted.Writer(f.ctx), ev.StreamID, expected, ev.EventData)
 		require.NoError(t, err, "%s #%d", ev.StreamID, ev.Version)
 		require.False(t, res.Duplicate)
 		require.Equal(t, ev.Version, res.FirstVersion, "%s", ev.StreamID)
@@ -265,7 +266,7 @@ func (f *legacyFixture) stored(stream string, v any) saga.Outcome {
 	f.t.Helper()
 	data, err := f.reg.Encode(v)
 	require.NoError(f.t, err)
-	res, err := f.store.Append(f.ctx, stream, eventstore.Any, data)
+	res, err := f.store.Append(trusted.Writer(f.ctx), stream, eventstore.Any, data)
 	require.NoError(f.t, err)
 	for ev, err := range f.store.ReadStream(f.ctx, stream, eventstore.Forward(res.LastVersion)) {
 		require.NoError(f.t, err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/trusted"
 )
 
 // Operators act on what they saw: Retry and Skip name the parked message
@@ -207,7 +208,7 @@ func (r *Runner[S]) operateLocked(ctx context.Context, id string, change func(in
 			return &RecordSizeError{Saga: r.e.t.name, Instance: id, Stream: in.stream, Message: "the operator's " + rec.Handled.Kind + " step",
 				Size: len(data.Data), Limit: MaxStepSize, Parts: largestParts(&rec)}
 		}
-		res, err := r.e.store.Append(ctx, in.stream, in.expected(), data)
+		res, err := r.e.store.Append(trusted.Writer(ctx), in.stream, in.expected(), data)
 		if err == nil && res.Duplicate {
 			r.e.cache.Evict(in.stream)
 			return r.e.drain(ctx, id)

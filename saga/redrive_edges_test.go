@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -107,7 +108,7 @@ func testDeadLettersAreHandedBackAfterARepair(t *testing.T, st edgeStores) {
 		require.NoError(t, err)
 		good = ev
 	}
-	_, err := g.store.Append(ctx, good.StreamID, eventstore.Exact(good.Version),
+	_, err := g.store.Append(trusted.Writer(ctx), good.StreamID, eventstore.Exact(good.Version),
 		eventstore.EventData{Type: good.Type, SchemaVersion: good.SchemaVersion, Data: []byte(`{"handled":`)})
 	require.NoError(t, err)
 	g.put(t, "src-d", edgeEvent{ID: "d", Text: "after the damage"})
@@ -129,7 +130,7 @@ func testDeadLettersAreHandedBackAfterARepair(t *testing.T, st edgeStores) {
 	assert.Equal(t, seen[0].Attempts+1, again[0].Attempts, "the failed retry is counted")
 	assert.ErrorIs(t, r.RetryDeadLetter(ctx, seen[0]), eventstore.ErrDeadLetterChanged, "an operator acts on what they read")
 
-	_, err = g.store.Append(ctx, good.StreamID, eventstore.Exact(good.Version+1),
+	_, err = g.store.Append(trusted.Writer(ctx), good.StreamID, eventstore.Exact(good.Version+1),
 		eventstore.EventData{Type: good.Type, SchemaVersion: good.SchemaVersion, Data: good.Data})
 	require.NoError(t, err, "the repair: the last good record again")
 	require.NoError(t, r.RetryDeadLetter(ctx, again[0]))

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -50,7 +51,7 @@ func TestReviewDamagedInstanceDoesNotStopOtherDeadlines(t *testing.T) {
 		require.NoError(t, err)
 		rec = ev
 	}
-	_, err := g.store.Append(ctx, rec.StreamID, eventstore.Exact(rec.Version),
+	_, err := g.store.Append(trusted.Writer(ctx), rec.StreamID, eventstore.Exact(rec.Version),
 		eventstore.EventData{Type: rec.Type, SchemaVersion: rec.SchemaVersion, Data: []byte(`{"handled":{"kind":`)})
 	require.NoError(t, err)
 

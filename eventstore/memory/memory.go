@@ -49,7 +49,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	events, err := eventstore.PrepareAppend(name, events)
+	events, err := eventstore.PrepareAppend(ctx, name, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}

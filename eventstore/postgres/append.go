@@ -35,7 +35,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err := s.checkOpen(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	events, err := eventstore.PrepareAppend(stream, events)
+	events, err := eventstore.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -93,7 +93,7 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, expected
 	if err := s.checkOpen(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	events, err := eventstore.PrepareAppend(stream, events)
+	events, err := eventstore.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}

@@ -24,7 +24,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err := s.notInTx(ctx); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	j, err := newAppendJob(stream, expected, events)
+	j, err := newAppendJob(ctx, stream, expected, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -50,7 +50,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 }
 
 // newAppendJob checks and encodes an append for the writer.
-func newAppendJob(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (*appendJob, error) {
+func newAppendJob(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (*appendJob, error) {
 	// Only IDs the caller chose can repeat stored ones: the store's own are
 	// new UUIDv7s. Knowing this spares a lookup per event.
 	callerIDs := false
@@ -60,7 +60,7 @@ func newAppendJob(stream string, expected eventstore.ExpectedVersion, events []e
 			break
 		}
 	}
-	prepared, err := eventstore.PrepareAppend(stream, events)
+	prepared, err := eventstore.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return nil, err
 	}

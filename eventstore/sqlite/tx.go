@@ -177,7 +177,7 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, stream string, expecte
 	if tx == nil || cur == nil || cur.tx != tx {
 		return eventstore.AppendResult{}, errForeignTx
 	}
-	j, err := newAppendJob(stream, expected, events)
+	j, err := newAppendJob(ctx, stream, expected, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}

@@ -20,6 +20,7 @@ var badInputTests = []test{
 	{"ExtremeVersionsAndPositions", testExtremeVersionsAndPositions},
 	{"UseAfterClose", testUseAfterClose},
 	{"CloseWhileBusy", testCloseWhileBusy},
+	{"ReservedNamesOnlyFromCairnsWriters", testReservedNames},
 }
 
 func testBadAppends(t *testing.T, s eventstore.Store) {

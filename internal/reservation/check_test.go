@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -85,7 +86,7 @@ func TestCheckerFindsACommandThatTookEffectTwice(t *testing.T) {
 	}
 	again := confirmed.EventData
 	again.ID = eventstore.NewEventID()
-	_, err = store.Append(ctx, "order-1", eventstore.Any, again)
+	_, err = store.Append(trusted.Writer(ctx), "order-1", eventstore.Any, again)
 	require.NoError(t, err)
 	problems, err = check.Check(ctx, "1", in)
 	require.NoError(t, err)

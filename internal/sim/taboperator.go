@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -238,7 +239,7 @@ func (w *tabWorld) corrupt() error {
 		bad = eventstore.EventData{ID: bad.ID, Type: last.Type, SchemaVersion: last.SchemaVersion, Data: last.Data[:len(last.Data)/2]}
 		what = "a damaged step record"
 	}
-	if _, err := w.mem.Append(w.ctx, stream, eventstore.Exact(last.Version), bad); err != nil {
+	if _, err := w.mem.Append(trusted.Writer(w.ctx), stream, eventstore.Exact(last.Version), bad); err != nil {
 		return err
 	}
 	t.corrupt, t.damaged, t.repairAt, t.corrupted = last.Version+1, last.Version+1, w.tick+2+int(aux%7), true
@@ -282,7 +283,7 @@ func (w *tabWorld) repair() error {
 			return fmt.Errorf("sim: the record before the damage of %s is not readable either", stream)
 		}
 		copied := eventstore.EventData{ID: w.uuid("repair", t.id), Type: good.Type, SchemaVersion: good.SchemaVersion, Data: good.Data, Metadata: good.Metadata}
-		if _, err := w.mem.Append(w.ctx, stream, eventstore.Exact(t.corrupt), copied); err != nil {
+		if _, err := w.mem.Append(trusted.Writer(w.ctx), stream, eventstore.Exact(t.corrupt), copied); err != nil {
 			return err
 		}
 		w.tracef("operator: repaired %s with a copy of #%d", stream, good.Version)

@@ -20,9 +20,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,6 +62,44 @@ type Options struct {
 	// Logger receives the store's warnings (a dropped LISTEN connection, a
 	// subscription read retried); nil means slog.Default().
 	Logger *slog.Logger
+	// Channel is the notification channel on which appends tell the
+	// subscribers of other processes to read; empty means "cairn_events_"
+	// and the schema. Every store of one schema must use the same. Any
+	// login of the database may send on a channel, so a notification is
+	// only a hint to read (see WakeInterval). A name is 1 to 63 bytes of
+	// UTF-8 without NUL bytes (PostgreSQL's limit on identifiers); [Open]
+	// and [New] refuse any other with an [*eventstore.InvalidArgumentError].
+	Channel string
+	// WakeInterval is the least time between two wake-ups of this store's
+	// subscribers by notifications: the first wakes them at once, and the
+	// ones that arrive within the interval after it share one wake-up at
+	// its end, so a flood of notifications (appends of other processes,
+	// or a login sending them) makes each subscriber read at most once
+	// per interval. Zero means [DefaultWakeInterval].
+	WakeInterval time.Duration
+}
+
+// DefaultWakeInterval is the [Options.WakeInterval] of a zero Options: at
+// most 50 reads a second per subscriber from notifications, for at most
+// 20 ms of extra delay under a steady stream of other processes' appends.
+const DefaultWakeInterval = 20 * time.Millisecond
+
+// channel returns the notification channel the options ask for, or an
+// error naming what is wrong with it.
+func (o Options) channel(schema string) (string, error) {
+	if o.Channel == "" {
+		return "cairn_events_" + schema, nil
+	}
+	bad := func(reason string) error {
+		return &eventstore.InvalidArgumentError{Index: -1, Field: "channel", Reason: reason}
+	}
+	switch {
+	case len(o.Channel) > 63:
+		return "", bad(fmt.Sprintf("is %d bytes, more than PostgreSQL's 63 for an identifier", len(o.Channel)))
+	case !utf8.ValidString(o.Channel) || strings.ContainsRune(o.Channel, 0):
+		return "", bad("is not valid UTF-8 without NUL bytes")
+	}
+	return o.Channel, nil
 }
 
 // schema returns the schema name the options ask for.
@@ -77,6 +117,7 @@ type Store struct {
 	schema    string
 	sql       statements
 	channel   string
+	wakeGap   time.Duration // Options.WakeInterval
 	poll      time.Duration
 	pageSize  int
 	logger    *slog.Logger
@@ -135,6 +176,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err := checkSchemaName(schema); err != nil {
 		return nil, err
 	}
+	channel, err := opts.channel(schema)
+	if err != nil {
+		return nil, err
+	}
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, err
 	}
@@ -145,7 +190,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		pool:     pool,
 		schema:   schema,
 		sql:      newStatements(schema),
-		channel:  "cairn_events_" + schema,
+		channel:  channel,
+		wakeGap:  opts.WakeInterval,
 		poll:     opts.PollInterval,
 		pageSize: opts.PageSize,
 		logger:   opts.Logger,
@@ -154,6 +200,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	}
 	if s.poll <= 0 {
 		s.poll = DefaultPollInterval
+	}
+	if s.wakeGap <= 0 {
+		s.wakeGap = DefaultWakeInterval
 	}
 	if s.pageSize <= 0 {
 		s.pageSize = eventstore.DefaultPageSize
@@ -166,6 +215,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	go s.notifyWorker()
 	return s, nil
 }
+
+// Channel returns the notification channel of the store's appends (see
+// [Options.Channel]).
+func (s *Store) Channel() string { return s.channel }
 
 // Schema returns the PostgreSQL schema that holds the store's tables.
 func (s *Store) Schema() string { return s.schema }

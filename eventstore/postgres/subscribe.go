@@ -114,15 +114,18 @@ func (s *Store) startListener() {
 }
 
 // listen keeps a connection of its own LISTENing and wakes subscribers on
-// each notification. When the connection drops it reconnects, and wakes
-// subscribers once it listens again, since notifications sent in between
-// are lost.
+// notifications, at most once per wake interval (see coalesce). When the
+// connection drops it reconnects, and wakes subscribers once it listens
+// again, since notifications sent in between are lost.
 func (s *Store) listen() {
 	defer s.workers.Done()
 	ctx := s.workerCtx
+	hints := make(chan struct{}, 1)
+	s.workers.Add(1)
+	go s.coalesce(ctx, hints)
 	backoff := 100 * time.Millisecond
 	for {
-		listened, err := s.listenOn(ctx)
+		listened, err := s.listenOn(ctx, hints)
 		if ctx.Err() != nil {
 			return
 		}
@@ -140,7 +143,7 @@ func (s *Store) listen() {
 	}
 }
 
-func (s *Store) listenOn(ctx context.Context) (listened bool, err error) {
+func (s *Store) listenOn(ctx context.Context, hints chan<- struct{}) (listened bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
 		return false, err
@@ -149,11 +152,42 @@ func (s *Store) listenOn(ctx context.Context) (listened bool, err error) {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return false, err
 	}
-	s.changes.Notify()
+	hint(hints)
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return true, err
 		}
+		hint(hints)
+	}
+}
+
+// hint passes a notification on to coalesce, unless one is waiting there
+// already: the waiting one covers it.
+func hint(hints chan<- struct{}) {
+	select {
+	case hints <- struct{}{}:
+	default:
+	}
+}
+
+// coalesce wakes the store's subscribers on each hint, then waits the wake
+// interval before it takes the next: however many notifications arrive
+// meanwhile (any login of the database may send them), they share one
+// wake-up at the interval's end, and each subscriber reads at most once
+// per interval because of them.
+func (s *Store) coalesce(ctx context.Context, hints <-chan struct{}) {
+	defer s.workers.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hints:
+		}
 		s.changes.Notify()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.wakeGap):
+		}
 	}
 }

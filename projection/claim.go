@@ -16,6 +16,10 @@ import (
 // take the dead letter once the claim lapses, so this one must stop.
 var errClaimLost = errors.New("the retry's claim on the dead letter could not be renewed")
 
+// errClaimLapsing rolls back a retry's transaction that would commit after
+// its claim could have lapsed.
+var errClaimLapsing = errors.New("the retry's claim on the dead letter is about to lapse")
+
 // letterClaim is a retry's claim on the dead letter it runs on: the dead
 // letter parked again with ClaimedUntil set, by a compare-and-set on the
 // generation the retry read, and renewed every third of the claim's life
@@ -36,17 +40,27 @@ type letterClaim struct {
 	letter eventstore.DeadLetter // as last stored
 }
 
+// claimedElsewhere refuses a dead letter, as read, that another retry
+// claims now: every retry checks it before it does anything with the
+// dead letter, even one that will only record that its event does not
+// decode.
+func (c *Consumer) claimedElsewhere(d eventstore.DeadLetter) error {
+	if !d.ClaimedUntil.After(time.Now()) {
+		return nil
+	}
+	return &RetryRefusedError{Consumer: c.name, ID: d.ID, Reason: fmt.Sprintf(
+		"another retry claims it until %s", d.ClaimedUntil.UTC().Format(time.RFC3339Nano))}
+}
+
 // claimLetter claims d, as read, for a retry, and returns the context that the
 // retry runs in: cancelled, with a cause matching errClaimLost, when the
 // claim cannot be renewed. The caller must end the claim.
 func (c *Consumer) claimLetter(ctx context.Context, d eventstore.DeadLetter) (context.Context, *letterClaim, error) {
-	now := time.Now()
-	if d.ClaimedUntil.After(now) {
-		return nil, nil, &RetryRefusedError{Consumer: c.name, ID: d.ID, Reason: fmt.Sprintf(
-			"another retry claims it until %s", d.ClaimedUntil.UTC().Format(time.RFC3339Nano))}
+	if err := c.claimedElsewhere(d); err != nil {
+		return nil, nil, err
 	}
 	ttl := c.opts.leaseTTL()
-	d.ClaimedUntil = now.Add(ttl).UTC()
+	d.ClaimedUntil = time.Now().Add(ttl).UTC()
 	claimed, err := c.opts.DeadLetters.ParkDeadLetter(ctx, d)
 	switch {
 	case errors.Is(err, eventstore.ErrDeadLetterNotFound):
@@ -65,14 +79,26 @@ func (c *Consumer) claimLetter(ctx context.Context, d eventstore.DeadLetter) (co
 
 // keep renews the claim until the retry ends it. It stops the retry when
 // the dead letter changed under it (an operator skipped it, or the claim
-// lapsed and another retry took it), or when renewals have failed until
-// the claim is about to lapse. A renewal that waits (behind the retry's
-// own transaction, on SQLite) is not abandoned: the transaction's own
-// resolve, or the other retry's claim, decides which retry wins then.
+// lapsed and another retry took it), and, unless the retry's transaction
+// resolves the dead letter itself, when no renewal succeeded by a fifth of
+// the TTL before the claim would lapse (a renewal that hangs is abandoned
+// then): after that another retry may take it. A retry whose transaction
+// resolves the dead letter in its own store needs no claim to apply once
+// (of two such transactions one deletes it, and the other's delete fails),
+// so its renewals may wait as long as they must (behind its own
+// transaction, on SQLite).
 func (k *letterClaim) keep(ctx context.Context) {
 	defer close(k.kept)
+	bounded := !k.c.exec.ownsLetters()
 	wait := k.ttl / 3
 	for {
+		k.mu.Lock()
+		d := k.letter
+		k.mu.Unlock()
+		stop := d.ClaimedUntil.Add(-k.ttl / 5)
+		if bounded {
+			wait = min(wait, time.Until(stop))
+		}
 		select {
 		case <-k.stop:
 			return
@@ -80,12 +106,17 @@ func (k *letterClaim) keep(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		k.mu.Lock()
-		d := k.letter
-		k.mu.Unlock()
-		expires := d.ClaimedUntil
+		if bounded && !time.Now().Before(stop) {
+			k.cancel(fmt.Errorf("%w: no renewal succeeded before %s", errClaimLost, stop.Format(time.RFC3339Nano)))
+			return
+		}
 		d.ClaimedUntil = time.Now().Add(k.ttl).UTC()
-		renewed, err := k.c.opts.DeadLetters.ParkDeadLetter(ctx, d)
+		rctx, done := ctx, context.CancelFunc(func() {})
+		if bounded {
+			rctx, done = context.WithDeadline(ctx, stop)
+		}
+		renewed, err := k.c.opts.DeadLetters.ParkDeadLetter(rctx, d)
+		done()
 		if err == nil {
 			k.mu.Lock()
 			k.letter = renewed
@@ -98,13 +129,22 @@ func (k *letterClaim) keep(ctx context.Context) {
 		}
 		k.c.log.WarnContext(ctx, "projection: renewing a retry's claim on its dead letter failed",
 			slog.String("dead_letter", d.ID), slog.Any("error", err))
-		changed := errors.Is(err, eventstore.ErrDeadLetterChanged) || errors.Is(err, eventstore.ErrDeadLetterNotFound)
-		if changed || !time.Now().Add(k.ttl/5).Before(expires) {
+		if errors.Is(err, eventstore.ErrDeadLetterChanged) || errors.Is(err, eventstore.ErrDeadLetterNotFound) {
 			k.cancel(fmt.Errorf("%w: %w", errClaimLost, err))
 			return
 		}
-		wait = k.ttl / 10
+		wait = k.ttl / 10 // try again soon: the top of the loop gives up at the stop time
 	}
+}
+
+// holds reports whether the claim still holds, with a fifth of the TTL to
+// spare: a retry whose transaction commits apart from the dead letter
+// checks it last, so that it never commits after another retry could
+// have taken the dead letter.
+func (k *letterClaim) holds() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return time.Now().Before(k.letter.ClaimedUntil.Add(-k.ttl / 5))
 }
 
 // end stops the renewals, once, and returns the dead letter as last

@@ -91,7 +91,13 @@ const maxRetryClaims = 100
 // meanwhile applies nothing. A retry that crashed leaves its claim, which
 // lapses after the TTL; then the dead letter can be retried again. Claims
 // compare the clocks of the processes that retry, which must agree to
-// well within the TTL.
+// well within the TTL. A retry whose claim or lease cannot be kept (the
+// dead letter was skipped; no renewal succeeded by a fifth of the TTL
+// before the lapse) is stopped: its context is cancelled, and it is
+// refused. A transactional retry whose dead letters live elsewhere checks
+// its claim last and rolls back when it could have lapsed; a plain
+// handler must honour its context, or it may still apply its effect
+// beside a second retry that claimed the dead letter after the lapse.
 //
 // On success the dead letter is deleted: for a transactional consumer whose
 // dead letters live in its store, in the same transaction as the effect
@@ -123,6 +129,9 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	var fence eventstore.Fence
 	if lease != nil {
 		fence = lease.Fence
+	}
+	if err := c.claimedElsewhere(d); err != nil {
+		return err
 	}
 	parts, herr := c.reg.Decode(d.Event)
 	if herr == nil && d.Part >= len(parts) {
@@ -165,19 +174,28 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 			if c.exec.ownsLetters() {
 				return s.resolve(id)
 			}
+			if c.exec.transactional() && !claim.holds() {
+				return errClaimLapsing // not committed: another retry may take the dead letter now
+			}
 			return nil
 		})
-		// The handler's own error comes first: it may wrap any sentinel
-		// (a read model elsewhere reporting a lost lease of its own), and
-		// is the handler's failure all the same.
+		// A lease or claim this retry lost comes first: the handler's
+		// error is then its consequence (the context it ran in ended).
+		// Otherwise the handler's own error does: it may wrap any
+		// sentinel (a read model elsewhere reporting a lost lease of its
+		// own), and is the handler's failure all the same.
 		var pe *partError
 		switch {
+		case err != nil && leaseLost(ctx):
+			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "the lease taken for the retry was lost", Err: context.Cause(ctx)}
+		case err != nil && (claimLost(runCtx) || errors.Is(err, errClaimLapsing)):
+			cause := context.Cause(runCtx)
+			if cause == nil {
+				cause = err
+			}
+			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "its claim on the dead letter was lost", Err: cause}
 		case errors.As(err, &pe):
 			herr = pe.err
-		case leaseLost(ctx):
-			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "the lease taken for the retry was lost", Err: context.Cause(ctx)}
-		case err != nil && claimLost(runCtx):
-			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "its claim on the dead letter was lost", Err: context.Cause(runCtx)}
 		case errors.Is(err, eventstore.ErrCheckpointMoved) && claims < maxRetryClaims:
 			continue
 		case errors.Is(err, eventstore.ErrFenced), errors.Is(err, eventstore.ErrLeaseLost):
@@ -197,6 +215,9 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 			}
 			return err
 		}
+	}
+	if leaseLost(ctx) {
+		return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "the lease taken for the retry was lost", Err: context.Cause(ctx)}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

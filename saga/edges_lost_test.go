@@ -572,19 +572,7 @@ func testEdge03DrainResumesAfterTheOperatorsProcessStops(t *testing.T, st edgeSt
 // has run in the re-driven history, and its effect is in the state once.
 func testEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	var rejections atomic.Int32
-	g := newEdgeRig(t, st, edgeHooks{
-		event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
-			s.Seen = append(s.Seen, e.Text)
-			out.Send(edgeCharge{Account: "reject-4", Ref: "c"})
-			return nil
-		},
-		rejected: func(_ context.Context, s *edgeState, ref string, _ error, _ *saga.Output) error {
-			rejections.Add(1)
-			s.Seen = append(s.Seen, "rejected:"+ref)
-			return nil
-		},
-	})
+	g, rejections := rejectingRig(t, st, "reject-4", func(string) bool { return true })
 	r := g.runner(t, nil, saga.RunnerOptions{})
 	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
 	require.NoError(t, r.CatchUp(ctx), "the outbox sends the charge, which is rejected and fed back")
@@ -607,6 +595,29 @@ func testEdge04RedriveKeepsARejectionOfACommandSentBeforeFrom(t *testing.T, st e
 		"the re-driven instance took the rejection again: its compensation is not lost")
 	assert.EqualValues(t, 2, rejections.Load(), "the rejection handler ran in the first history and in the re-driven one")
 	assert.Zero(t, g.account(t, "reject-4").Charges["c"], "the rejected charge never applied")
+}
+
+// rejectingRig is an edge rig whose events that charges picks (by their
+// text) charge account, which rejects them (its ID starts with "reject"):
+// the instance records each event's text and each rejection, which it
+// counts.
+func rejectingRig(t *testing.T, st edgeStores, account string, charges func(text string) bool) (*edgeRig, *atomic.Int32) {
+	rejections := &atomic.Int32{}
+	g := newEdgeRig(t, st, edgeHooks{
+		event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+			s.Seen = append(s.Seen, e.Text)
+			if charges(e.Text) {
+				out.Send(edgeCharge{Account: account, Ref: "c"})
+			}
+			return nil
+		},
+		rejected: func(_ context.Context, s *edgeState, ref string, _ error, _ *saga.Output) error {
+			rejections.Add(1)
+			s.Seen = append(s.Seen, "rejected:"+ref)
+			return nil
+		},
+	})
+	return g, rejections
 }
 
 // testEdge05RejectionOfAnEarlierCommandAfterALaterOneIsHandled: case 5.

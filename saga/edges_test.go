@@ -41,6 +41,7 @@ var edgeTests = []struct {
 	{"RedriveFromTheFirstStepTakesTheStartFirst", testRedriveFromTheFirstStepTakesTheStartFirst},
 	{"RedriveAcrossAnEarlierRedriveTakesEachMessageOnce", testRedriveAcrossAnEarlierRedriveTakesEachMessageOnce},
 	{"InterruptedRedriveGoesOnAtTheNextMessage", testInterruptedRedriveGoesOnAtTheNextMessage},
+	{"RedriveThatSendsARejectedCommandAgainTakesItsRejection", testRedriveThatSendsARejectedCommandAgainTakesItsRejection},
 	{"DeadLettersAreHandedBackAfterARepair", testDeadLettersAreHandedBackAfterARepair},
 }
 

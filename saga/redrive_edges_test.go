@@ -70,6 +70,32 @@ func testInterruptedRedriveGoesOnAtTheNextMessage(t *testing.T, st edgeStores) {
 	assert.True(t, x.Started)
 }
 
+// testRedriveThatSendsARejectedCommandAgainTakesItsRejection: a command
+// sent by a step at or after from, rejected and compensated in the first
+// history. The re-run sends it again under its ID; the bus answers with
+// the rejection it recorded, and the re-driven history must take it: its
+// compensation is part of the instance's new state. Found by the widened
+// simulation (tabs seed 1199: "the rejected charge was compensated 0
+// times").
+func testRedriveThatSendsARejectedCommandAgainTakesItsRejection(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	g, rejections := rejectingRig(t, st, "reject-r", func(text string) bool { return text == "charge" })
+	r := g.runner(t, nil, saga.RunnerOptions{})
+	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
+	edgeDeliver(t, r, "src-1", 1, edgeEvent{ID: "1", Text: "charge"})
+	require.NoError(t, r.CatchUp(ctx), "the outbox sends the charge, which is rejected and fed back")
+	require.Equal(t, []string{"start", "charge", "rejected:c"}, edgeSeen(t, r, "1"))
+
+	_, err := r.Redrive(ctx, "1", 1) // from the step that sent the charge
+	require.NoError(t, err)
+	require.NoError(t, r.CatchUp(ctx))
+
+	assert.Equal(t, []string{"start", "charge", "rejected:c"}, edgeSeen(t, r, "1"),
+		"the re-driven instance took the rejection of the command it sent again")
+	assert.EqualValues(t, 2, rejections.Load(), "the rejection handler ran in the first history and in the re-driven one")
+	assert.Zero(t, g.account(t, "reject-r").Charges["c"], "the rejected charge never applied")
+}
+
 // testRedriveAcrossAnEarlierRedriveTakesEachMessageOnce: a Redrive from a
 // step of the first history, before an earlier Redrive's step. Its base
 // took a message that the earlier Redrive took again; taking it once more

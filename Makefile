@@ -29,6 +29,9 @@ test:
 	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:
 	@# under the race detector above, 50 seeds place 25 each.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/sim/
+	@# The widened saga simulation (the tab workload, issue 20): a slice of
+	@# 300 seeds of 30 tabs; `make sim WORKLOAD=tabs` runs the campaign.
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/sim/ -args -sim.workload=tabs -sim.seeds=300
 	@# The failpoints and the crash matrix's small slice (every failpoint on
 	@# SQLite x seeds 1-2, three on PostgreSQL x seed 1) need a test binary
 	@# built with the failpoints tag; its children run without -race.

@@ -23,8 +23,8 @@ var (
 	fromFlag   = flag.Uint64("sim.from", uint64(envInt("CAIRN_SIM_FROM", 1)), "the first seed TestSimulation runs")
 	seedFlag   = flag.Uint64("sim.seed", uint64(envInt("CAIRN_SIM_SEED", 0)), "run this one seed, with its trace")
 	ordersFlag = flag.Int("sim.orders", envInt("CAIRN_SIM_ORDERS", 0), "orders (tabs) per seed (0: 100 orders or 30 tabs, or 25 orders under -race)")
-	// The tab workload finds engine bugs not yet fixed (docs/reliability.md,
-	// "Saga simulation"): it runs on demand until they are, not in make test.
+	// The tab workload widens the saga simulation (docs/reliability.md,
+	// "Saga simulation"); make test runs a slice of it, make sim the rest.
 	workloadFlag = flag.String("sim.workload", envString("CAIRN_SIM_WORKLOAD", "sales"), "the workload TestSimulation runs: sales or tabs")
 )
 

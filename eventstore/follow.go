@@ -16,10 +16,35 @@ type Page struct {
 	Events []Event
 	// Through is the position through which the read looked: every matching
 	// event after the read's start, up to and including Through, is in
-	// Events. When Events is shorter than the limit, Through is the end of
-	// the log as the read saw it; otherwise it is the last event's position.
+	// Events. When the page is Full, Through is the last event's position;
+	// otherwise it is the end of the log as the read saw it.
 	Through Position
+	// Full reports a read that stopped at its limit of events, or at
+	// [MaxPageBytes]: more events may follow Through.
+	Full bool
 }
+
+// MaxPageBytes bounds what one page read holds: a reader stops adding
+// events to a page once their data and metadata reach it (a page holds at
+// least one event), so that a reader of large events holds a few MiB at a
+// time, not DefaultPageSize events of up to [MaxEventSize] each.
+const MaxPageBytes = 4 << 20
+
+// PageBytes counts e against [MaxPageBytes]: its data and metadata, as
+// [MaxEventSize] counts them.
+func PageBytes(e *Event) int {
+	md := &e.Metadata
+	size := len(e.Data) + len(md.CorrelationID) + len(md.CausationID) + len(md.CommandID)
+	for k, v := range md.Extra {
+		size += len(k) + len(v)
+	}
+	return size
+}
+
+// PageFull reports whether a page of n events holding size bytes (the sum
+// of their [PageBytes]) is full under a limit of limit events: a page
+// reader stops adding events once it is, and marks the page Full.
+func PageFull(n, limit, size int) bool { return n >= limit || size >= MaxPageBytes }
 
 // PageReader reads one [Page] of at most limit events after position after.
 type PageReader func(ctx context.Context, after Position, filter Filter, limit int) (Page, error)
@@ -29,8 +54,9 @@ type PageReader func(ctx context.Context, after Position, filter Filter, limit i
 const DefaultPageSize = 512
 
 // ReadPages implements [Store.ReadAll] on a [PageReader]: it checks the
-// filter (see [Filter.Validate]), then reads page after page until a page
-// comes back short, so memory stays flat however long the log is.
+// filter (see [Filter.Validate]), then reads page after page until one
+// comes back not Full, so memory stays flat however long the log is and
+// however large its events.
 func ReadPages(ctx context.Context, after Position, filter Filter, read PageReader, pageSize int) iter.Seq2[Event, error] {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
@@ -51,7 +77,7 @@ func ReadPages(ctx context.Context, after Position, filter Filter, read PageRead
 					return
 				}
 			}
-			if len(page.Events) < pageSize || !after.Before(page.Through) {
+			if !page.Full || !after.Before(page.Through) {
 				return
 			}
 			after = page.Through
@@ -142,7 +168,7 @@ func Follow(ctx context.Context, after Position, filter Filter, read PageReader,
 				if after.Before(page.Through) {
 					after = page.Through
 				}
-				caughtUp = len(page.Events) < pageSize
+				caughtUp = !page.Full
 			}
 			if !caughtUp {
 				if ctx.Err() != nil {

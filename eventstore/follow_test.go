@@ -48,7 +48,7 @@ func (l *fakeLog) read(_ context.Context, after eventstore.Position, f eventstor
 		}
 		page.Events = append(page.Events, e)
 		if len(page.Events) == limit {
-			page.Through = e.Position
+			page.Through, page.Full = e.Position, true
 			return page, nil
 		}
 	}

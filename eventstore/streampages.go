@@ -7,7 +7,8 @@ import (
 )
 
 // StreamPageReader reads up to limit events of one stream, starting at
-// version from (included), forward or backward. from is at most
+// version from (included), forward or backward, and stops early once the
+// page is full by [PageFull] (at [MaxPageBytes]). from is at most
 // math.MaxInt64, so SQL stores can bind it as a signed integer.
 type StreamPageReader func(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]Event, error)
 
@@ -53,7 +54,7 @@ func ReadStreamPages(ctx context.Context, stream string, opts ReadOptions, read 
 					return
 				}
 			}
-			if len(page) < size {
+			if !streamPageFull(page, size) {
 				return
 			}
 			last := page[len(page)-1].Version
@@ -67,4 +68,15 @@ func ReadStreamPages(ctx context.Context, stream string, opts ReadOptions, read 
 			}
 		}
 	}
+}
+
+// streamPageFull reports whether a stream page may have been cut short,
+// at its size or at [MaxPageBytes]: its reader stops there (see
+// [PageFull]), and the stream may go on after it.
+func streamPageFull(page []Event, size int) bool {
+	bytes := 0
+	for i := range page {
+		bytes += PageBytes(&page[i])
+	}
+	return PageFull(len(page), size, bytes)
 }

@@ -139,14 +139,18 @@ func (s *Store) streamPage(ctx context.Context, name string, from uint64, backwa
 	}
 	n := uint64(len(st.entries))
 	var page []eventstore.Event
+	size := 0
+	add := func(index int) bool {
+		page = append(page, s.copyOf(index))
+		size += eventstore.PageBytes(&s.log[index])
+		return !eventstore.PageFull(len(page), limit, size)
+	}
 	if backward {
-		for v := int64(min(from, n-1)); v >= 0 && len(page) < limit; v-- {
-			page = append(page, s.copyOf(st.entries[v]))
+		for v := int64(min(from, n-1)); v >= 0 && add(st.entries[v]); v-- {
 		}
 		return page, nil
 	}
-	for v := from; v < n && len(page) < limit; v++ {
-		page = append(page, s.copyOf(st.entries[v]))
+	for v := from; v < n && add(st.entries[v]); v++ {
 	}
 	return page, nil
 }
@@ -178,11 +182,13 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 	// position {m, minor} is {m+1, 0}, at index m, whatever minor is.
 	start := after.Major
 	page := eventstore.Page{Through: after}
+	size := 0
 	for i := start; i < uint64(len(s.log)); i++ {
 		if filter.Match(&s.log[i]) {
 			page.Events = append(page.Events, s.copyOf(int(i)))
-			if len(page.Events) == limit {
-				page.Through = s.log[i].Position
+			size += eventstore.PageBytes(&s.log[i])
+			if eventstore.PageFull(len(page.Events), limit, size) {
+				page.Through, page.Full = s.log[i].Position, true
 				return page, nil
 			}
 		}

@@ -28,14 +28,17 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 	if backward {
 		sql = s.sql.streamBwd
 	}
-	page, err := s.queryEvents(ctx, sql, stream, int64(from), limit)
+	page, err := s.queryEvents(ctx, sql, limit, stream, int64(from), limit)
 	if err != nil {
 		return nil, s.closedOr(fmt.Errorf("postgres: reading stream %q from version %d: %w", stream, from, err))
 	}
 	return page, nil
 }
 
-func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]eventstore.Event, error) {
+// queryEvents reads the events sql selects, up to limit of them and until
+// the page is full by [eventstore.PageFull]; the rows after that are
+// passed over by the driver, not kept.
+func (s *Store) queryEvents(ctx context.Context, sql string, limit int, args ...any) ([]eventstore.Event, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -43,6 +46,7 @@ func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]eve
 	defer rows.Close()
 	var page []eventstore.Event
 	var r rawEvent
+	size := 0
 	for rows.Next() {
 		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, corruptRow(err)
@@ -52,6 +56,10 @@ func (s *Store) queryEvents(ctx context.Context, sql string, args ...any) ([]eve
 			return nil, err
 		}
 		page = append(page, e)
+		size += eventstore.PageBytes(&e)
+		if eventstore.PageFull(len(page), limit, size) {
+			break
+		}
 	}
 	return page, rows.Err()
 }
@@ -87,7 +95,7 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter e
 			if after.Before(page.Through) {
 				after = page.Through
 			}
-			if len(page.Events) == s.pageSize {
+			if page.Full {
 				continue
 			}
 			if target < after.Major || (target == after.Major && after.Minor == math.MaxUint64) {
@@ -148,6 +156,7 @@ func (s *Store) page(ctx context.Context, after eventstore.Position, filter even
 	var xmin uint64
 	var found bool
 	var r rawEvent
+	size := 0
 	dest := append([]any{&xmin, &head, &found}, r.dest()...)
 	page.Through = after
 	for rows.Next() {
@@ -162,11 +171,15 @@ func (s *Store) page(ctx context.Context, after eventstore.Position, filter even
 			return page, 0, err
 		}
 		page.Events = append(page.Events, e)
+		size += eventstore.PageBytes(&e)
+		if page.Full = eventstore.PageFull(len(page.Events), limit, size); page.Full {
+			break // the rows after it are passed over by the driver, not kept
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return page, 0, s.closedOr(fmt.Errorf("postgres: reading all events after %s: %w", after, err))
 	}
-	if len(page.Events) == limit {
+	if page.Full {
 		page.Through = page.Events[len(page.Events)-1].Position
 	} else if horizon := (eventstore.Position{Major: xmin - 1, Minor: math.MaxUint64}); after.Before(horizon) {
 		page.Through = horizon

@@ -44,7 +44,7 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 	}
 	var events []eventstore.Event
 	err := s.events.with(ctx, func(conn *zs.Conn) (err error) {
-		events, err = queryEvents(conn, query, []any{stream, int64(from), limit}, limit)
+		events, _, err = queryEvents(conn, query, []any{stream, int64(from), limit}, limit)
 		return err
 	})
 	if err != nil {
@@ -88,7 +88,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		if err := stmt.Reset(); err != nil {
 			return err
 		}
-		if page.Events, err = queryEvents(conn, query, args, limit); err != nil {
+		if page.Events, page.Full, err = queryEvents(conn, query, args, limit); err != nil {
 			return err
 		}
 		return execute(conn, "COMMIT")
@@ -96,8 +96,8 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 	if err != nil {
 		return eventstore.Page{Through: after}, s.readErr(ctx, err, "read all")
 	}
-	if len(page.Events) == limit {
-		page.Through = page.Events[limit-1].Position
+	if page.Full {
+		page.Through = page.Events[len(page.Events)-1].Position
 	} else if end := (eventstore.Position{Major: uint64(tip)}); after.Before(end) {
 		page.Through = end
 	}

@@ -83,10 +83,10 @@ func execute(conn *zs.Conn, query string) error {
 // returns as an event. The statement stays prepared on conn, one per query
 // text: the page queries take few shapes (by the number of types and
 // stream prefixes in a filter, not their values).
-func queryEvents(conn *zs.Conn, query string, args []any, capacity int) (events []eventstore.Event, err error) {
+func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []eventstore.Event, full bool, err error) {
 	stmt, err := conn.Prepare(query)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer func() {
 		if rerr := stmt.Reset(); err == nil && rerr != nil {
@@ -94,23 +94,28 @@ func queryEvents(conn *zs.Conn, query string, args []any, capacity int) (events 
 		}
 	}()
 	if err := bindAll(stmt, args); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	events = make([]eventstore.Event, 0, min(capacity, 64))
+	events = make([]eventstore.Event, 0, min(limit, 64))
 	row := &stmtRow{stmt: stmt}
+	size := 0
 	for {
 		found, err := stmt.Step()
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if !found {
-			return events, nil
+			return events, false, nil
 		}
 		e, err := decodeEvent(row)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		events = append(events, e)
+		size += eventstore.PageBytes(&e)
+		if eventstore.PageFull(len(events), limit, size) {
+			return events, true, nil // the statement is reset unstepped further
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ var readTests = []test{
 	{"ReadAllFilters", testReadAllFilters},
 	{"ReadAllAfterEveryPosition", testReadAllAfter},
 	{"HeadIsTheNewestEvent", testHead},
+	{"LargeEventsArePagedByBytes", testLargeEventsArePagedByBytes},
 }
 
 // versionsOf returns the stream versions of events, in order.

@@ -42,6 +42,7 @@ var edgeTests = []struct {
 	{"RedriveAcrossAnEarlierRedriveTakesEachMessageOnce", testRedriveAcrossAnEarlierRedriveTakesEachMessageOnce},
 	{"InterruptedRedriveGoesOnAtTheNextMessage", testInterruptedRedriveGoesOnAtTheNextMessage},
 	{"RedriveThatSendsARejectedCommandAgainTakesItsRejection", testRedriveThatSendsARejectedCommandAgainTakesItsRejection},
+	{"StaleViewDoesNotLoseAPoisonCommandAgain", testStaleViewDoesNotLoseAPoisonCommandAgain},
 	{"DeadLettersAreHandedBackAfterARepair", testDeadLettersAreHandedBackAfterARepair},
 }
 

@@ -195,10 +195,18 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		hit(failpoint.SagaBeforeStepAppend)
 		res, err := e.store.Append(trusted.Writer(ctx), in.stream, in.expected(), data)
 		hit(failpoint.SagaAfterStepAppend)
+		if err == nil && res.Duplicate && conflicts < maxConflicts {
+			// A record of this message at this version is stored already:
+			// this step (an earlier attempt whose reply was lost, another
+			// runner deciding the same), or one decided on a view as old
+			// as this one, which later steps have followed since (another
+			// runner's park of a command that an operator then retried,
+			// and that failed again here). Only the instance as stored
+			// says which: look again, and decide on it.
+			e.cache.Evict(in.stream)
+			continue
+		}
 		if err == nil && res.Duplicate {
-			// This step of this message was stored already (an earlier
-			// attempt whose reply was lost, or another runner deciding the
-			// same): the store's record counts, not the one decided here.
 			e.cache.Evict(in.stream)
 			e.stats.count(duplicate)
 			return duplicate, nil, nil

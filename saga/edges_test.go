@@ -43,6 +43,7 @@ var edgeTests = []struct {
 	{"InterruptedRedriveGoesOnAtTheNextMessage", testInterruptedRedriveGoesOnAtTheNextMessage},
 	{"RedriveThatSendsARejectedCommandAgainTakesItsRejection", testRedriveThatSendsARejectedCommandAgainTakesItsRejection},
 	{"StaleViewDoesNotLoseAPoisonCommandAgain", testStaleViewDoesNotLoseAPoisonCommandAgain},
+	{"RedriveByAnotherProcessSendsTheRejectedCommandAgain", testRedriveByAnotherProcessSendsTheRejectedCommandAgain},
 	{"DeadLettersAreHandedBackAfterARepair", testDeadLettersAreHandedBackAfterARepair},
 }
 

@@ -55,6 +55,18 @@ func (e *engine[S]) peek(ctx context.Context, id string) (*instance[S], error) {
 	return e.read(ctx, id)
 }
 
+// peekAtLeast is peek for a caller that has read record version of
+// instance id: a cached instance older than that (another process stepped
+// it since) is read again, so that what the caller decides on includes at
+// least that record.
+func (e *engine[S]) peekAtLeast(ctx context.Context, id string, version uint64) (*instance[S], error) {
+	if in, ok := e.cache.Get(e.t.Stream(id)); ok && in.version >= version {
+		return in, nil
+	}
+	e.cache.Evict(e.t.Stream(id))
+	return e.read(ctx, id)
+}
+
 // read reads the latest record of instance id from the store.
 func (e *engine[S]) read(ctx context.Context, id string) (*instance[S], error) {
 	in := &instance[S]{id: id, stream: e.t.Stream(id)}

@@ -40,7 +40,10 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 	if r.bus == nil {
 		return fmt.Errorf("saga %q: instance %q has commands to send, and the runner has no command bus", r.e.t.name, id)
 	}
-	in, err := r.e.peek(ctx, id)
+	// The settled check must see at least this record: on an older view
+	// (another process re-drove the instance since), a command the re-run
+	// sends again would look settled by the history it replaced.
+	in, err := r.e.peekAtLeast(ctx, id, ev.Version)
 	if err != nil && !errors.Is(err, eventstore.ErrCorrupt) {
 		return err
 	}

@@ -96,6 +96,40 @@ func testRedriveThatSendsARejectedCommandAgainTakesItsRejection(t *testing.T, st
 	assert.Zero(t, g.account(t, "reject-r").Charges["c"], "the rejected charge never applied")
 }
 
+// testRedriveByAnotherProcessSendsTheRejectedCommandAgain: the same as
+// testRedriveThatSendsARejectedCommandAgainTakesItsRejection, with the
+// Redrive made by an operator's process. Found by the widened simulation
+// (tabs seeds 1199 and 1923): the production runner's outbox checked
+// whether the re-sent command had settled on its cached view, from before
+// the Redrive, where its rejection was taken; it skipped the command, and
+// the re-driven history never took the rejection, nor ran its
+// compensation.
+func testRedriveByAnotherProcessSendsTheRejectedCommandAgain(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	g, rejections := rejectingRig(t, st, "reject-o", func(text string) bool { return text == "charge" })
+	production := g.runner(t, nil, saga.RunnerOptions{})
+	edgeDeliver(t, production, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
+	edgeDeliver(t, production, "src-1", 1, edgeEvent{ID: "1", Text: "charge"})
+	require.NoError(t, production.CatchUp(ctx), "the outbox sends the charge, which is rejected and fed back")
+	require.Equal(t, []string{"start", "charge", "rejected:c"}, edgeSeen(t, production, "1"))
+
+	last := edgeHistory(t, production, "1")
+	operator := g.runner(t, nil, saga.RunnerOptions{CacheSize: -1})
+	_, err := operator.Redrive(ctx, "1", 1)
+	require.NoError(t, err)
+	// Production's outbox sends the re-run's record, its cached view from
+	// before the Redrive: the Redrive's own record went out through another
+	// runner's outbox, as runners without leases share the records.
+	for ev, err := range g.store.ReadStream(ctx, g.typ.Stream("1"), eventstore.Forward(last[len(last)-1].Version+2)) {
+		require.NoError(t, err)
+		require.NoError(t, production.SendStored(ctx, ev), "production sends record %d", ev.Version)
+	}
+
+	assert.Equal(t, []string{"start", "charge", "rejected:c"}, edgeSeen(t, operator, "1"),
+		"the re-driven instance took the rejection of the command it sent again")
+	assert.EqualValues(t, 2, rejections.Load(), "the rejection handler ran in the first history and in the re-driven one")
+}
+
 // testRedriveAcrossAnEarlierRedriveTakesEachMessageOnce: a Redrive from a
 // step of the first history, before an earlier Redrive's step. Its base
 // took a message that the earlier Redrive took again; taking it once more

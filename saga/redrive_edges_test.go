@@ -80,11 +80,7 @@ func testInterruptedRedriveGoesOnAtTheNextMessage(t *testing.T, st edgeStores) {
 func testRedriveThatSendsARejectedCommandAgainTakesItsRejection(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
 	g, rejections := rejectingRig(t, st, "reject-r", func(text string) bool { return text == "charge" })
-	r := g.runner(t, nil, saga.RunnerOptions{})
-	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
-	edgeDeliver(t, r, "src-1", 1, edgeEvent{ID: "1", Text: "charge"})
-	require.NoError(t, r.CatchUp(ctx), "the outbox sends the charge, which is rejected and fed back")
-	require.Equal(t, []string{"start", "charge", "rejected:c"}, edgeSeen(t, r, "1"))
+	r := chargeRejected(t, g)
 
 	_, err := r.Redrive(ctx, "1", 1) // from the step that sent the charge
 	require.NoError(t, err)
@@ -94,6 +90,19 @@ func testRedriveThatSendsARejectedCommandAgainTakesItsRejection(t *testing.T, st
 		"the re-driven instance took the rejection of the command it sent again")
 	assert.EqualValues(t, 2, rejections.Load(), "the rejection handler ran in the first history and in the re-driven one")
 	assert.Zero(t, g.account(t, "reject-r").Charges["c"], "the rejected charge never applied")
+}
+
+// chargeRejected has a runner of g (a rejectingRig that charges on
+// "charge") start instance 1 and charge, and its outbox take the charge's
+// rejection; it returns the runner.
+func chargeRejected(t *testing.T, g *edgeRig) *saga.Runner[edgeState] {
+	t.Helper()
+	r := g.runner(t, nil, saga.RunnerOptions{})
+	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
+	edgeDeliver(t, r, "src-1", 1, edgeEvent{ID: "1", Text: "charge"})
+	require.NoError(t, r.CatchUp(edgeContext(t)), "the outbox sends the charge, which is rejected and fed back")
+	require.Equal(t, []string{"start", "charge", "rejected:c"}, edgeSeen(t, r, "1"))
+	return r
 }
 
 // testRedriveByAnotherProcessSendsTheRejectedCommandAgain: the same as
@@ -107,11 +116,7 @@ func testRedriveThatSendsARejectedCommandAgainTakesItsRejection(t *testing.T, st
 func testRedriveByAnotherProcessSendsTheRejectedCommandAgain(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
 	g, rejections := rejectingRig(t, st, "reject-o", func(text string) bool { return text == "charge" })
-	production := g.runner(t, nil, saga.RunnerOptions{})
-	edgeDeliver(t, production, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
-	edgeDeliver(t, production, "src-1", 1, edgeEvent{ID: "1", Text: "charge"})
-	require.NoError(t, production.CatchUp(ctx), "the outbox sends the charge, which is rejected and fed back")
-	require.Equal(t, []string{"start", "charge", "rejected:c"}, edgeSeen(t, production, "1"))
+	production := chargeRejected(t, g)
 
 	last := edgeHistory(t, production, "1")
 	operator := g.runner(t, nil, saga.RunnerOptions{CacheSize: -1})

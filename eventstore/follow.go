@@ -32,14 +32,7 @@ const MaxPageBytes = 4 << 20
 
 // PageBytes counts e against [MaxPageBytes]: its data and metadata, as
 // [MaxEventSize] counts them.
-func PageBytes(e *Event) int {
-	md := &e.Metadata
-	size := len(e.Data) + len(md.CorrelationID) + len(md.CausationID) + len(md.CommandID)
-	for k, v := range md.Extra {
-		size += len(k) + len(v)
-	}
-	return size
-}
+func PageBytes(e *Event) int { return e.bytes() }
 
 // PageFull reports whether a page of n events holding size bytes (the sum
 // of their [PageBytes]) is full under a limit of limit events: a page

@@ -3,8 +3,6 @@ package eventstore
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/cairn-es/cairn/internal/clip"
@@ -43,11 +41,17 @@ func checkReserved(ctx context.Context, stream string, events []EventData) error
 			return &InvalidArgumentError{Stream: stream, Index: i, Field: "type",
 				Reason: fmt.Sprintf("%s starts with %q, which is reserved for the records Cairn writes itself", clip.Quote(e.Type), ReservedTypePrefix)}
 		}
-		for _, k := range slices.Sorted(maps.Keys(e.Metadata.Extra)) {
-			if strings.HasPrefix(k, ReservedTypePrefix) {
-				return &InvalidArgumentError{Stream: stream, Index: i, Field: "metadata",
-					Reason: fmt.Sprintf("key %s starts with %q, which is reserved for the metadata Cairn sets itself", clip.Quote(k), ReservedTypePrefix)}
+		// The least reserved key, so that one input gets one message,
+		// without sorting every append's keys.
+		reserved := ""
+		for k := range e.Metadata.Extra {
+			if strings.HasPrefix(k, ReservedTypePrefix) && (reserved == "" || k < reserved) {
+				reserved = k
 			}
+		}
+		if reserved != "" {
+			return &InvalidArgumentError{Stream: stream, Index: i, Field: "metadata",
+				Reason: fmt.Sprintf("key %s starts with %q, which is reserved for the metadata Cairn sets itself", clip.Quote(reserved), ReservedTypePrefix)}
 		}
 	}
 	return nil

@@ -86,12 +86,10 @@ func eventDataProblem(e *EventData) (field, reason string) {
 	if e.Data == nil {
 		return "data", "is nil: an event without payload has empty, non-nil data"
 	}
-	field, reason, size := metadataProblem(&e.Metadata)
-	if reason != "" {
+	if field, reason := metadataProblem(&e.Metadata); reason != "" {
 		return field, reason
 	}
-	size += len(e.Data)
-	if size > MaxEventSize {
+	if size := e.bytes(); size > MaxEventSize {
 		return "data", fmt.Sprintf("with metadata is %d bytes, more than the limit of %d", size, MaxEventSize)
 	}
 	return "", ""
@@ -104,41 +102,50 @@ func eventDataProblem(e *EventData) (field, reason string) {
 // empty), and a command ID of at most [MaxCommandIDLen] bytes. The error's
 // Field is "correlation ID", "causation ID", "command ID" or "metadata".
 func ValidateMetadata(md Metadata) error {
-	if field, reason, _ := metadataProblem(&md); reason != "" {
+	if field, reason := metadataProblem(&md); reason != "" {
 		return &InvalidArgumentError{Index: -1, Field: field, Reason: reason}
 	}
 	return nil
 }
 
 // metadataProblem is the metadata part of eventDataProblem, in its fixed
-// order, and the size the metadata adds to the event.
-func metadataProblem(md *Metadata) (field, reason string, size int) {
+// order.
+func metadataProblem(md *Metadata) (field, reason string) {
 	for _, id := range [...]struct{ name, v string }{
 		{"correlation ID", md.CorrelationID},
 		{"causation ID", md.CausationID},
 		{"command ID", md.CommandID},
 	} {
 		if !storableText(id.v) {
-			return id.name, fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(id.v)), 0
+			return id.name, fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(id.v))
 		}
-		size += len(id.v)
 	}
 	if len(md.CommandID) > MaxCommandIDLen {
-		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(md.CommandID), MaxCommandIDLen), 0
+		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(md.CommandID), MaxCommandIDLen)
 	}
 	for _, k := range slices.Sorted(maps.Keys(md.Extra)) {
 		v := md.Extra[k]
 		switch {
 		case k == "":
-			return "metadata", "has an empty key", 0
+			return "metadata", "has an empty key"
 		case !utf8.ValidString(k) || strings.ContainsFunc(k, isControl):
-			return "metadata", fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k)), 0
+			return "metadata", fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k))
 		case !storableText(v):
-			return "metadata", fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k)), 0
+			return "metadata", fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k))
 		}
+	}
+	return "", ""
+}
+
+// bytes is what e counts against [MaxEventSize] (and a page against
+// [MaxPageBytes]): its data and metadata.
+func (e *EventData) bytes() int {
+	md := &e.Metadata
+	size := len(e.Data) + len(md.CorrelationID) + len(md.CausationID) + len(md.CommandID)
+	for k, v := range md.Extra {
 		size += len(k) + len(v)
 	}
-	return "", "", size
+	return size
 }
 
 // ValidateStream checks a stream name: not empty, at most [MaxStreamLen]

@@ -140,17 +140,25 @@ func (s *Store) streamPage(ctx context.Context, name string, from uint64, backwa
 	n := uint64(len(st.entries))
 	var page []eventstore.Event
 	size := 0
-	add := func(index int) bool {
+	// full adds the event at index to the page and reports whether the
+	// page is full now.
+	full := func(index int) bool {
 		page = append(page, s.copyOf(index))
 		size += eventstore.PageBytes(&s.log[index])
-		return !eventstore.PageFull(len(page), limit, size)
+		return eventstore.PageFull(len(page), limit, size)
 	}
 	if backward {
-		for v := int64(min(from, n-1)); v >= 0 && add(st.entries[v]); v-- {
+		for v := int64(min(from, n-1)); v >= 0; v-- {
+			if full(st.entries[v]) {
+				break
+			}
 		}
 		return page, nil
 	}
-	for v := from; v < n && add(st.entries[v]); v++ {
+	for v := from; v < n; v++ {
+		if full(st.entries[v]) {
+			break
+		}
 	}
 	return page, nil
 }

@@ -95,7 +95,7 @@ func (k *letterClaim) keep(ctx context.Context) {
 		k.mu.Lock()
 		d := k.letter
 		k.mu.Unlock()
-		stop := d.ClaimedUntil.Add(-k.ttl / 5)
+		stop := k.stopBy(d)
 		if bounded {
 			wait = min(wait, time.Until(stop))
 		}
@@ -144,7 +144,13 @@ func (k *letterClaim) keep(ctx context.Context) {
 func (k *letterClaim) holds() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return time.Now().Before(k.letter.ClaimedUntil.Add(-k.ttl / 5))
+	return time.Now().Before(k.stopBy(k.letter))
+}
+
+// stopBy is when a retry holding claim d must stop: a fifth of the TTL
+// before the claim lapses.
+func (k *letterClaim) stopBy(d eventstore.DeadLetter) time.Time {
+	return d.ClaimedUntil.Add(-k.ttl / 5)
 }
 
 // end stops the renewals, once, and returns the dead letter as last

@@ -187,7 +187,7 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 		var pe *partError
 		switch {
 		case err != nil && leaseLost(ctx):
-			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "the lease taken for the retry was lost", Err: context.Cause(ctx)}
+			return c.leaseLostRefusal(ctx, id)
 		case err != nil && (claimLost(runCtx) || errors.Is(err, errClaimLapsing)):
 			cause := context.Cause(runCtx)
 			if cause == nil {
@@ -196,28 +196,27 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "its claim on the dead letter was lost", Err: cause}
 		case errors.As(err, &pe):
 			herr = pe.err
+			continue // the loop ends: the failure is recorded below
 		case errors.Is(err, eventstore.ErrCheckpointMoved) && claims < maxRetryClaims:
 			continue
 		case errors.Is(err, eventstore.ErrFenced), errors.Is(err, eventstore.ErrLeaseLost):
 			return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "another process took the consumer's lease over", Err: err}
 		case err != nil:
 			return err // a store error: the dead letter is unchanged
-		case c.exec.ownsLetters():
-			claim.end()
-			claim = nil
-			return nil
-		default:
-			claim.end()
-			claim = nil
-			err := c.opts.DeadLetters.DeleteDeadLetter(ctx, c.name, id)
-			if errors.Is(err, eventstore.ErrDeadLetterNotFound) {
-				return nil // skipped while its effect was applied: nothing is left to resolve
-			}
-			return err
 		}
+		claim.end()
+		claim = nil
+		if c.exec.ownsLetters() {
+			return nil // resolved in the effect's transaction
+		}
+		err = c.opts.DeadLetters.DeleteDeadLetter(ctx, c.name, id)
+		if errors.Is(err, eventstore.ErrDeadLetterNotFound) {
+			return nil // skipped while its effect was applied: nothing is left to resolve
+		}
+		return err
 	}
 	if leaseLost(ctx) {
-		return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "the lease taken for the retry was lost", Err: context.Cause(ctx)}
+		return c.leaseLostRefusal(ctx, id)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -235,6 +234,12 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	}
 	return &HandlerError{Consumer: c.name, Stream: d.Event.StreamID, Version: d.Event.Version, Position: d.Event.Position,
 		Type: d.Event.Type, Part: d.Part, Attempts: d.Attempts, Err: herr}
+}
+
+// leaseLostRefusal is the refusal of retry id whose lease, taken for it,
+// was lost while it ran.
+func (c *Consumer) leaseLostRefusal(ctx context.Context, id string) error {
+	return &RetryRefusedError{Consumer: c.name, ID: id, Reason: "the lease taken for the retry was lost", Err: context.Cause(ctx)}
 }
 
 // leaseLost reports work whose lease was lost while it ran (keep

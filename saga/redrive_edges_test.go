@@ -23,12 +23,7 @@ import (
 func testRedriveFromTheFirstStepTakesTheStartFirst(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
 	g := newEdgeRig(t, st, edgeHooks{})
-	r := g.runner(t, nil, saga.RunnerOptions{})
-	ev := g.put(t, "src-1", edgeEvent{ID: "1", Text: "start"})
-	out, err := r.HandleStored(ctx, ev)
-	require.NoError(t, err)
-	require.Equal(t, saga.Handled, out)
-	require.Equal(t, saga.Handled, edgeDeliver(t, r, "feed", 0, edgeAny{ID: "1", Text: "delivered"}))
+	r := startedThenDelivered(t, g)
 
 	n, err := r.Redrive(ctx, "1", 0)
 	require.NoError(t, err)
@@ -36,6 +31,18 @@ func testRedriveFromTheFirstStepTakesTheStartFirst(t *testing.T, st edgeStores) 
 	x := edgeExplain(t, r, "1")
 	assert.Equal(t, []string{"start", "delivered"}, x.State.Seen, "the start first, then the delivery, once each")
 	assert.True(t, x.Started)
+}
+
+// startedThenDelivered has a runner of g start instance 1 by a stored
+// event and then take a delivery; it returns the runner.
+func startedThenDelivered(t *testing.T, g *edgeRig) *saga.Runner[edgeState] {
+	t.Helper()
+	r := g.runner(t, nil, saga.RunnerOptions{})
+	out, err := r.HandleStored(edgeContext(t), g.put(t, "src-1", edgeEvent{ID: "1", Text: "start"}))
+	require.NoError(t, err)
+	require.Equal(t, saga.Handled, out)
+	require.Equal(t, saga.Handled, edgeDeliver(t, r, "feed", 0, edgeAny{ID: "1", Text: "delivered"}))
+	return r
 }
 
 // testInterruptedRedriveGoesOnAtTheNextMessage: a Redrive from the first
@@ -49,21 +56,16 @@ func testRedriveFromTheFirstStepTakesTheStartFirst(t *testing.T, st edgeStores) 
 func testInterruptedRedriveGoesOnAtTheNextMessage(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
 	g := newEdgeRig(t, st, edgeHooks{})
-	production := g.runner(t, nil, saga.RunnerOptions{})
-	ev := g.put(t, "src-1", edgeEvent{ID: "1", Text: "start"})
-	out, err := production.HandleStored(ctx, ev)
-	require.NoError(t, err)
-	require.Equal(t, saga.Handled, out)
-	require.Equal(t, saga.Handled, edgeDeliver(t, production, "feed", 0, edgeAny{ID: "1", Text: "delivered"}))
+	production := startedThenDelivered(t, g)
 
 	failing := newEdgeStore(g.store)
 	operator := g.runner(t, failing, saga.RunnerOptions{})
 	failing.failAppend(g.typ.Stream("1"), 1) // the Redrive's step is stored, the drain's first step is not
-	_, err = operator.Redrive(ctx, "1", 0)
+	_, err := operator.Redrive(ctx, "1", 0)
 	require.Error(t, err)
 	require.EqualValues(t, 1, failing.failures.Load(), "the drain's append failed")
 
-	out = edgeDeliver(t, production, "feed", 1, edgeAny{ID: "1", Text: "next"})
+	out := edgeDeliver(t, production, "feed", 1, edgeAny{ID: "1", Text: "next"})
 	assert.NotEqual(t, saga.Ignored, out, "the next delivery after an interrupted Redrive")
 	x := edgeExplain(t, production, "1")
 	assert.Equal(t, []string{"start", "delivered", "next"}, x.State.Seen, "the start first, then the deliveries, once each")

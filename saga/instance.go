@@ -45,25 +45,13 @@ func (e *engine[S]) load(ctx context.Context, id string) (in *instance[S], cache
 	return in, false, err
 }
 
-// peek returns instance id as this process last saw it, or as the store
-// has it, without caching what it reads: for readers that do not hold the
-// instance's lock.
-func (e *engine[S]) peek(ctx context.Context, id string) (*instance[S], error) {
-	if in, ok := e.cache.Get(e.t.Stream(id)); ok {
-		return in, nil
-	}
-	return e.read(ctx, id)
-}
-
-// peekAtLeast is peek for a caller that has read record version of
-// instance id: a cached instance older than that (another process stepped
-// it since) is read again, so that what the caller decides on includes at
-// least that record.
-func (e *engine[S]) peekAtLeast(ctx context.Context, id string, version uint64) (*instance[S], error) {
+// peek returns instance id as this process last saw it, when that view
+// includes at least record version, or as the store has it, without
+// caching what it reads: for readers that do not hold the instance's lock.
+func (e *engine[S]) peek(ctx context.Context, id string, version uint64) (*instance[S], error) {
 	if in, ok := e.cache.Get(e.t.Stream(id)); ok && in.version >= version {
 		return in, nil
 	}
-	e.cache.Evict(e.t.Stream(id))
 	return e.read(ctx, id)
 }
 

@@ -43,7 +43,7 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 	// The settled check must see at least this record: on an older view
 	// (another process re-drove the instance since), a command the re-run
 	// sends again would look settled by the history it replaced.
-	in, err := r.e.peekAtLeast(ctx, id, ev.Version)
+	in, err := r.e.peek(ctx, id, ev.Version)
 	if err != nil && !errors.Is(err, eventstore.ErrCorrupt) {
 		return err
 	}

@@ -44,6 +44,7 @@ var edgeTests = []struct {
 	{"RedriveThatSendsARejectedCommandAgainTakesItsRejection", testRedriveThatSendsARejectedCommandAgainTakesItsRejection},
 	{"StaleViewDoesNotLoseAPoisonCommandAgain", testStaleViewDoesNotLoseAPoisonCommandAgain},
 	{"RedriveByAnotherProcessSendsTheRejectedCommandAgain", testRedriveByAnotherProcessSendsTheRejectedCommandAgain},
+	{"RedriveFromBeforeAPoisonCommandTakesItBack", testRedriveFromBeforeAPoisonCommandTakesItBack},
 	{"DeadLettersAreHandedBackAfterARepair", testDeadLettersAreHandedBackAfterARepair},
 }
 

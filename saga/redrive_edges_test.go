@@ -1,6 +1,7 @@
 package saga_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -204,4 +205,49 @@ func testDeadLettersAreHandedBackAfterARepair(t *testing.T, st edgeStores) {
 	assert.Equal(t, []string{"start", "after the damage"}, edgeSeen(t, r, "d"))
 	assert.Empty(t, letters())
 	assert.ErrorIs(t, r.SkipDeadLetter(ctx, again[0]), eventstore.ErrDeadLetterChanged, "gone already")
+}
+
+// testRedriveFromBeforeAPoisonCommandTakesItBack: a step sent a command
+// that its aggregate cannot carry out (its Handle panics), and the outbox
+// parked the instance on it. The operator deploys a fixed handler and
+// re-drives from that step; the re-run sends a command to another account
+// instead. Found by the widened simulation (tabs seed 8097), whose check
+// demanded that an operator skip such a command as well. Promise
+// (Runner.Redrive: what the steps from from on recorded and the re-run
+// does not record again is no longer the instance's to send): the instance
+// is not parked, the poison command is never sent again, and the fixed
+// one takes effect once.
+func testRedriveFromBeforeAPoisonCommandTakesItBack(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	chargeTo := func(account string) edgeHooks {
+		return edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+			s.Seen = append(s.Seen, e.Text)
+			if e.Text == "charge" {
+				out.Send(edgeCharge{Account: account, Ref: "c"})
+			}
+			return nil
+		}}
+	}
+	g := newEdgeRig(t, st, chargeTo("panic-r"))
+	r := g.runner(t, nil, saga.RunnerOptions{BatchSize: 1})
+	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
+	edgeDeliver(t, r, "src-1", 1, edgeEvent{ID: "1", Text: "charge"})
+	require.NoError(t, r.CatchUp(ctx))
+	x := edgeExplain(t, r, "1")
+	require.NotNil(t, x.Parked, "the outbox parked the instance on the poison command")
+	require.NotEmpty(t, x.Parked.Command)
+
+	fixed := g.sibling(t, chargeTo("acct-r"), false)
+	operator := fixed.runner(t, nil, saga.RunnerOptions{BatchSize: 1})
+	_, err := operator.Redrive(ctx, "1", 1) // from the step that sent the poison command
+	require.NoError(t, err)
+	require.NoError(t, operator.CatchUp(ctx), "the outbox has nothing left that fails")
+	require.NoError(t, operator.CatchUp(ctx))
+
+	x = edgeExplain(t, operator, "1")
+	assert.Nil(t, x.Parked, "the re-driven instance no longer holds the poison command")
+	assert.Empty(t, x.Unsent)
+	assert.Equal(t, []string{"start", "charge"}, x.State.Seen)
+	assert.Equal(t, 1, fixed.account(t, "acct-r").Charges["c"], "the fixed command took effect once")
+	assert.Zero(t, fixed.account(t, "panic-r").Charges["c"], "the poison command never applied")
 }

@@ -131,8 +131,17 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 		return d.nothing(ignored)
 	}
 	values, herr, err := e.decodeEvent(ctx, msg)
-	if herr != nil || err != nil {
-		return nil, 0, herr, err
+	switch {
+	case err != nil:
+		return nil, 0, nil, err
+	case herr != nil && park != nil:
+		// A message this code cannot read (a type renamed or changed
+		// without its upcaster deployed) parks as it is: its failure will
+		// not change until new code is, and nothing its type would say
+		// about holding it can be known.
+		return d.parked(in.rec.Parked, msg, park), parkedOut, nil, nil
+	case herr != nil:
+		return nil, 0, herr, nil
 	}
 	starts, anyOrder := false, false
 	for _, v := range values {

@@ -119,6 +119,12 @@ type edgeHooks struct {
 	deadline func(ctx context.Context, name string, s *edgeState, p edgeDue, out *saga.Output) error
 	// rejected handles the rejection of either command; ref is its Ref.
 	rejected func(ctx context.Context, s *edgeState, ref string, reason error, out *saga.Output) error
+	// eventVersion is the schema version the code registers edgeEvent at
+	// (0: 1); a later one, without an upcaster, is code whose event type
+	// changed without the upcaster that reads what the older code stored.
+	eventVersion uint32
+	// stateVersion is likewise the schema version of edgeState.
+	stateVersion uint32
 }
 
 // edgeRig is one version of the edge saga's code (registry, saga type, bus)
@@ -166,8 +172,8 @@ func (g *edgeRig) sibling(t *testing.T, hooks edgeHooks, withoutCharges bool) *e
 func (g *edgeRig) build(t *testing.T, hooks edgeHooks, withoutCharges bool) {
 	g.reg = codec.NewRegistry(codec.Options{})
 	regs := []error{
-		codec.Register[edgeState](g.reg, "edge.state", 1),
-		codec.Register[edgeEvent](g.reg, "edge.event", 1),
+		codec.Register[edgeState](g.reg, "edge.state", max(hooks.stateVersion, 1)),
+		codec.Register[edgeEvent](g.reg, "edge.event", max(hooks.eventVersion, 1)),
 		codec.Register[edgeAny](g.reg, "edge.any", 1),
 		codec.Register[edgeDue](g.reg, "edge.due", 1),
 		codec.Register[edgeNotify](g.reg, "edge.notify", 1),

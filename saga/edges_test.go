@@ -46,6 +46,8 @@ var edgeTests = []struct {
 	{"RedriveByAnotherProcessSendsTheRejectedCommandAgain", testRedriveByAnotherProcessSendsTheRejectedCommandAgain},
 	{"RedriveFromBeforeAPoisonCommandTakesItBack", testRedriveFromBeforeAPoisonCommandTakesItBack},
 	{"DeadLettersAreHandedBackAfterARepair", testDeadLettersAreHandedBackAfterARepair},
+	{"HeldMessageThatNoLongerDecodesParksItsInstance", testHeldMessageThatNoLongerDecodesParksItsInstance},
+	{"ExplainShowsWhatIsStuckWhenTheStateCannotBeRead", testExplainShowsWhatIsStuckWhenTheStateCannotBeRead},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

@@ -138,7 +138,13 @@ func (e *engine[S]) retried(ctx context.Context, id string, msg *message) (outco
 			e.log.WarnContext(ctx, "saga: message parked; the instance holds later messages behind it",
 				slog.String("saga", e.t.name), slog.String("instance", id), slog.String("message", msg.String()),
 				slog.Int("attempts", attempt), slog.Any("error", herr))
-			out, _, err := e.step(ctx, id, msg, &parkedMessage{Error: herr.Error(), Attempts: attempt})
+			out, perr, err := e.step(ctx, id, msg, &parkedMessage{Error: herr.Error(), Attempts: attempt})
+			if err == nil && perr != nil {
+				// Parking decides nothing that can fail: were it to, the
+				// message would be neither handled nor parked, and a drain
+				// would take it again forever.
+				err = fmt.Errorf("saga %q, instance %q: parking %s: %w", e.t.name, id, msg, perr)
+			}
 			return out, err
 		}
 		e.log.DebugContext(ctx, "saga: handler failed; retrying", slog.String("saga", e.t.name),
@@ -249,6 +255,9 @@ func (e *engine[S]) resume(ctx context.Context, id string, seen uint64) error {
 // is left that it can.
 func (e *engine[S]) drain(ctx context.Context, id string) error {
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		in, _, err := e.load(ctx, id)
 		if err != nil {
 			return err

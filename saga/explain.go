@@ -2,6 +2,8 @@ package saga
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"sort"
@@ -139,11 +141,17 @@ func stepOf(version uint64, rec *record) Step {
 type SentCommand struct {
 	ID string
 	// Type is the command's codec type name.
-	Type    string
+	Type string
+	// Command is the command's value: nil when this code cannot decode
+	// it (its type changed without its upcaster deployed).
 	Command any
 }
 
-// Explain returns instance id as its latest step left it.
+// Explain returns instance id as its latest step left it. When this code
+// cannot read part of it (a state or command type changed without its
+// upcaster deployed), Explain still fills in everything else, parked and
+// held messages included, and returns an error naming what it could not
+// read: State is nil then, or LastStep and Unsent lack the commands.
 func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], error) {
 	in, err := r.e.read(ctx, id)
 	if err != nil {
@@ -154,8 +162,9 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 	if !in.exists {
 		return x, nil
 	}
+	var unreadable []error
 	if x.State, err = r.e.state(in); err != nil {
-		return x, err
+		unreadable = append(unreadable, err)
 	}
 	x.Watermarks, x.OutOfOrder, x.Pending = progressOf(&in.rec)
 	for _, h := range in.rec.Held {
@@ -172,11 +181,13 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 		x.Deadlines = append(x.Deadlines, Deadline{ID: d.ID, Name: d.Name, At: d.At})
 	}
 	sort.Slice(x.Deadlines, func(i, j int) bool { return x.Deadlines[i].At.Before(x.Deadlines[j].At) })
-	if x.LastStep, err = r.step(in.version, &in.rec); err != nil {
-		return x, err
+	if x.LastStep, err = r.step(in.stream, in.version, &in.rec); err != nil {
+		unreadable = append(unreadable, err)
 	}
-	x.Unsent, err = r.unsent(ctx, in)
-	return x, err
+	if x.Unsent, err = r.unsent(ctx, in); err != nil {
+		unreadable = append(unreadable, err)
+	}
+	return x, errors.Join(unreadable...)
 }
 
 // progressOf returns the watermarks, out-of-order sequences and pending
@@ -219,6 +230,7 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 		return nil, err
 	}
 	var out []SentCommand
+	var unreadable []error
 	isSettled := r.e.settledCheck(ctx, in)
 	for ev, err := range r.e.store.ReadStream(ctx, in.stream, eventstore.ReadOptions{From: eventstore.End, Backward: true}) {
 		if err != nil {
@@ -231,9 +243,9 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 		if err != nil {
 			return nil, err
 		}
-		s, err := r.step(ev.Version, rec)
+		s, err := r.step(in.stream, ev.Version, rec)
 		if err != nil {
-			return nil, err
+			unreadable = append(unreadable, err) // listed without their values
 		}
 		for i := len(s.Commands) - 1; i >= 0; i-- {
 			done, err := isSettled(s.Commands[i].ID, ev.Version)
@@ -246,40 +258,49 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 		}
 	}
 	slices.Reverse(out)
-	return out, nil
+	return out, errors.Join(unreadable...)
 }
 
-// History yields every step of instance id, oldest first.
+// History yields every step of instance id, oldest first. A record this
+// code cannot read (damaged, or foreign to the saga) or one with commands
+// it cannot decode is yielded with an error naming it, and the history
+// goes on; a store's error ends it.
 func (r *Runner[S]) History(ctx context.Context, id string) iter.Seq2[Step, error] {
 	return func(yield func(Step, error) bool) {
-		for ev, err := range r.e.store.ReadStream(ctx, r.e.t.Stream(id), eventstore.Forward(0)) {
+		stream := r.e.t.Stream(id)
+		for ev, err := range r.e.store.ReadStream(ctx, stream, eventstore.Forward(0)) {
 			if err != nil {
 				yield(Step{}, err)
 				return
 			}
 			rec, err := decodeRecord(ev)
 			if err != nil {
-				yield(Step{}, err)
-				return
+				if !yield(Step{Version: ev.Version, Recorded: ev.Position}, err) {
+					return
+				}
+				continue
 			}
-			s, err := r.step(ev.Version, rec)
+			s, err := r.step(stream, ev.Version, rec)
 			s.Recorded = ev.Position
-			if !yield(s, err) || err != nil {
+			if !yield(s, err) {
 				return
 			}
 		}
 	}
 }
 
-// step describes a record, decoding the commands it sent.
-func (r *Runner[S]) step(version uint64, rec *record) (Step, error) {
+// step describes record version of stream, decoding the commands it sent:
+// one that this code cannot decode is listed without its value, and named
+// in the error.
+func (r *Runner[S]) step(stream string, version uint64, rec *record) (Step, error) {
 	s := stepOf(version, rec)
+	var unreadable []error
 	for _, c := range rec.Commands {
 		v, err := r.e.t.reg.DecodeValue(c.Command.upcast())
 		if err != nil {
-			return s, err
+			unreadable = append(unreadable, fmt.Errorf("saga stream %q, version %d, command %s: %w", stream, version, c.ID, err))
 		}
 		s.Commands = append(s.Commands, SentCommand{ID: c.ID, Type: c.Command.Type, Command: v})
 	}
-	return s, nil
+	return s, errors.Join(unreadable...)
 }

@@ -1,0 +1,77 @@
+package saga_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/saga"
+)
+
+// Edges an operator meets (issue 23, "For the operator"): what is stuck,
+// and why, must show, and acting on it must not lose a message.
+
+// testHeldMessageThatNoLongerDecodesParksItsInstance: issue 23, item 11.
+// A delivery held for a gap by older code, of an event type whose schema
+// the current code changed without deploying the upcaster: when the gap
+// closes, the current code cannot decode it. Deliver looped forever (the
+// park step decoded the message first, failed, and the drain repeated).
+// Promise: the instance parks on that message with an error naming its
+// type and the missing upcast, and the delivery that closed the gap
+// returns.
+func testHeldMessageThatNoLongerDecodesParksItsInstance(t *testing.T, st edgeStores) {
+	g := newEdgeRig(t, st, edgeHooks{})
+	old := g.runner(t, nil, saga.RunnerOptions{})
+	require.Equal(t, saga.Handled, edgeDeliver(t, old, "src-1", 0, edgeEvent{ID: "1", Text: "start"}))
+	require.Equal(t, saga.Held, edgeDeliver(t, old, "src-1", 2, edgeEvent{ID: "1", Text: "held"}))
+
+	current := g.sibling(t, edgeHooks{eventVersion: 2}, false)
+	r := current.runner(t, nil, saga.RunnerOptions{})
+	edgeDeliver(t, r, "src-1", 1, edgeEvent{ID: "1", Text: "gap"})
+
+	x := edgeExplain(t, r, "1")
+	assert.Equal(t, []string{"start", "gap"}, x.State.Seen)
+	require.NotNil(t, x.Parked, "the instance is parked on the message it cannot read")
+	assert.Equal(t, "event", x.Parked.Kind)
+	assert.EqualValues(t, 2, x.Parked.Sequence)
+	assert.Equal(t, "edge.event", x.Parked.Type)
+	assert.Contains(t, x.Parked.Error, `"edge.event"`)
+	assert.Contains(t, x.Parked.Error, "upcast")
+	assert.Empty(t, x.Held)
+}
+
+// testExplainShowsWhatIsStuckWhenTheStateCannotBeRead: issue 23, item 11.
+// An instance parked with a delivery held behind it, read by code whose
+// state type changed without its upcaster: Explain returned the decoding
+// error and nothing of what was parked or held. Promise (Runner.Explain):
+// everything else is shown, and the error names the stream and version of
+// what could not be read.
+func testExplainShowsWhatIsStuckWhenTheStateCannotBeRead(t *testing.T, st edgeStores) {
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
+		if e.Text == "poison" {
+			return errors.New("the handler fails on poison")
+		}
+		s.Seen = append(s.Seen, e.Text)
+		return nil
+	}})
+	old := g.runner(t, nil, saga.RunnerOptions{})
+	edgeDeliver(t, old, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
+	require.Equal(t, saga.Parked, edgeDeliver(t, old, "src-1", 1, edgeEvent{ID: "1", Text: "poison"}))
+	require.Equal(t, saga.Held, edgeDeliver(t, old, "feed", 0, edgeAny{ID: "1", Text: "behind"}))
+
+	current := g.sibling(t, edgeHooks{stateVersion: 2}, false)
+	x, err := current.runner(t, nil, saga.RunnerOptions{}).Explain(edgeContext(t), "1")
+	require.ErrorIs(t, err, codec.ErrNoUpcastPath)
+	assert.Contains(t, err.Error(), `saga stream "`+g.typ.Stream("1")+`", version 2`, "the error names the record it could not read")
+	assert.Nil(t, x.State)
+	require.NotNil(t, x.Parked, "what is parked shows")
+	assert.EqualValues(t, 1, x.Parked.Sequence)
+	assert.Contains(t, x.Parked.Error, "poison")
+	require.Len(t, x.Held, 1, "what is held shows")
+	assert.Equal(t, "feed", x.Held[0].Source)
+	assert.EqualValues(t, 2, x.Version)
+}

@@ -48,6 +48,7 @@ var edgeTests = []struct {
 	{"DeadLettersAreHandedBackAfterARepair", testDeadLettersAreHandedBackAfterARepair},
 	{"HeldMessageThatNoLongerDecodesParksItsInstance", testHeldMessageThatNoLongerDecodesParksItsInstance},
 	{"ExplainShowsWhatIsStuckWhenTheStateCannotBeRead", testExplainShowsWhatIsStuckWhenTheStateCannotBeRead},
+	{"AParkedMessageIsNotAGap", testAParkedMessageIsNotAGap},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

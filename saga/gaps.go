@@ -35,10 +35,19 @@ func waitsFor(rec *record, h envelope) (uint64, bool) {
 	if h.kind() != kindEvent || h.Ordered {
 		return h.Sequence, false
 	}
-	if p := rec.Sources[h.Source]; h.Sequence > p.Next {
+	p := rec.Sources[h.Source]
+	if h.Sequence > p.Next && !parkedBelow(rec, h.Source, h.Sequence) {
 		return p.Next, true
 	}
 	return h.Sequence, false
+}
+
+// parkedBelow reports whether rec is parked on an event of source below
+// sequence seq: what waits above it waits for that message's turn, which
+// an operator decides (Retry, Skip), not for a message that is missing.
+func parkedBelow(rec *record, source string, seq uint64) bool {
+	m := rec.Parked
+	return m != nil && m.Message.kind() == kindEvent && m.Message.Source == source && m.Message.Sequence < seq
 }
 
 // gapsOf returns the gaps that record rec of instance id leaves open, one

@@ -533,8 +533,9 @@ func TestLegacyV1ParkedDeliveryThenItsHeldOnes(t *testing.T) {
 			assert.Equal(t, "event", h.Kind)
 			assert.Equal(t, "broker", h.Source)
 			assert.Equal(t, "legacy.noted", h.Type)
-			assert.Equal(t, uint64(1), h.WaitsFor, "%s waits for the parked one", h.ID)
+			assert.Equal(t, h.Sequence, h.WaitsFor, "%s waits behind the parked one, not for a gap", h.ID)
 		}
+		assert.Empty(t, f.r.Gaps(), "what waits behind a parked message is no gap")
 		assert.Equal(t, []saga.Deadline{expire("d")}, x.Deadlines)
 
 		// While parked: what it holds, and the parked one, are duplicates.

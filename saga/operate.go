@@ -99,8 +99,11 @@ func (r *Runner[S]) Skip(ctx context.Context, id, messageID string) error {
 // [Gap.WaitsFor], or [HeldMessage.WaitsFor], the operator saw): the lowest
 // held message of source becomes the next one, and the instance goes on
 // from there. Use it for a gap that will never fill. A source with nothing
-// held is an [*eventstore.InvalidArgumentError]; a gap that no longer
-// waits for waitsFor (it filled, or was released) a [*StaleError].
+// held is an [*eventstore.InvalidArgumentError], and so is one whose held
+// messages wait behind the instance's parked message rather than for a
+// missing one (passing over it would drop it: Retry or Skip it); a gap
+// that no longer waits for waitsFor (it filled, or was released) a
+// [*StaleError].
 func (r *Runner[S]) Release(ctx context.Context, id, source string, waitsFor uint64) error {
 	return r.operate(ctx, id, func(in *instance[S], rec *record) error {
 		lowest, found := uint64(0), false
@@ -118,6 +121,12 @@ func (r *Runner[S]) Release(ctx context.Context, id, source string, waitsFor uin
 		case !found:
 			return &eventstore.InvalidArgumentError{Index: -1, Field: "source",
 				Reason: fmt.Sprintf("%q has no message held in saga %q, instance %q", source, r.e.t.name, id)}
+		case parkedBelow(rec, source, lowest):
+			// Passing over it would drop it: the Retry after the fix would
+			// find it taken.
+			return &eventstore.InvalidArgumentError{Index: -1, Field: "source",
+				Reason: fmt.Sprintf("saga %q, instance %q: what %q holds waits behind the parked message #%d, not for a missing one: Retry or Skip it",
+					r.e.t.name, id, source, rec.Parked.Message.Sequence)}
 		case p.Next != waitsFor || lowest <= p.Next:
 			stale.Now = fmt.Sprintf("its gap at %d", p.Next)
 			return stale

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -74,4 +75,45 @@ func testExplainShowsWhatIsStuckWhenTheStateCannotBeRead(t *testing.T, st edgeSt
 	require.Len(t, x.Held, 1, "what is held shows")
 	assert.Equal(t, "feed", x.Held[0].Source)
 	assert.EqualValues(t, 2, x.Version)
+}
+
+// testAParkedMessageIsNotAGap: issue 23, item 10. A delivery held behind a
+// parked message of its own source showed WaitsFor the parked sequence,
+// so Gaps listed it, Stats counted it and the warning said Release gives
+// up on it; releasing it moved the watermark past the parked message, and
+// the Retry after the fix dropped that message as a duplicate. Promise:
+// what waits behind a parked message is no gap, Release refuses to pass
+// over a parked message, and the Retry after the fix handles it, then
+// what waits behind it, once each.
+func testAParkedMessageIsNotAGap(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	failing := edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
+		if e.Text == "poison" {
+			return errors.New("the handler fails on poison")
+		}
+		s.Seen = append(s.Seen, e.Text)
+		return nil
+	}}
+	g := newEdgeRig(t, st, failing)
+	r := g.runner(t, nil, saga.RunnerOptions{})
+	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
+	require.Equal(t, saga.Parked, edgeDeliver(t, r, "src-1", 1, edgeEvent{ID: "1", Text: "poison"}))
+	require.Equal(t, saga.Held, edgeDeliver(t, r, "src-1", 2, edgeEvent{ID: "1", Text: "behind"}))
+
+	assert.Empty(t, r.Gaps(), "nothing is missing: the message waits behind the parked one")
+	stats, err := r.Stats(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, stats.Gaps)
+	x := edgeExplain(t, r, "1")
+	require.Len(t, x.Held, 1)
+	assert.EqualValues(t, 2, x.Held[0].WaitsFor, "a message behind a parked one waits for its own turn")
+
+	err = r.Release(ctx, "1", "src-1", 1)
+	require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "Release does not pass over a parked message")
+	assert.Contains(t, err.Error(), "parked")
+
+	fixed := g.sibling(t, edgeHooks{}, false).runner(t, nil, saga.RunnerOptions{})
+	_, err = fixed.Retry(ctx, "1", x.Parked.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"start", "poison", "behind"}, edgeSeen(t, fixed, "1"))
 }

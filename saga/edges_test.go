@@ -49,6 +49,7 @@ var edgeTests = []struct {
 	{"HeldMessageThatNoLongerDecodesParksItsInstance", testHeldMessageThatNoLongerDecodesParksItsInstance},
 	{"ExplainShowsWhatIsStuckWhenTheStateCannotBeRead", testExplainShowsWhatIsStuckWhenTheStateCannotBeRead},
 	{"AParkedMessageIsNotAGap", testAParkedMessageIsNotAGap},
+	{"ParkedAndHeldAreCountedNowAndAfterARestart", testParkedAndHeldAreCountedNowAndAfterARestart},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

@@ -173,9 +173,8 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 			EventID: h.EventID, Command: h.Command, WaitsFor: wait, Since: h.Since})
 	}
 	if p := in.rec.Parked; p != nil {
-		m := p.Message
-		x.Parked = &ParkedMessage{ID: m.key(), Kind: m.kind(), Source: m.Source, Sequence: m.Sequence, Type: m.Type,
-			Deadline: m.Deadline, Command: m.Command, Error: p.Error, Attempts: p.Attempts, Since: p.Since}
+		m := parkedMessageOf(p)
+		x.Parked = &m
 	}
 	for _, d := range in.rec.Deadlines {
 		x.Deadlines = append(x.Deadlines, Deadline{ID: d.ID, Name: d.Name, At: d.At})
@@ -188,6 +187,13 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 		unreadable = append(unreadable, err)
 	}
 	return x, errors.Join(unreadable...)
+}
+
+// parkedMessageOf is p as [Explanation] and [Runner.Parked] show it.
+func parkedMessageOf(p *parkedMessage) ParkedMessage {
+	m := p.Message
+	return ParkedMessage{ID: m.key(), Kind: m.kind(), Source: m.Source, Sequence: m.Sequence, Type: m.Type,
+		Deadline: m.Deadline, Command: m.Command, Error: p.Error, Attempts: p.Attempts, Since: p.Since}
 }
 
 // progressOf returns the watermarks, out-of-order sequences and pending

@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"sort"
-	"sync"
 	"time"
 )
 
@@ -71,94 +69,11 @@ func gapsOf(id string, rec *record) []Gap {
 	return out
 }
 
-// gapIndex is a runner's index of open gaps: per instance, those its
-// latest record leaves open, as the runner saw that record (its own steps,
-// and the records its outbox reads).
-type gapIndex struct {
-	mu      sync.Mutex
-	open    map[string][]Gap
-	version map[string]uint64
-	// warned holds the gaps already warned about, so that each is logged
-	// once.
-	warned map[Gap]bool
-}
-
-func newGapIndex() *gapIndex {
-	return &gapIndex{open: make(map[string][]Gap), version: make(map[string]uint64), warned: make(map[Gap]bool)}
-}
-
-// observe records the gaps that record version of instance id leaves open,
-// unless a later record of it was observed already.
-func (g *gapIndex) observe(id string, version uint64, rec *record) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if v, seen := g.version[id]; seen && v > version {
-		return
-	}
-	gaps := gapsOf(id, rec)
-	if len(gaps) == 0 {
-		delete(g.open, id)
-		delete(g.version, id)
-		for k := range g.warned {
-			if k.Instance == id {
-				delete(g.warned, k)
-			}
-		}
-		return
-	}
-	g.open[id], g.version[id] = gaps, version
-}
-
-// knows reports whether the index holds gaps of instance id.
-func (g *gapIndex) knows(id string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.open[id] != nil
-}
-
-// list returns the open gaps, oldest first.
-func (g *gapIndex) list() []Gap {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var out []Gap
-	for _, gaps := range g.open {
-		out = append(out, gaps...)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Since.Equal(out[j].Since) {
-			return out[i].Since.Before(out[j].Since)
-		}
-		return out[i].Instance < out[j].Instance
-	})
-	return out
-}
-
-// overdue returns the gaps open since before cutoff that were not returned
-// before.
-func (g *gapIndex) overdue(cutoff time.Time) []Gap {
-	var out []Gap
-	for _, gap := range g.list() {
-		if !gap.Since.Before(cutoff) {
-			break
-		}
-		key := gap
-		key.Held, key.Since = 0, time.Time{}
-		g.mu.Lock()
-		fresh := !g.warned[key]
-		g.warned[key] = true
-		g.mu.Unlock()
-		if fresh {
-			out = append(out, gap)
-		}
-	}
-	return out
-}
-
 // Gaps returns the gaps that instances of the saga wait for, oldest first,
 // as this runner knows them: from the steps it stored and the step records
 // its outbox read. Each is one instance and source; give up on one with
 // [Runner.Release].
-func (r *Runner[S]) Gaps() []Gap { return r.gaps.list() }
+func (r *Runner[S]) Gaps() []Gap { return r.stuck.gaps() }
 
 // watchGaps warns, once each, about the gaps open longer than the gap
 // alert, checking a few times per alert period, until ctx ends.
@@ -176,7 +91,7 @@ func (r *Runner[S]) watchGaps(ctx context.Context) error {
 			return nil
 		case <-r.e.clock.After(alert / 4):
 		}
-		for _, gap := range r.gaps.overdue(r.e.now().Add(-alert)) {
+		for _, gap := range r.stuck.overdue(r.e.now().Add(-alert)) {
 			r.e.log.WarnContext(ctx, "saga: an instance waits for a message that has not arrived; Release gives up on it",
 				slog.String("saga", r.e.t.name), slog.String("instance", gap.Instance), slog.String("source", gap.Source),
 				slog.Uint64("waits_for", gap.WaitsFor), slog.Int("held", gap.Held), slog.Duration("age", r.e.now().Sub(gap.Since)))

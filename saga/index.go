@@ -105,13 +105,15 @@ func (r *Runner[S]) scanRecords(ctx context.Context, start eventstore.Position) 
 			r.unreadable(ctx, ev, err)
 			continue
 		}
-		if len(rec.Deadlines) == 0 && len(rec.Held) == 0 && !r.timers.knows(id) && !r.gaps.knows(id) {
+		if len(rec.Deadlines) == 0 && len(rec.Held) == 0 && rec.Parked == nil && !r.timers.knows(id) && !r.stuck.knows(id) {
 			delete(found, id) // nothing to index, nor to drop from the indexes
 			continue
 		}
-		// Only what the indexes read is kept: the deadlines, and the held
-		// messages with the progress their gaps are judged by.
-		found[id] = latest{version: ev.Version, rec: &record{Deadlines: rec.Deadlines, Held: references(rec.Held), Sources: rec.Sources}}
+		// Only what the indexes read is kept: the deadlines, the parked
+		// message, and the held messages with the progress their gaps are
+		// judged by, all without payloads.
+		found[id] = latest{version: ev.Version, rec: &record{Deadlines: rec.Deadlines, Held: references(rec.Held),
+			Sources: rec.Sources, Parked: parkedReference(rec.Parked)}}
 	}
 	for id, l := range found {
 		r.observe(id, l.version, l.rec)
@@ -126,4 +128,14 @@ func references(held []envelope) []envelope {
 		out[i] = h.reference()
 	}
 	return out
+}
+
+// parkedReference returns p without its message's payload.
+func parkedReference(p *parkedMessage) *parkedMessage {
+	if p == nil {
+		return nil
+	}
+	ref := *p
+	ref.Message = p.Message.reference()
+	return &ref
 }

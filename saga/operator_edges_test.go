@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -116,4 +117,72 @@ func testAParkedMessageIsNotAGap(t *testing.T, st edgeStores) {
 	_, err = fixed.Retry(ctx, "1", x.Parked.ID)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"start", "poison", "behind"}, edgeSeen(t, fixed, "1"))
+}
+
+// testParkedAndHeldAreCountedNowAndAfterARestart: issue 23, item 9.
+// Stats.Parked counted parked messages since the runner was made: after a
+// Retry it still counted the instance, and a new process read 0 while
+// instances were parked, so "Parked above zero" alerted on the wrong
+// thing, and nothing listed what is parked. Promise: Stats counts the
+// instances parked and the messages held now, Parked lists the parked
+// instances longest parked first with their reasons, and a new process
+// that has loaded the saga's records knows both.
+func testParkedAndHeldAreCountedNowAndAfterARestart(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	failing := edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
+		if e.Text == "poison" {
+			return errors.New("the handler fails on poison")
+		}
+		s.Seen = append(s.Seen, e.Text)
+		return nil
+	}}
+	g := newEdgeRig(t, st, failing)
+	r := g.runner(t, nil, saga.RunnerOptions{})
+	first := g.clock.Now()
+	edgeDeliver(t, r, "a", 0, edgeEvent{ID: "1", Text: "start"})
+	require.Equal(t, saga.Parked, edgeDeliver(t, r, "a", 1, edgeEvent{ID: "1", Text: "poison"}))
+	require.Equal(t, saga.Held, edgeDeliver(t, r, "a", 2, edgeEvent{ID: "1", Text: "behind"}))
+	g.clock.Advance(time.Minute)
+	edgeDeliver(t, r, "b", 0, edgeEvent{ID: "2", Text: "start"})
+	require.Equal(t, saga.Parked, edgeDeliver(t, r, "b", 1, edgeEvent{ID: "2", Text: "poison"}))
+	edgeDeliver(t, r, "c", 0, edgeEvent{ID: "3", Text: "start"})
+	require.Equal(t, saga.Held, edgeDeliver(t, r, "c", 2, edgeEvent{ID: "3", Text: "after a gap"}))
+
+	now := func(r *saga.Runner[edgeState]) saga.Stats {
+		t.Helper()
+		stats, err := r.Stats(ctx)
+		require.NoError(t, err)
+		return stats
+	}
+	parkedNow := func(t *testing.T, r *saga.Runner[edgeState], what string) {
+		t.Helper()
+		stats := now(r)
+		assert.Equal(t, 2, stats.ParkedInstances, what)
+		assert.True(t, stats.OldestParked.Equal(first), "%s: oldest parked at %v, not %v", what, stats.OldestParked, first)
+		assert.Equal(t, 2, stats.HeldMessages, "%s: one behind a parked message, one behind a gap", what)
+		assert.Equal(t, 1, stats.Gaps, what)
+		parked := r.Parked()
+		require.Len(t, parked, 2, what)
+		assert.Equal(t, []string{"1", "2"}, []string{parked[0].Instance, parked[1].Instance}, "%s: longest parked first", what)
+		assert.Equal(t, edgeExplain(t, r, "1").Parked.ID, parked[0].Message.ID, what)
+		assert.Contains(t, parked[0].Message.Error, "the handler fails on poison", what)
+		assert.Equal(t, 1, parked[0].Held, what)
+		assert.Zero(t, parked[1].Held, what)
+	}
+	parkedNow(t, r, "the runner that parked them")
+
+	restarted := g.sibling(t, failing, false).runner(t, nil, saga.RunnerOptions{})
+	require.NoError(t, restarted.LoadDeadlines(ctx))
+	parkedNow(t, restarted, "a new process")
+
+	fixed := g.sibling(t, edgeHooks{}, false).runner(t, nil, saga.RunnerOptions{})
+	require.NoError(t, fixed.LoadDeadlines(ctx))
+	_, err := fixed.Retry(ctx, "1", edgeExplain(t, fixed, "1").Parked.ID)
+	require.NoError(t, err)
+	require.NoError(t, fixed.Skip(ctx, "2", edgeExplain(t, fixed, "2").Parked.ID))
+	stats := now(fixed)
+	assert.Zero(t, stats.ParkedInstances, "nothing is parked after the Retry and the Skip")
+	assert.True(t, stats.OldestParked.IsZero())
+	assert.Equal(t, 1, stats.HeldMessages, "what waits behind the gap is still held")
+	assert.Empty(t, fixed.Parked())
 }

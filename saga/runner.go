@@ -127,7 +127,7 @@ type Runner[S any] struct {
 	e       *engine[S]
 	bus     *command.Bus
 	timers  *timers
-	gaps    *gapIndex
+	stuck   *stuckIndex
 	opts    RunnerOptions
 	workers int
 	// sent counts the commands dispatched, for CatchUp to tell when
@@ -187,7 +187,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	case opts.CacheSize > 0:
 		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
-	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), gaps: newGapIndex(), opts: opts, workers: opts.Workers, segments: segments}
+	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(), opts: opts, workers: opts.Workers, segments: segments}
 	if opts.Exclusive && opts.Leases == nil {
 		leases, ok := r.checkpoints().(eventstore.LeaseStore)
 		if !ok {
@@ -336,7 +336,7 @@ func instanceOf[S any](m *eventMapping[S], v any, md eventstore.Metadata) (id st
 	return id, err
 }
 
-// observe tells the runner's indexes (deadlines, gaps) of record version
+// observe tells the runner's indexes (deadlines, what is stuck) of record version
 // of instance id: one it stored, or one its outbox read. Only the
 // instances of the segments this runner runs are indexed.
 func (r *Runner[S]) observe(id string, version uint64, rec *record) {
@@ -346,5 +346,5 @@ func (r *Runner[S]) observe(id string, version uint64, rec *record) {
 		return
 	}
 	r.timers.observe(id, version, rec.Deadlines)
-	r.gaps.observe(id, version, rec)
+	r.stuck.observe(id, version, rec)
 }

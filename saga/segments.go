@@ -3,7 +3,6 @@ package saga
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 
@@ -93,13 +92,7 @@ func (r *Runner[S]) setActive(k int, on bool) {
 	if on {
 		return
 	}
-	for _, gap := range r.gaps.list() {
-		if Segment(gap.Instance, r.segments) == k {
-			// A record with nothing held, later than any: the gap index
-			// drops the instance.
-			r.gaps.observe(gap.Instance, math.MaxUint64, &record{})
-		}
-	}
+	r.stuck.forget(func(id string) bool { return Segment(id, r.segments) == k })
 }
 
 // running is a segment whose consumers run in this process.

@@ -17,8 +17,20 @@ type Stats struct {
 	// had stored already; Ignored those for an instance not started or
 	// complete, or a deadline no longer pending; Held those kept for their
 	// turn; Parked those parked after failing (or, for a stored event,
-	// reaching no instance). All since the runner was made.
+	// reaching no instance). All since the runner was made: what is parked
+	// or held now is ParkedInstances and HeldMessages.
 	Handled, Duplicates, Ignored, Held, Parked int64
+	// ParkedInstances counts the instances parked on a message now (see
+	// [Runner.Parked]), and OldestParked is when the longest parked of
+	// them parked (zero for none). HeldMessages counts the messages
+	// instances hold now, behind a gap or a parked message. All three are
+	// as this runner knows its segments' instances: from its steps, its
+	// outbox, and the scan of the saga's records when Run, CatchUp or
+	// LoadDeadlines starts, so a new process counts what an earlier one
+	// left.
+	ParkedInstances int
+	OldestParked    time.Time
+	HeldMessages    int
 	// Conflicts counts the steps whose append lost to another runner of the
 	// same instance and were decided again from the reloaded instance: how
 	// often several processes raced on one instance.
@@ -63,9 +75,13 @@ func (r *Runner[S]) Stats(ctx context.Context) (Stats, error) {
 		Held: c.held.Load(), Parked: c.parked.Load(), Conflicts: c.conflicts.Load(), Unreadable: c.unreadable.Load(),
 		Segments: r.segments}
 	s.DeadlinesPending, s.NextDeadline = r.timers.count()
-	if gaps := r.gaps.list(); len(gaps) > 0 {
+	if gaps := r.stuck.gaps(); len(gaps) > 0 {
 		s.Gaps, s.OldestGap = len(gaps), gaps[0].Since
 	}
+	if parked := r.stuck.parked(); len(parked) > 0 {
+		s.ParkedInstances, s.OldestParked = len(parked), parked[0].Message.Since
+	}
+	s.HeldMessages = r.stuck.heldCount()
 	if held := r.held.Load(); held != nil {
 		s.HeldSegments = slices.Clone(*held)
 	}

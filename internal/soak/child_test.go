@@ -42,12 +42,13 @@ type childSample struct {
 	// Age is how long the process has run.
 	Age time.Duration `json:"age"`
 	procMetrics
-	// The runner's Stats since the process started.
+	// The runner's Stats: counts since the process started, then what is
+	// parked, pending and open now.
 	Handled    int64 `json:"handled"`
 	Duplicates int64 `json:"duplicates"`
 	Ignored    int64 `json:"ignored"`
 	Conflicts  int64 `json:"conflicts"`
-	Parked     int64 `json:"parked"`
+	Parked     int   `json:"parked_instances"`
 	Deadlines  int   `json:"deadlines_pending"`
 	Gaps       int   `json:"gaps"`
 	// StatsError is why Stats failed, if it did.
@@ -144,7 +145,7 @@ func TestSoakChild(t *testing.T) {
 			sample.StatsError = err.Error()
 		} else {
 			sample.Handled, sample.Duplicates, sample.Ignored = st.Handled, st.Duplicates, st.Ignored
-			sample.Conflicts, sample.Parked = st.Conflicts, st.Parked
+			sample.Conflicts, sample.Parked = st.Conflicts, st.ParkedInstances
 			sample.Deadlines, sample.Gaps = st.DeadlinesPending, st.Gaps
 		}
 		line, err := json.Marshal(sample)

@@ -120,12 +120,12 @@ func (r *report) judge() {
 		r.conflicts += s.Conflicts
 	}
 	end, found := lastOf[lastGen]
-	r.parked, r.gaps = int(end.Parked), end.Gaps
+	r.parked, r.gaps = end.Parked, end.Gaps
 	switch {
 	case !found:
 		r.failures = append(r.failures, "the last runner reported no sample")
 	case r.parked != 0 || r.gaps != 0:
-		r.failures = append(r.failures, fmt.Sprintf("the last runner ended with %d parked messages and %d open gaps", r.parked, r.gaps))
+		r.failures = append(r.failures, fmt.Sprintf("the last runner ended with %d parked instances and %d open gaps", r.parked, r.gaps))
 	}
 }
 

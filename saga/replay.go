@@ -31,6 +31,9 @@ type ScheduledDeadline struct {
 // Divergence is a step of a recorded history that the current code decides
 // otherwise, or cannot decide at all.
 type Divergence struct {
+	// Instance is the instance whose history holds the step, and Stream
+	// its stream.
+	Instance, Stream string
 	// Step is the recorded step.
 	Step Step
 	// Recorded is what the step decided when it ran; Now is what the
@@ -43,7 +46,7 @@ type Divergence struct {
 
 // String describes the divergence for a test failure.
 func (d Divergence) String() string {
-	what := fmt.Sprintf("step %d (%s", d.Step.Version, d.Step.Kind)
+	what := fmt.Sprintf("instance %q (stream %q), step %d (%s", d.Instance, d.Stream, d.Step.Version, d.Step.Kind)
 	if d.Step.Type != "" {
 		what += " " + d.Step.Type
 	}
@@ -57,7 +60,21 @@ func (d Divergence) String() string {
 	if d.Err != nil {
 		return what + ": the current code cannot decide it: " + d.Err.Error()
 	}
-	return fmt.Sprintf("%s:\n  recorded: %+v\n  now:      %+v", what, d.Recorded, d.Now)
+	return fmt.Sprintf("%s:\n  recorded: %s\n  now:      %s", what, d.Recorded, d.Now)
+}
+
+// String describes the decision with the Go types of its values, so that
+// a divergence shows which command or payload differs.
+func (d Decision) String() string {
+	cmds := make([]string, len(d.Commands))
+	for i, c := range d.Commands {
+		cmds[i] = fmt.Sprintf("%#v", c)
+	}
+	dls := make([]string, len(d.Deadlines))
+	for i, dl := range d.Deadlines {
+		dls[i] = fmt.Sprintf("%s at %s: %#v", dl.Name, dl.At.Format(time.RFC3339Nano), dl.Payload)
+	}
+	return fmt.Sprintf("commands [%s], deadlines [%s], completed %t", strings.Join(cmds, ", "), strings.Join(dls, ", "), d.Completed)
 }
 
 // Replay runs a recorded history of one instance through the current code
@@ -89,6 +106,9 @@ func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore
 	}
 	for ev, err := range history {
 		if err != nil {
+			if in.stream != "" {
+				err = fmt.Errorf("saga %q, instance %q (stream %q): the history after step %d: %w", t.name, in.id, in.stream, in.version, err)
+			}
 			return out, err
 		}
 		events[at(ev.StreamID, ev.Version)] = ev
@@ -100,8 +120,12 @@ func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore
 			return out, err
 		}
 		if in.stream == "" {
-			in.stream = ev.StreamID
-			in.id = ev.StreamID[min(len(t.Category()), len(ev.StreamID)):]
+			id, ok := strings.CutPrefix(ev.StreamID, t.Category())
+			if !ok || id == "" {
+				return out, &eventstore.InvalidArgumentError{Stream: ev.StreamID, Index: -1, Field: "history",
+					Reason: fmt.Sprintf("step record #%d is not in a stream of saga %q (%s<instance>)", ev.Version, t.name, t.Category())}
+			}
+			in.stream, in.id = ev.StreamID, id
 		}
 		if msg := replayed(&in.rec, rec); msg != nil {
 			if d, diverges := replayStep(ctx, t, in, msg, ev.Version, rec, lookup); diverges {
@@ -180,7 +204,7 @@ func replayed(prev *record, rec *record) *message {
 func replayStep[S any](ctx context.Context, t *Type[S], before *instance[S], msg *message, version uint64, rec *record,
 	events func(ctx context.Context, stream string, version uint64) (eventstore.Event, bool, error)) (Divergence, bool) {
 	e := &engine[S]{t: t, now: func() time.Time { return rec.Handled.At }, events: events}
-	d := Divergence{Step: stepOf(version, rec)}
+	d := Divergence{Instance: before.id, Stream: before.stream, Step: stepOf(version, rec)}
 	var err error
 	if d.Recorded, err = e.decision(rec); err != nil {
 		d.Err = fmt.Errorf("the recorded step: %w", err)

@@ -17,20 +17,32 @@ import (
 // of saga type t (see [saga.Replay]) and fails the test for every step
 // that the current code decides differently (other commands, other
 // deadlines, another completion) or cannot decide (the recorded state or
-// message no longer decodes). Record histories with [WriteHistory] from
-// saga.Runner.Export on a store that older code ran, keep them in
-// testdata, and read them back with [ReadHistory]: a model change is then
-// checked in CI before it meets the instances in production.
+// message no longer decodes), naming the instance, its stream and the
+// step. Record histories with [WriteHistory] from saga.Runner.Export on a
+// store that older code ran, keep them in testdata, and read them back
+// with [ReadHistory]: a model change is then checked in CI before it
+// meets the instances in production.
+//
+// Each step is decided from the state recorded before it, at the time it
+// ran ([saga.Output.Now] returns that time), and only what it decided is
+// compared, not the state it left. So a step added for new instances only
+// leaves the recorded histories alone when it is gated on what old
+// instances do not have: a state field that the starting handler now
+// sets (a recorded start decides the same commands with or without
+// setting it, and the later steps read the old state, without it), or,
+// for a change of the starting step itself, the step's time against the
+// release that brings it (out.Now() before it is an old instance's
+// start).
 func CheckHistory[S any](tb testing.TB, t *saga.Type[S], histories ...iter.Seq2[eventstore.Event, error]) {
 	tb.Helper()
 	for i, h := range histories {
 		divergences, err := saga.Replay(context.Background(), t, h)
 		if err != nil {
-			tb.Errorf("sagatest: history %d: %v", i, err)
+			tb.Errorf("sagatest: history %d of %d: %v", i+1, len(histories), err)
 			continue
 		}
 		for _, d := range divergences {
-			tb.Errorf("sagatest: history %d: %s", i, d)
+			tb.Errorf("sagatest: saga %q: %s", t.Name(), d)
 		}
 	}
 }

@@ -127,6 +127,6 @@ func TestCheckHistoryCatchesAModelChange(t *testing.T) {
 	rec := &recorder{TB: t}
 	sagatest.CheckHistory(rec, saleSaga(registry(), 30*time.Minute), sagatest.ReadHistory(strings.NewReader(recorded)))
 	require.Len(t, rec.errs, 1, "one step decides differently")
-	assert.Contains(t, rec.errs[0], "step 1 (event seats.reserved")
+	assert.Contains(t, rec.errs[0], `saga "sale": instance "h-1" (stream "saga:sale-h-1"), step 1 (event seats.reserved`, "the failure names the saga, the instance, its stream and the step")
 	assert.Contains(t, rec.errs[0], "recorded:")
 }

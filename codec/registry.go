@@ -279,6 +279,24 @@ func (r *Registry) NameOfType(t reflect.Type) (name string, version uint32, ok b
 	return e.name, e.version, true
 }
 
+// Reads reports whether the registry reads stored events of type name at
+// all: a registered type, or one an upcaster renames, transforms, splits
+// or drops. A consumer that meets a name it does not read can say so
+// rather than pass over its events in silence: it is a type renamed
+// without its [upcast.Rename] step, or one the code no longer registers.
+// It does not freeze the registry.
+func (r *Registry) Reads(name string) bool {
+	if !r.frozen.Load() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+	}
+	if _, ok := r.byName[name]; ok {
+		return true
+	}
+	_, ok := r.chain.NewestVersion(name)
+	return ok
+}
+
 // SourceTypes returns every stored type name that decodes, through the
 // upcasters, to one of the given current type names, those names
 // included. Subscribe and ReadAll filter by stored type name before any

@@ -179,3 +179,20 @@ func TestPartIDsDifferAcrossStreams(t *testing.T) {
 		assert.NotEqual(t, fromA[i].PartID(), fromB[i].PartID(), "part %d of one event ID in two streams", i)
 	}
 }
+
+// TestReadsTellsARenameWithoutItsStep: a registry reads the names it
+// registers and those its upcasters take, and says it does not read the
+// old name of a type renamed without its Rename step (issue 23, item 12).
+func TestReadsTellsARenameWithoutItsStep(t *testing.T) {
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[OrderPlaced](reg, "orders.placed", 1))
+	require.NoError(t, codec.Register[OrderCancelled](reg, "orders.cancelled", 1))
+	require.NoError(t, reg.Upcast(upcast.Rename("order.cancelled", 1, "orders.cancelled", 1), upcast.Drop("order.audited", 1)))
+	assert.True(t, reg.Reads("orders.placed"), "a registered name")
+	assert.True(t, reg.Reads("order.cancelled"), "an old name with its Rename step")
+	assert.True(t, reg.Reads("order.audited"), "a dropped type is read, into nothing")
+	assert.False(t, reg.Reads("order.placed"), "an old name whose Rename step is missing")
+	require.NoError(t, reg.Validate())
+	assert.False(t, reg.Reads("order.placed"), "and after the registry is frozen")
+	assert.True(t, reg.Reads("orders.placed"))
+}

@@ -8,6 +8,7 @@ package saga_test
 // fail or race at a chosen call.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -29,6 +30,7 @@ import (
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
+	"github.com/cairn-es/cairn/upcast"
 )
 
 // edgeState is the state of the edge saga: what its handlers saw, in order,
@@ -125,6 +127,10 @@ type edgeHooks struct {
 	eventVersion uint32
 	// stateVersion is likewise the schema version of edgeState.
 	stateVersion uint32
+	// eventName is the name the code registers edgeEvent under (""
+	// "edge.event"), and renamedFrom, when set, the older name that an
+	// upcast.Rename step brings to it.
+	eventName, renamedFrom string
 }
 
 // edgeRig is one version of the edge saga's code (registry, saga type, bus)
@@ -173,7 +179,7 @@ func (g *edgeRig) build(t *testing.T, hooks edgeHooks, withoutCharges bool) {
 	g.reg = codec.NewRegistry(codec.Options{})
 	regs := []error{
 		codec.Register[edgeState](g.reg, "edge.state", max(hooks.stateVersion, 1)),
-		codec.Register[edgeEvent](g.reg, "edge.event", max(hooks.eventVersion, 1)),
+		codec.Register[edgeEvent](g.reg, cmp.Or(hooks.eventName, "edge.event"), max(hooks.eventVersion, 1)),
 		codec.Register[edgeAny](g.reg, "edge.any", 1),
 		codec.Register[edgeDue](g.reg, "edge.due", 1),
 		codec.Register[edgeNotify](g.reg, "edge.notify", 1),
@@ -182,6 +188,9 @@ func (g *edgeRig) build(t *testing.T, hooks edgeHooks, withoutCharges bool) {
 	}
 	if !withoutCharges {
 		regs = append(regs, codec.Register[edgeCharge](g.reg, "edge.charge", 1))
+	}
+	if hooks.renamedFrom != "" {
+		regs = append(regs, g.reg.Upcast(upcast.Rename(hooks.renamedFrom, 1, hooks.eventName, max(hooks.eventVersion, 1))))
 	}
 	for _, err := range regs {
 		require.NoError(t, err)

@@ -50,6 +50,7 @@ var edgeTests = []struct {
 	{"ExplainShowsWhatIsStuckWhenTheStateCannotBeRead", testExplainShowsWhatIsStuckWhenTheStateCannotBeRead},
 	{"AParkedMessageIsNotAGap", testAParkedMessageIsNotAGap},
 	{"ParkedAndHeldAreCountedNowAndAfterARestart", testParkedAndHeldAreCountedNowAndAfterARestart},
+	{"AForgottenRenameStopsTheSaga", testAForgottenRenameStopsTheSaga},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

@@ -99,9 +99,21 @@ func (r *Runner[S]) OutboxConsumer() string { return StreamPrefix + r.e.t.name +
 // runs its share of the segments, which it gives up to processes that join
 // and takes over from processes that die (see [RunnerOptions.Segments]);
 // it fires the deadlines of the instances in its share only.
+//
+// Before it starts, Run (and CatchUp) compares the stored event types the
+// saga's subscription read when a runner last started (the first time,
+// those its instances' step records took) with those this code reads,
+// and records the latter. A type it read that this code does
+// not read at all (renamed without its upcast.Rename step, or no longer
+// registered) would pass the saga by for good, so Run returns a
+// [*SetupError] naming it instead: register the rename, or upcast.Drop the
+// type when the saga no longer needs its events.
 func (r *Runner[S]) Run(ctx context.Context) error {
 	c, err := r.start()
 	if err != nil {
+		return err
+	}
+	if err := r.checkSubscription(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -156,6 +168,9 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 func (r *Runner[S]) CatchUp(ctx context.Context) error {
 	c, err := r.start()
 	if err != nil {
+		return err
+	}
+	if err := r.checkSubscription(ctx); err != nil {
 		return err
 	}
 	for {

@@ -124,12 +124,19 @@ const (
 // instances, one at a time per instance, and is where operators retry,
 // skip and release. Its methods are safe for concurrent use.
 type Runner[S any] struct {
-	e       *engine[S]
-	bus     *command.Bus
-	timers  *timers
-	stuck   *stuckIndex
-	opts    RunnerOptions
-	workers int
+	e      *engine[S]
+	bus    *command.Bus
+	timers *timers
+	stuck  *stuckIndex
+	// forgotten are the stored event types the instances took that this
+	// code no longer reads.
+	forgotten forgottenTypes
+	// subscribed guards the check of what the subscription reads (see
+	// checkSubscription), done once it succeeds.
+	subscribed   sync.Mutex
+	subscribedOK bool
+	opts         RunnerOptions
+	workers      int
 	// sent counts the commands dispatched, for CatchUp to tell when
 	// nothing is left to do.
 	sent atomic.Int64

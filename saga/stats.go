@@ -40,6 +40,11 @@ type Stats struct {
 	// instance stream), each logged with its stream and version; the
 	// messages their instances could not take wait as dead letters.
 	Unreadable int64
+	// ForgottenTypes are the stored event types that the saga read before
+	// and that this code does not read at all, sorted: types renamed
+	// without their upcast.Rename step, whose events no longer reach the
+	// saga, which Run and CatchUp refuse to start on (see [Runner.Run]).
+	ForgottenTypes []string
 	// DeadlinesPending counts the pending deadlines the runner knows of,
 	// and NextDeadline is when the soonest it fires is due (zero for none).
 	DeadlinesPending int
@@ -73,7 +78,7 @@ func (r *Runner[S]) Stats(ctx context.Context) (Stats, error) {
 	c := r.e.stats
 	s := Stats{Saga: r.e.t.name, Handled: c.handled.Load(), Duplicates: c.duplicates.Load(), Ignored: c.ignored.Load(),
 		Held: c.held.Load(), Parked: c.parked.Load(), Conflicts: c.conflicts.Load(), Unreadable: c.unreadable.Load(),
-		Segments: r.segments}
+		Segments: r.segments, ForgottenTypes: r.forgotten.list()}
 	s.DeadlinesPending, s.NextDeadline = r.timers.count()
 	if gaps := r.stuck.gaps(); len(gaps) > 0 {
 		s.Gaps, s.OldestGap = len(gaps), gaps[0].Since

@@ -51,6 +51,7 @@ var edgeTests = []struct {
 	{"AParkedMessageIsNotAGap", testAParkedMessageIsNotAGap},
 	{"ParkedAndHeldAreCountedNowAndAfterARestart", testParkedAndHeldAreCountedNowAndAfterARestart},
 	{"AForgottenRenameStopsTheSaga", testAForgottenRenameStopsTheSaga},
+	{"RedriveTellsWhichCommandsWentOutAnew", testRedriveTellsWhichCommandsWentOutAnew},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

@@ -41,7 +41,8 @@ func testEdge08RedriveWithAnAddedCommandAppliesEachCommandOnce(t *testing.T, st 
 	require.Equal(t, 1, g.account(t, "acct8").Charges["charge"], "the first run charged once")
 
 	fixed.Store(true)
-	n, err := r.Redrive(ctx, "1", 0)
+	redriven, err := r.Redrive(ctx, "1", 0)
+	n := redriven.Messages
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.NoError(t, r.CatchUp(ctx))

@@ -55,6 +55,10 @@ type Explanation[S any] struct {
 	Unsent []SentCommand
 	// LastStep is the latest step.
 	LastStep Step
+	// Redrive is the latest [Runner.Redrive] of the instance, with how the
+	// commands its re-run sent so far compare with the first run's; nil
+	// when it was never re-driven.
+	Redrive *Redriven
 }
 
 // HeldMessage is a message an instance keeps until it can handle it.
@@ -186,6 +190,13 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 	if x.Unsent, err = r.unsent(ctx, in); err != nil {
 		unreadable = append(unreadable, err)
 	}
+	if mark := in.rec.Redrive; mark != nil {
+		report, err := r.redriveReport(ctx, in.stream, *mark)
+		if err != nil {
+			unreadable = append(unreadable, err)
+		}
+		x.Redrive = &report
+	}
 	return x, errors.Join(unreadable...)
 }
 
@@ -302,11 +313,22 @@ func (r *Runner[S]) step(stream string, version uint64, rec *record) (Step, erro
 	s := stepOf(version, rec)
 	var unreadable []error
 	for _, c := range rec.Commands {
-		v, err := r.e.t.reg.DecodeValue(c.Command.upcast())
+		sent, err := r.sentCommandOf(stream, version, c)
 		if err != nil {
-			unreadable = append(unreadable, fmt.Errorf("saga stream %q, version %d, command %s: %w", stream, version, c.ID, err))
+			unreadable = append(unreadable, err)
 		}
-		s.Commands = append(s.Commands, SentCommand{ID: c.ID, Type: c.Command.Type, Command: v})
+		s.Commands = append(s.Commands, sent)
 	}
 	return s, errors.Join(unreadable...)
+}
+
+// sentCommandOf is command c of the step record at version of stream as
+// operators see it, with an error naming it when this code cannot decode
+// it (its Command is nil then).
+func (r *Runner[S]) sentCommandOf(stream string, version uint64, c sentCommand) (SentCommand, error) {
+	v, err := r.e.t.reg.DecodeValue(c.Command.upcast())
+	if err != nil {
+		err = fmt.Errorf("saga stream %q, version %d, command %s: %w", stream, version, c.ID, err)
+	}
+	return SentCommand{ID: c.ID, Type: c.Command.Type, Command: v}, err
 }

@@ -55,6 +55,9 @@ type record struct {
 	CompletedAt uint64 `json:"completed_at,omitempty"`
 	// Duplicates counts the messages this instance dropped, for operations.
 	Duplicates uint64 `json:"duplicates,omitempty"`
+	// Redrive is the latest Redrive of the instance, kept by every record
+	// after it, for Explain.
+	Redrive *redriveMark `json:"redrive,omitempty"`
 }
 
 // Step kinds, as records name them.

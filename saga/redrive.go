@@ -3,6 +3,7 @@ package saga
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -10,7 +11,11 @@ import (
 
 // Redrive runs the messages of instance id again, from its step at version
 // from on, through the current code: use it after a handler that decided
-// wrong has been fixed. It returns how many messages it runs again.
+// wrong has been fixed. It returns what it did: how many messages it runs
+// again, and, by command ID, which commands the re-run sent anew, which
+// the bus absorbs as the first run's, which differ from what the first
+// run carried out, and which it no longer sends (see [Redriven]). The
+// latest Redrive stays in [Explanation.Redrive].
 //
 // The instance is set back, in one operator's step, to what the step
 // before from left it: its state, the progress of its sources, its pending
@@ -41,17 +46,18 @@ import (
 // A version past the latest step, an instance with no steps, or a step
 // from from on whose delivery payload its record could not keep (see
 // [MaxStepSize]) is an [*eventstore.InvalidArgumentError].
-func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (int, error) {
-	rerun := 0
+func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (Redriven, error) {
+	var mark redriveMark
 	err := r.operate(ctx, id, func(in *instance[S], rec *record) error {
 		if from > in.version {
 			return &eventstore.InvalidArgumentError{Stream: in.stream, Index: -1, Field: "redrive version",
 				Reason: fmt.Sprintf("is %d, past the latest step %d of saga %q, instance %q", from, in.version, r.e.t.name, id)}
 		}
-		base, taken, err := r.redriven(ctx, in.stream, from)
+		base, taken, err := r.redriven(ctx, in.stream, from, math.MaxUint64)
 		if err != nil {
 			return err
 		}
+		mark = redriveMark{Step: in.version + 1, From: from}
 		duplicates := rec.Duplicates
 		*rec = base
 		rec.Duplicates = duplicates
@@ -62,11 +68,15 @@ func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (int, e
 				continue // the step before from took it already: a history re-driven before, taking it again
 			}
 			retake(rec, m)
-			rerun++
+			mark.Messages++
 		}
+		rec.Redrive = &mark
 		return nil
 	})
-	return rerun, err
+	if err != nil {
+		return Redriven{Messages: mark.Messages, Step: mark.Step, From: from}, err
+	}
+	return r.redriveReport(ctx, r.e.t.Stream(id), mark)
 }
 
 // retake puts message m, which a step being re-driven took in, back in
@@ -90,12 +100,13 @@ func retake(rec *record, m envelope) {
 	rec.Held = append(rec.Held, m)
 }
 
-// redriven reads the history of stream from version from-1 on, and returns
+// redriven reads the history of stream from version from-1 up to (not
+// including) version until, and returns
 // the record the step before from left (an empty one when from is 0) and
 // the messages that the steps from from on took in, first arrival first:
 // events (handled, held or parked), and the rejections and failures of
 // commands sent before from.
-func (r *Runner[S]) redriven(ctx context.Context, stream string, from uint64) (record, []envelope, error) {
+func (r *Runner[S]) redriven(ctx context.Context, stream string, from, until uint64) (record, []envelope, error) {
 	base := record{Sources: make(map[string]progress)}
 	var taken []envelope
 	seen := make(map[string]bool)
@@ -106,6 +117,9 @@ func (r *Runner[S]) redriven(ctx context.Context, stream string, from uint64) (r
 	for ev, err := range r.e.store.ReadStream(ctx, stream, eventstore.Forward(start)) {
 		if err != nil {
 			return record{}, nil, err
+		}
+		if ev.Version >= until {
+			break
 		}
 		rec, err := decodeRecord(ev)
 		if err != nil {

@@ -26,7 +26,9 @@ func testRedriveFromTheFirstStepTakesTheStartFirst(t *testing.T, st edgeStores) 
 	g := newEdgeRig(t, st, edgeHooks{})
 	r := startedThenDelivered(t, g)
 
-	n, err := r.Redrive(ctx, "1", 0)
+	redriven, err := r.Redrive(ctx, "1", 0)
+
+	n := redriven.Messages
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
 	x := edgeExplain(t, r, "1")

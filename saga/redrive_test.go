@@ -95,7 +95,8 @@ func TestRedriveRunsAFixedHandlerAgainAndKeepsCommandIDs(t *testing.T) {
 	assert.Zero(t, f.order(t, "1").Paid, "the bug: the payment was never sent")
 
 	f.fixed.Store(true)
-	n, err := f.runner.Redrive(ctx, "1", 0)
+	redriven, err := f.runner.Redrive(ctx, "1", 0)
+	n := redriven.Messages
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "both events run again")
 	f.send(t, "1")
@@ -119,7 +120,8 @@ func TestRedriveRunsAFixedHandlerAgainAndKeepsCommandIDs(t *testing.T) {
 
 	// A second re-drive from the second step runs one message, and sends
 	// the payment again under its ID: still one payment.
-	n, err = f.runner.Redrive(ctx, "1", 4)
+	redriven, err = f.runner.Redrive(ctx, "1", 4)
+	n = redriven.Messages
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	f.send(t, "1")
@@ -137,7 +139,9 @@ func TestRedriveOfADeadlineStepFiresItAgainUnderItsID(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, fired)
 
-	n, err := f.runner.Redrive(ctx, "1", 1)
+	redriven, err := f.runner.Redrive(ctx, "1", 1)
+
+	n := redriven.Messages
 	require.NoError(t, err)
 	assert.Zero(t, n, "a deadline is not a message to hold: it is pending again")
 	x, err := f.runner.Explain(ctx, "1")

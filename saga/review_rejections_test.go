@@ -68,7 +68,9 @@ func TestReviewRedriveKeepsARejectionBelowTheSettledHorizon(t *testing.T) {
 	require.Equal(t, 1, edgeCount(x.State.Seen, "rejected:target"))
 	from := x.Version // the rejection's step
 
-	n, err := r.Redrive(ctx, "1", from)
+	redriven, err := r.Redrive(ctx, "1", from)
+
+	n := redriven.Messages
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the rejection of a command sent before from is taken again")
 	x = edgeExplain(t, r, "1")

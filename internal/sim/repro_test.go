@@ -87,7 +87,8 @@ func TestReproRedriveRearmsADeadlineAnotherRunnerFiresEarly(t *testing.T) {
 	require.Equal(t, saga.Handled, out)
 
 	g.clock.Advance(6 * time.Minute) // the ack is overdue; production's scheduler has not run
-	n, err := g.oper.Redrive(g.ctx, "t1", 1)
+	redriven, err := g.oper.Redrive(g.ctx, "t1", 1)
+	n := redriven.Messages
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the ping runs again")
 	x, err := g.oper.Explain(g.ctx, "t1")

@@ -152,7 +152,8 @@ func (w *tabWorld) acted(p *tabProc, t *tab, action, what string, err error) {
 // its history.
 func (w *tabWorld) redrive(t *tab, x saga.Explanation[Tab]) {
 	from := uint64(w.choose.IntN(int(x.Version) + 1))
-	n, err := w.o.runner.Redrive(w.ctx, t.id, from)
+	redriven, err := w.o.runner.Redrive(w.ctx, t.id, from)
+	n := redriven.Messages
 	var bad *eventstore.InvalidArgumentError
 	switch {
 	case err == nil:

@@ -1,0 +1,174 @@
+package saga
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// CommandFate is what became of a command when [Runner.Redrive] ran an
+// instance's messages again, as the bus sees it: by command ID.
+type CommandFate string
+
+const (
+	// CommandAbsorbed: the re-run sends the command the first run sent,
+	// under its ID, so the bus takes it once.
+	CommandAbsorbed CommandFate = "absorbed"
+	// CommandChanged: the re-run sends, under the first run's ID, a
+	// command that differs from what the first run sent. The bus takes
+	// only the first of the two it sees, and the outbox sends the first
+	// run's steps before the re-run's: the first run's command is the one
+	// that takes effect. When the difference matters, correct it with a
+	// command of your own.
+	CommandChanged CommandFate = "changed"
+	// CommandSentAnew: only the re-run sends it; it goes out and takes
+	// effect.
+	CommandSentAnew CommandFate = "new"
+	// CommandDropped: only the first run sent it. It is not sent again,
+	// nor undone if the first run's outbox sent it (or sends it yet).
+	CommandDropped CommandFate = "dropped"
+)
+
+// RedrivenCommand is one command of a re-driven instance.
+type RedrivenCommand struct {
+	ID   string
+	Fate CommandFate
+	// First is the command as the first run's steps sent it, and Now as
+	// the re-run's steps send it: nil where that run does not send it.
+	First, Now *SentCommand
+}
+
+// Redriven is what a [Runner.Redrive] did: the operator's step that set
+// the instance back, the messages it runs again, and how the commands of
+// the re-run compare with those of the first run.
+type Redriven struct {
+	// Step is the version of the operator's step, and From the step from
+	// which it runs the messages again.
+	Step, From uint64
+	// Messages is how many messages it runs again.
+	Messages int
+	// Commands are, by command ID, the commands that the steps from From
+	// up to Step sent (the first run) and those that the steps taking the
+	// same messages (or firing the same deadlines) after Step sent (the
+	// re-run): the first run's in their order, then the new ones. While the
+	// re-run waits (a message parked or held again), it covers the steps
+	// re-run so far.
+	Commands []RedrivenCommand
+}
+
+// redriveMark is what a Redrive step records of itself, so that Explain
+// can report it.
+type redriveMark struct {
+	Step     uint64 `json:"step"`
+	From     uint64 `json:"from"`
+	Messages int    `json:"messages"`
+}
+
+// redriveReport compares the commands of instance stream's first run and
+// re-run around the Redrive step mark. A command this code cannot decode
+// is compared by its stored bytes and listed with a nil Command; the error
+// names it.
+func (r *Runner[S]) redriveReport(ctx context.Context, stream string, mark redriveMark) (Redriven, error) {
+	out := Redriven{Step: mark.Step, From: mark.From, Messages: mark.Messages}
+	base, taken, err := r.redriven(ctx, stream, mark.From, mark.Step)
+	if err != nil {
+		return out, err
+	}
+	again := make(map[string]bool) // the keys of the messages the re-run takes
+	for _, m := range taken {
+		again[m.key()] = true
+	}
+	deadline := func(id string) string { m := envelope{Deadline: id}; return m.key() }
+	for _, d := range base.Deadlines {
+		again[deadline(d.ID)] = true
+	}
+	var order []string
+	first, now := make(map[string]shownCommand), make(map[string]shownCommand)
+	var unreadable []error
+	for ev, err := range r.e.store.ReadStream(ctx, stream, eventstore.Forward(mark.From)) {
+		if err != nil {
+			return out, err
+		}
+		rec, err := decodeRecord(ev)
+		if err != nil {
+			return out, err
+		}
+		into := first
+		switch {
+		case ev.Version == mark.Step:
+			continue
+		case ev.Version < mark.Step:
+			for _, d := range rec.Deadlines {
+				again[deadline(d.ID)] = true // re-run steps keep their deadlines' IDs
+			}
+		case !again[rec.Handled.Message.key()] || rec.Handled.Kind == kindHeld || rec.Handled.Kind == kindParked:
+			continue // not (or not yet) a re-run of a message the first run took
+		default:
+			into = now
+		}
+		for _, c := range rec.Commands {
+			if _, seen := into[c.ID]; seen {
+				continue
+			}
+			shown, err := r.sentCommandOf(stream, ev.Version, c)
+			if err != nil {
+				unreadable = append(unreadable, err)
+			}
+			if _, seen := first[c.ID]; !seen {
+				if _, seen := now[c.ID]; !seen {
+					order = append(order, c.ID)
+				}
+			}
+			into[c.ID] = shownCommand{stored: c, shown: shown}
+		}
+	}
+	// The first run's commands first, in their order, then the new ones.
+	var news []RedrivenCommand
+	for _, id := range order {
+		f, inFirst := first[id]
+		n, inNow := now[id]
+		c := RedrivenCommand{ID: id}
+		if inFirst {
+			c.First = &f.shown
+		}
+		if inNow {
+			c.Now = &n.shown
+		}
+		switch {
+		case !inNow:
+			c.Fate = CommandDropped
+		case !inFirst:
+			c.Fate = CommandSentAnew
+			news = append(news, c)
+			continue
+		case f.same(n):
+			c.Fate = CommandAbsorbed
+		default:
+			c.Fate = CommandChanged
+		}
+		out.Commands = append(out.Commands, c)
+	}
+	out.Commands = append(out.Commands, news...)
+	return out, errors.Join(unreadable...)
+}
+
+// shownCommand is a step's command as its record stores it and as
+// operators see it.
+type shownCommand struct {
+	stored sentCommand
+	shown  SentCommand
+}
+
+// same reports whether a and b carry the same command: equal values when
+// this code decodes both (whatever schema version each was stored at),
+// equal stored bytes otherwise.
+func (a shownCommand) same(b shownCommand) bool {
+	if a.shown.Command != nil && b.shown.Command != nil {
+		return reflect.DeepEqual(a.shown.Command, b.shown.Command)
+	}
+	x, y := a.stored.Command, b.stored.Command
+	return x.Type == y.Type && x.Version == y.Version && bytes.Equal(x.Data, y.Data)
+}

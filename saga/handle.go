@@ -84,6 +84,9 @@ func (e *engine[S]) commands(in *instance[S], r *record, key string, cmds []comm
 	ordinals := make(map[[2]string]int, len(cmds))
 	for i, cmd := range cmds {
 		if cmd == nil || !e.t.sends[typeOf(cmd)] {
+			if _, _, registered := e.t.reg.NameOfType(typeOf(cmd)); cmd != nil && !registered {
+				return fmt.Errorf("command %d of the step, %T, is not registered with the codec, nor declared with saga.Sends", i, cmd)
+			}
 			return fmt.Errorf("command %d of the step, %T, is not declared with saga.Sends", i, cmd)
 		}
 		raw, err := e.t.reg.EncodeValue(cmd)

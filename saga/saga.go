@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -37,6 +38,17 @@ type Type[S any] struct {
 	// lineage maps the codec name of each command type the saga sends to
 	// the name its command IDs derive from (see lineageName).
 	lineage map[string]string
+	// failed are the set-up errors that On, OnDeadline, OnRejected and
+	// Sends returned: a runner refuses the type, so that a set-up error
+	// nobody checked cannot leave a saga that parks every message.
+	failed []error
+}
+
+// keep records err, a set-up error about to be returned, among those that
+// make a runner refuse the type. t.mu is held.
+func (t *Type[S]) keep(err *SetupError) error {
+	t.failed = append(t.failed, err)
+	return err
 }
 
 // Options configure a saga [Type]. The zero value is the default.
@@ -128,11 +140,11 @@ func On[S, E any](t *Type[S], m Event[S, E]) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	bad := func(reason string) error {
-		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("event %s: %s", et, reason)}
+		return t.keep(&SetupError{Saga: t.name, Reason: fmt.Sprintf("event %s: %s", et, reason)})
 	}
 	switch {
 	case t.frozen:
-		return bad("the saga type is already in use by a runner")
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("event %s: the saga type is already in use by a runner", et)}
 	case !ok:
 		return bad("is not registered with the codec")
 	case m.Instance == nil:
@@ -165,11 +177,11 @@ func OnDeadline[S, P any](t *Type[S], name string, h func(ctx context.Context, s
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	bad := func(reason string) error {
-		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("deadline %q: %s", name, reason)}
+		return t.keep(&SetupError{Saga: t.name, Reason: fmt.Sprintf("deadline %q: %s", name, reason)})
 	}
 	switch {
 	case t.frozen:
-		return bad("the saga type is already in use by a runner")
+		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("deadline %q: the saga type is already in use by a runner", name)}
 	case name == "":
 		return bad("the deadline name is empty")
 	case !ok:
@@ -203,9 +215,9 @@ func OnRejected[S any, C command.Command](t *Type[S], h func(ctx context.Context
 	defer t.mu.Unlock()
 	switch {
 	case h == nil:
-		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("rejections of %s: the handler is nil", ct)}
+		return t.keep(&SetupError{Saga: t.name, Reason: fmt.Sprintf("rejections of %s: the handler is nil", ct)})
 	case t.rejected[ct] != nil:
-		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("rejections of %s are handled twice", ct)}
+		return t.keep(&SetupError{Saga: t.name, Reason: fmt.Sprintf("rejections of %s are handled twice", ct)})
 	}
 	t.rejected[ct] = &rejectionMapping[S]{handle: func(ctx context.Context, s *S, cmd any, reason error, out *Output) error {
 		return h(ctx, s, cmd.(C), reason, out)
@@ -226,9 +238,9 @@ func Sends[S any, C command.Command](t *Type[S]) error {
 	case t.frozen:
 		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("command %s: the saga type is already in use by a runner", ct)}
 	case ct.Kind() == reflect.Interface:
-		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("command %s is an interface type; declare concrete command types", ct)}
+		return t.keep(&SetupError{Saga: t.name, Reason: fmt.Sprintf("command %s is an interface type; declare concrete command types", ct)})
 	case !ok:
-		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("command %s is not registered with the codec", ct)}
+		return t.keep(&SetupError{Saga: t.name, Reason: fmt.Sprintf("command %s is not registered with the codec", ct)})
 	}
 	t.sends[ct] = true
 	return nil
@@ -239,6 +251,9 @@ func Sends[S any, C command.Command](t *Type[S]) error {
 func (t *Type[S]) freeze(bus *command.Bus) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.failed) > 0 {
+		return &SetupError{Saga: t.name, Reason: "its set-up failed (an error of On, OnDeadline, OnRejected or Sends)", Err: errors.Join(t.failed...)}
+	}
 	if len(t.events) == 0 {
 		return &SetupError{Saga: t.name, Reason: "it maps no event type"}
 	}

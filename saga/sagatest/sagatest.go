@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -53,6 +52,9 @@ type Scenario[S any] struct {
 	when map[string][]saga.Step
 	// whenOrder is the order of the instances the last When stepped.
 	whenOrder []string
+	// parked describes the messages the last When parked, with their
+	// errors, until a Then method has reported them.
+	parked []string
 }
 
 // New returns a scenario of saga type t, which it runs (and so ends t's
@@ -79,20 +81,44 @@ func (s *Scenario[S]) Runner() *saga.Runner[S] { return s.runner }
 func (s *Scenario[S]) Clock() *Clock { return s.clock }
 
 // Given delivers events that happened before, in order. Whatever their
-// steps decide is not checked.
+// steps decide is not checked. Each event comes from a source of its own
+// ("sagatest-1", "sagatest-2", ..., at sequence 0), so that none waits
+// for another or is taken for a duplicate of another; to test those, name
+// the source and sequence with [Scenario.GivenDelivered].
 func (s *Scenario[S]) Given(events ...any) *Scenario[S] {
 	s.tb.Helper()
 	for _, e := range events {
-		s.deliver(e)
+		s.deliver(s.nextSource(e))
 	}
 	return s
 }
 
-// When delivers one event, whose steps the Then methods check.
+// GivenDelivered delivers deliveries that happened before, in order, each
+// from the source and at the sequence it names, as a broker would: two of
+// one source and sequence are one message delivered twice, and a later
+// sequence waits for the earlier ones.
+func (s *Scenario[S]) GivenDelivered(deliveries ...saga.Delivery) *Scenario[S] {
+	s.tb.Helper()
+	for _, d := range deliveries {
+		s.deliver(d)
+	}
+	return s
+}
+
+// When delivers one event, whose steps the Then methods check. It comes
+// from a source of its own, as Given's do.
 func (s *Scenario[S]) When(event any) *Scenario[S] {
 	s.tb.Helper()
+	return s.WhenDelivered(s.nextSource(event))
+}
+
+// WhenDelivered delivers d from the source and at the sequence it names
+// (see [Scenario.GivenDelivered]); the Then methods check the steps it
+// caused: none when it was a duplicate, or held for an earlier sequence.
+func (s *Scenario[S]) WhenDelivered(d saga.Delivery) *Scenario[S] {
+	s.tb.Helper()
 	before := s.versions()
-	id := s.deliver(event)
+	id := s.deliver(d)
 	s.collect(before, []string{id})
 	return s
 }
@@ -140,6 +166,7 @@ func (s *Scenario[S]) WhenRejected(cmd command.Command, reason error) *Scenario[
 // order.
 func (s *Scenario[S]) ThenCommands(want ...command.Command) *Scenario[S] {
 	s.tb.Helper()
+	s.reportParked()
 	var got []command.Command
 	for _, id := range s.whenOrder {
 		for _, st := range s.when[id] {
@@ -165,6 +192,7 @@ func (s *Scenario[S]) ThenNoCommands() *Scenario[S] {
 // on the instance the last When stepped.
 func (s *Scenario[S]) ThenDeadlines(names ...string) *Scenario[S] {
 	s.tb.Helper()
+	s.reportParked()
 	x := s.explain()
 	var got []string
 	for _, d := range x.Deadlines {
@@ -180,6 +208,7 @@ func (s *Scenario[S]) ThenDeadlines(names ...string) *Scenario[S] {
 // complete.
 func (s *Scenario[S]) ThenCompleted() *Scenario[S] {
 	s.tb.Helper()
+	s.reportParked()
 	if x := s.explain(); !x.Completed {
 		s.tb.Errorf("sagatest: instance %q is not complete (last step: %s)", x.Instance, x.LastStep.Kind)
 	}
@@ -189,6 +218,7 @@ func (s *Scenario[S]) ThenCompleted() *Scenario[S] {
 // ThenNotCompleted checks that the instance the last When stepped goes on.
 func (s *Scenario[S]) ThenNotCompleted() *Scenario[S] {
 	s.tb.Helper()
+	s.reportParked()
 	if x := s.explain(); x.Completed {
 		s.tb.Errorf("sagatest: instance %q is complete", x.Instance)
 	}
@@ -199,6 +229,7 @@ func (s *Scenario[S]) ThenNotCompleted() *Scenario[S] {
 // its instance, with an error containing text.
 func (s *Scenario[S]) ThenParked(text string) *Scenario[S] {
 	s.tb.Helper()
+	s.parked = nil
 	x := s.explain()
 	switch {
 	case x.Parked == nil:
@@ -212,21 +243,26 @@ func (s *Scenario[S]) ThenParked(text string) *Scenario[S] {
 // ThenState hands check the state of the instance the last When stepped.
 func (s *Scenario[S]) ThenState(check func(tb testing.TB, state *S)) *Scenario[S] {
 	s.tb.Helper()
+	s.reportParked()
 	check(s.tb, s.explain().State)
 	return s
 }
 
-// deliver hands one event to the runner, from a source of its own, and
-// returns its instance.
-func (s *Scenario[S]) deliver(event any) string {
-	s.tb.Helper()
-	id, err := s.runner.InstanceOf(event, eventstore.Metadata{})
-	if err != nil {
-		s.tb.Fatalf("sagatest: %#v: %v", event, err)
-	}
+// nextSource returns event as a delivery from a source of its own.
+func (s *Scenario[S]) nextSource(event any) saga.Delivery {
 	s.sources++
-	if _, err := s.runner.Deliver(s.ctx, saga.Delivery{Source: fmt.Sprintf("sagatest-%d", s.sources), Event: event}); err != nil {
-		s.tb.Fatalf("sagatest: delivering %#v: %v", event, err)
+	return saga.Delivery{Source: fmt.Sprintf("sagatest-%d", s.sources), Event: event}
+}
+
+// deliver hands d to the runner and returns its instance.
+func (s *Scenario[S]) deliver(d saga.Delivery) string {
+	s.tb.Helper()
+	id, err := s.runner.InstanceOf(d.Event, d.Metadata)
+	if err != nil {
+		s.tb.Fatalf("sagatest: %#v: %v", d.Event, err)
+	}
+	if _, err := s.runner.Deliver(s.ctx, d); err != nil {
+		s.tb.Fatalf("sagatest: delivering %#v from %q, #%d: %v", d.Event, d.Source, d.Sequence, err)
 	}
 	if !slices.Contains(s.instances, id) {
 		s.instances = append(s.instances, id)
@@ -243,15 +279,37 @@ func (s *Scenario[S]) versions() map[string]int {
 	return out
 }
 
-// collect keeps the steps that ids took since before.
+// collect keeps the steps that ids took since before, and what they
+// parked.
 func (s *Scenario[S]) collect(before map[string]int, ids []string) {
-	s.when, s.whenOrder = make(map[string][]saga.Step), nil
+	s.when, s.whenOrder, s.parked = make(map[string][]saga.Step), nil, nil
 	for _, id := range ids {
 		steps := s.history(id)
 		if n := before[id]; n < len(steps) {
 			s.when[id] = steps[n:]
 			s.whenOrder = append(s.whenOrder, id)
 		}
+		if !slices.ContainsFunc(s.when[id], func(st saga.Step) bool { return st.Kind == "parked" }) {
+			continue
+		}
+		x, err := s.runner.Explain(s.ctx, id)
+		switch {
+		case err != nil:
+			s.parked = append(s.parked, fmt.Sprintf("instance %q parked a message, and explaining it failed: %v", id, err))
+		case x.Parked != nil:
+			s.parked = append(s.parked, fmt.Sprintf("instance %q parked %s %s: %s", id, x.Parked.Kind, x.Parked.Type, x.Parked.Error))
+		}
+	}
+}
+
+// reportParked fails the test, once per When, when its message parked: a
+// parked step decides nothing, so the other checks would only say what is
+// missing, not why. [Scenario.ThenParked] expects it instead.
+func (s *Scenario[S]) reportParked() {
+	s.tb.Helper()
+	if len(s.parked) > 0 {
+		s.tb.Errorf("sagatest: the step failed and parked its message, so it decided nothing (ThenParked expects that): %s", strings.Join(s.parked, "; "))
+		s.parked = nil
 	}
 }
 

@@ -58,26 +58,36 @@ func (o *Order) Handle(_ context.Context, cmd any) ([]any, error) {
 
 func (o *Order) Apply(event any) error { o.placed = true; return nil }
 
-func wire(store eventstore.Store, reg *codec.Registry, bus *command.Bus) *saga.Runner[Sale] {
-	orders, _ := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
-	command.Route[PlaceOrder](bus, orders)
-
-	sale, _ := saga.New[Sale]("sale", reg, saga.Options[Sale]{})
-	saga.Sends[Sale, MakeReservation](sale)
-	saga.On(sale, saga.Event[Sale, OrderPlaced]{
-		Instance: func(e OrderPlaced, _ eventstore.Metadata) string { return e.OrderID },
-		Starts:   true,
-		Handle: func(_ context.Context, s *Sale, e OrderPlaced, out *saga.Output) error {
-			out.Send(MakeReservation(e))
-			out.ScheduleAfter("payment", 15*time.Minute, PaymentDue{OrderID: e.OrderID})
-			return nil
-		},
-	})
-	saga.OnDeadline(sale, "payment", func(_ context.Context, s *Sale, p PaymentDue, out *saga.Output) error {
-		return nil // cancel the reservation, reject the order...
-	})
-	runner, _ := saga.NewRunner(sale, store, bus, saga.RunnerOptions{})
-	return runner
+func wire(store eventstore.Store, reg *codec.Registry, bus *command.Bus) (*saga.Runner[Sale], error) {
+	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
+	if err != nil {
+		return nil, err
+	}
+	sale, err := saga.New[Sale]("sale", reg, saga.Options[Sale]{})
+	if err != nil {
+		return nil, err
+	}
+	err = errors.Join(
+		command.Route[PlaceOrder](bus, orders),
+		saga.Sends[Sale, MakeReservation](sale),
+		saga.On(sale, saga.Event[Sale, OrderPlaced]{
+			Instance: func(e OrderPlaced, _ eventstore.Metadata) string { return e.OrderID },
+			Starts:   true,
+			Handle: func(_ context.Context, s *Sale, e OrderPlaced, out *saga.Output) error {
+				out.Send(MakeReservation(e))
+				out.ScheduleAfter("payment", 15*time.Minute, PaymentDue{OrderID: e.OrderID})
+				return nil
+			},
+		}),
+		saga.OnDeadline(sale, "payment", func(_ context.Context, s *Sale, p PaymentDue, out *saga.Output) error {
+			return nil // cancel the reservation, reject the order...
+		}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	runner, err := saga.NewRunner(sale, store, bus, saga.RunnerOptions{})
+	return runner, err
 }
 
 // TestTheREADMESampleRuns wires the sample on SQLite and sends it an order:
@@ -96,8 +106,8 @@ func TestTheREADMESampleRuns(t *testing.T) {
 	seats, err := aggregate.NewType[Seats]("seats", aggregate.Options[Seats]{})
 	require.NoError(t, err)
 	require.NoError(t, command.Route[MakeReservation](bus, seats))
-	runner := wire(store, reg, bus)
-	require.NotNil(t, runner, "the sample's set-up is right")
+	runner, err := wire(store, reg, bus)
+	require.NoError(t, err, "the sample's set-up is right")
 	_, err = bus.Dispatch(ctx, command.Message{ID: "m1", Command: PlaceOrder{OrderID: "o1", Seats: 2}})
 	require.NoError(t, err)
 	require.NoError(t, runner.CatchUp(ctx))

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-es/cairn/aggregate"
+)
+
+// The booking flow's commands, each naming the aggregate it is for.
+type (
+	PlaceBooking struct {
+		BookingID, Room, Card string
+		Nights                int
+	}
+	ConfirmBooking struct{ BookingID string }
+	CancelBooking  struct{ BookingID, Reason string }
+	HoldRoom       struct{ Room, BookingID string }
+	ReleaseRoom    struct{ Room, BookingID string }
+	ChargeCard     struct {
+		BookingID, Card string
+		Amount          int
+	}
+)
+
+func (c PlaceBooking) AggregateID() string   { return c.BookingID }
+func (c ConfirmBooking) AggregateID() string { return c.BookingID }
+func (c CancelBooking) AggregateID() string  { return c.BookingID }
+func (c HoldRoom) AggregateID() string       { return c.Room }
+func (c ReleaseRoom) AggregateID() string    { return c.Room }
+func (c ChargeCard) AggregateID() string     { return c.BookingID }
+
+// The events the aggregates record.
+type (
+	BookingPlaced struct {
+		BookingID string `json:"booking_id"`
+		Room      string `json:"room"`
+		Card      string `json:"card"`
+		Nights    int    `json:"nights"`
+	}
+	BookingConfirmed struct {
+		BookingID string `json:"booking_id"`
+	}
+	BookingCancelled struct {
+		BookingID string `json:"booking_id"`
+		Reason    string `json:"reason"`
+	}
+	RoomHeld struct {
+		Room      string `json:"room"`
+		BookingID string `json:"booking_id"`
+	}
+	RoomUnavailable struct {
+		Room      string `json:"room"`
+		BookingID string `json:"booking_id"`
+	}
+	RoomReleased struct {
+		Room      string `json:"room"`
+		BookingID string `json:"booking_id"`
+	}
+	CardCharged struct {
+		BookingID string `json:"booking_id"`
+		Amount    int    `json:"amount"`
+	}
+)
+
+// ErrCardDeclined is the payment aggregate's refusal of a card.
+var ErrCardDeclined = errors.New("card declined")
+
+// Booking is the guest's booking.
+type Booking struct{ placed, ended bool }
+
+func (b *Booking) Handle(_ context.Context, cmd any) ([]any, error) {
+	switch c := cmd.(type) {
+	case PlaceBooking:
+		if b.placed {
+			return nil, nil
+		}
+		return []any{BookingPlaced(c)}, nil
+	case ConfirmBooking:
+		if b.ended {
+			return nil, nil
+		}
+		return []any{BookingConfirmed(c)}, nil
+	case CancelBooking:
+		if b.ended {
+			return nil, nil
+		}
+		return []any{BookingCancelled(c)}, nil
+	}
+	return nil, fmt.Errorf("a booking cannot handle %T", cmd)
+}
+
+func (b *Booking) Apply(event any) error {
+	switch event.(type) {
+	case BookingPlaced:
+		b.placed = true
+	case BookingConfirmed, BookingCancelled:
+		b.ended = true
+	default:
+		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+	}
+	return nil
+}
+
+// Room is one hotel room, held by one booking at a time.
+type Room struct{ heldBy string }
+
+func (r *Room) Handle(_ context.Context, cmd any) ([]any, error) {
+	switch c := cmd.(type) {
+	case HoldRoom:
+		if r.heldBy != "" && r.heldBy != c.BookingID {
+			return []any{RoomUnavailable(c)}, nil // an answer the saga waits for, not an error
+		}
+		return []any{RoomHeld(c)}, nil
+	case ReleaseRoom:
+		if r.heldBy != c.BookingID {
+			return nil, nil
+		}
+		return []any{RoomReleased(c)}, nil
+	}
+	return nil, fmt.Errorf("a room cannot handle %T", cmd)
+}
+
+func (r *Room) Apply(event any) error {
+	switch e := event.(type) {
+	case RoomHeld:
+		r.heldBy = e.BookingID
+	case RoomReleased:
+		r.heldBy = ""
+	case RoomUnavailable:
+	default:
+		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+	}
+	return nil
+}
+
+// Payment charges a booking's card. A card called "declined" is refused;
+// one called "3ds" waits for a 3-D Secure check that never comes.
+type Payment struct{ charged bool }
+
+func (p *Payment) Handle(_ context.Context, cmd any) ([]any, error) {
+	c, ok := cmd.(ChargeCard)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("a payment cannot handle %T", cmd)
+	case p.charged || c.Card == "3ds":
+		return nil, nil
+	case c.Card == "declined":
+		return nil, ErrCardDeclined
+	}
+	return []any{CardCharged{BookingID: c.BookingID, Amount: c.Amount}}, nil
+}
+
+func (p *Payment) Apply(event any) error {
+	if _, ok := event.(CardCharged); !ok {
+		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+	}
+	p.charged = true
+	return nil
+}

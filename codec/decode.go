@@ -109,9 +109,12 @@ func (r *Registry) DecodeAppend(dst []Decoded, e eventstore.Event) ([]Decoded, e
 
 // DecodeAll decodes a stream of stored events, as ReadStream, ReadAll and
 // Subscribe yield them, into a stream of decoded values, flattening
-// splits and skipping dropped events. A read error is passed on; a decode
-// error is yielded with a Decoded that carries the stored event and Count
-// 0. Either way the consumer decides whether to go on.
+// splits and skipping dropped events and Cairn's own records (a recorded
+// rejection in an aggregate's stream, a saga's step: see [IsReserved]), as
+// the aggregate loads and projections do: it is the one way to read a
+// stream as its domain events. A read error is passed on; a decode error
+// is yielded with a Decoded that carries the stored event and Count 0.
+// Either way the consumer decides whether to go on.
 func (r *Registry) DecodeAll(events iter.Seq2[eventstore.Event, error]) iter.Seq2[Decoded, error] {
 	return func(yield func(Decoded, error) bool) {
 		var buf []Decoded
@@ -120,6 +123,9 @@ func (r *Registry) DecodeAll(events iter.Seq2[eventstore.Event, error]) iter.Seq
 				if !yield(Decoded{Event: e}, err) {
 					return
 				}
+				continue
+			}
+			if IsReserved(e.Type) {
 				continue
 			}
 			buf, err = r.DecodeAppend(buf[:0], e)

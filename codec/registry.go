@@ -162,7 +162,9 @@ func checkName(name string) string {
 // type may be registered under such a name, and no upcaster may apply to
 // one, so that a user's codec can never claim or rewrite Cairn's own
 // records; the readers that meet them in a stream (aggregate loads,
-// projections) skip them rather than decode them.
+// projections, [Registry.DecodeAll]) skip them rather than decode them.
+// [Registry.Decode] of one fails with [ErrUnknownType]: it decodes what it
+// is given.
 const ReservedPrefix = "cairn."
 
 // IsReserved reports whether name is one of Cairn's own type names: it

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/upcast"
 )
 
@@ -39,4 +40,37 @@ func TestReservedNamesAreRefused(t *testing.T) {
 		require.ErrorIs(t, reg.Validate(), upcast.ErrInvalidStep, what)
 		assert.Equal(t, []string{"order.old", "order.placed"}, reg.SourceTypes("order.placed"), "%s: the other steps are kept", what)
 	}
+}
+
+// TestDecodeAllReadsAStreamAsItsDomainEvents: issue 23, item 8. An
+// aggregate's stream holds Cairn's own records beside its events (a
+// recorded rejection); ReservedPrefix said readers skip them, but
+// DecodeAll yielded each as an unknown-type error, so a user reading the
+// stream had to filter by hand. Promise: DecodeAll skips them; Decode of
+// one says it is unknown.
+func TestDecodeAllReadsAStreamAsItsDomainEvents(t *testing.T) {
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[OrderPlaced](reg, "order.placed", 1))
+	placed, err := reg.Encode(OrderPlaced{OrderID: "o-1"})
+	require.NoError(t, err)
+	stream := []eventstore.Event{
+		{StreamID: "order-o-1", Version: 0, EventData: placed},
+		{StreamID: "order-o-1", Version: 1, EventData: eventstore.EventData{Type: "cairn.command-rejected", SchemaVersion: 1, Data: []byte(`{}`)}},
+		{StreamID: "order-o-1", Version: 2, EventData: placed},
+	}
+	var versions []uint64
+	read := func(yield func(eventstore.Event, error) bool) {
+		for _, e := range stream {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+	for d, err := range reg.DecodeAll(read) {
+		require.NoError(t, err)
+		versions = append(versions, d.Event.Version)
+	}
+	assert.Equal(t, []uint64{0, 2}, versions, "the recorded rejection is skipped")
+	_, err = reg.Decode(stream[1])
+	assert.ErrorIs(t, err, codec.ErrUnknownType)
 }

@@ -263,7 +263,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 var unavailableRetry = backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Multiplier: 2}
 
 // CatchUp consumes every event stored when it starts reading, then
-// returns. It takes the lease as Run does; losing it is an error.
+// returns. It takes the lease as Run does; losing it is an error. Another
+// consumer of the same name that moved the checkpoint meanwhile (one
+// without a lease store, where nothing keeps two apart) makes CatchUp stop
+// with an error matching [eventstore.ErrCheckpointMoved] (or, when a newer
+// lease holder took over, [eventstore.ErrFenced]), leaving the checkpoint
+// where the other moved it: call it again to go on from there. Run does so
+// by itself.
 func (c *Consumer) CatchUp(ctx context.Context) error {
 	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
 		_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {

@@ -52,6 +52,7 @@ var edgeTests = []struct {
 	{"ParkedAndHeldAreCountedNowAndAfterARestart", testParkedAndHeldAreCountedNowAndAfterARestart},
 	{"AForgottenRenameStopsTheSaga", testAForgottenRenameStopsTheSaga},
 	{"RedriveTellsWhichCommandsWentOutAnew", testRedriveTellsWhichCommandsWentOutAnew},
+	{"RunFiresDeadlinesOnAClockThatOnlyTellsTheTime", testRunFiresDeadlinesOnAClockThatOnlyTellsTheTime},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

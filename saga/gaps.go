@@ -89,7 +89,7 @@ func (r *Runner[S]) watchGaps(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-r.e.clock.After(alert / 4):
+		case <-r.e.after(alert / 4):
 		}
 		for _, gap := range r.stuck.overdue(r.e.now().Add(-alert)) {
 			r.e.log.WarnContext(ctx, "saga: an instance waits for a message that has not arrived; Release gives up on it",

@@ -3,6 +3,7 @@ package saga_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/saga"
+	"github.com/cairn-es/cairn/saga/sagatest"
 )
 
 // Edges an operator meets (issue 23, "For the operator"): what is stuck,
@@ -319,4 +321,36 @@ func testRedriveTellsWhichCommandsWentOutAnew(t *testing.T, st edgeStores) {
 	edgeDeliver(t, r, "src-1", 2, edgeEvent{ID: "1", Text: "note"})
 	require.NoError(t, r.CatchUp(ctx))
 	assert.Equal(t, fates(redriven.Commands), fates(edgeExplain(t, r, "1").Redrive.Commands))
+}
+
+// nowOnly is a clock that tells the time and cannot wake anyone.
+type nowOnly struct{ c *sagatest.Clock }
+
+func (n nowOnly) Now() time.Time { return n.c.Now() }
+
+// testRunFiresDeadlinesOnAClockThatOnlyTellsTheTime: issue 23, item 8.
+// saga.Clock required After although only Run waits on the clock, so a
+// user with a clock of their own (Now alone, enough for Deliver and
+// FireDue) had to write one. Promise: a Clock is Now alone; Run looks at
+// one that is not a Waker again every PollInterval, and fires what falls
+// due on it.
+func testRunFiresDeadlinesOnAClockThatOnlyTellsTheTime(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+		s.Seen = append(s.Seen, e.Text)
+		out.ScheduleAfter("due", time.Hour, edgeDue{Text: "an hour later"})
+		return nil
+	}})
+	r := g.runner(t, nil, saga.RunnerOptions{Clock: nowOnly{g.clock}})
+	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
+	run, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(run) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
+	g.clock.Advance(time.Hour)
+	require.Eventually(t, func() bool { return slices.Contains(edgeSeen(t, r, "1"), "due:an hour later") },
+		10*saga.PollInterval, 10*time.Millisecond, "the deadline fires once its time has come on the clock")
 }

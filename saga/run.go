@@ -375,7 +375,7 @@ func (r *Runner[S]) fireWhenDue(ctx context.Context) error {
 		at, pending, changed := r.timers.next()
 		var due <-chan time.Time
 		if pending {
-			due = r.e.clock.After(max(at.Sub(r.e.now()), 0))
+			due = r.e.after(max(at.Sub(r.e.now()), 0))
 		}
 		select {
 		case <-ctx.Done():

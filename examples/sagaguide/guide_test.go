@@ -60,7 +60,7 @@ func TestAnUnpaidHoldExpires(t *testing.T) {
 			BookingPlaced{BookingID: "b-4", Room: "104", Card: "3ds", Nights: 1},
 			RoomHeld{Room: "104", BookingID: "b-4"},
 		).
-		WhenTimeElapses(14 * time.Minute).
+		WhenTimeElapses(14*time.Minute).
 		ThenNoCommands().
 		WhenTimeElapses(time.Minute).
 		ThenCommands(

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -43,6 +44,30 @@ func (r *Runner[S]) settle(ctx context.Context) error {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// WaitFor returns once the saga has handled everything up to and
+// including position pos: every segment's events consumer has taken the
+// events it maps up to pos into their instances' steps, and every
+// segment's outbox has sent the commands of the step records up to pos.
+// It reads the stored checkpoints, so the runners may run in this process
+// or another; it waits while none runs, until ctx ends. To wait for the
+// whole cascade a command starts (steps, commands, their events, more
+// steps), pass the runner to projection.Settle.
+func (r *Runner[S]) WaitFor(ctx context.Context, pos eventstore.Position) error {
+	c, err := r.start()
+	if err != nil {
+		return err
+	}
+	for _, seg := range c.segs {
+		if err := seg.events.WaitFor(ctx, pos); err != nil {
+			return err
+		}
+		if err := seg.outbox.WaitFor(ctx, pos); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -282,12 +282,13 @@ func (r *Registry) NameOfType(t reflect.Type) (name string, version uint32, ok b
 }
 
 // Reads reports whether the registry reads stored events of type name at
-// all: a registered type, or one an upcaster renames, transforms, splits
-// or drops. A consumer that meets a name it does not read can say so
-// rather than pass over its events in silence: it is a type renamed
-// without its [upcast.Rename] step, or one the code no longer registers.
-// It does not freeze the registry.
-func (r *Registry) Reads(name string) bool {
+// schema version (0: at some version): a registered type, or one an
+// upcaster step renames, transforms, splits or drops at that version. A
+// consumer that meets a name it does not read can say so rather than pass
+// over its events in silence: it is a type renamed without its
+// [upcast.Rename] step, or one the code no longer registers. It does not
+// freeze the registry.
+func (r *Registry) Reads(name string, version uint32) bool {
 	if !r.frozen.Load() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -295,8 +296,11 @@ func (r *Registry) Reads(name string) bool {
 	if _, ok := r.byName[name]; ok {
 		return true
 	}
-	_, ok := r.chain.NewestVersion(name)
-	return ok
+	if version == 0 {
+		_, ok := r.chain.NewestVersion(name)
+		return ok
+	}
+	return r.chain.Has(upcast.Key{Type: name, Version: version})
 }
 
 // SourceTypes returns every stored type name that decodes, through the

@@ -53,6 +53,14 @@ var edgeTests = []struct {
 	{"AForgottenRenameStopsTheSaga", testAForgottenRenameStopsTheSaga},
 	{"RedriveTellsWhichCommandsWentOutAnew", testRedriveTellsWhichCommandsWentOutAnew},
 	{"RunFiresDeadlinesOnAClockThatOnlyTellsTheTime", testRunFiresDeadlinesOnAClockThatOnlyTellsTheTime},
+	{"AMissingMessageBehindAParkedOneIsAGap", testAMissingMessageBehindAParkedOneIsAGap},
+	{"AnAnyOrderMessageBehindAParkedOneIsNoGap", testAnAnyOrderMessageBehindAParkedOneIsNoGap},
+	{"AStepDuringTheStartUpScanIsNotUndone", testAStepDuringTheStartUpScanIsNotUndone},
+	{"ARollbackAfterAddingAnEventTypeIsNotRefused", testARollbackAfterAddingAnEventTypeIsNotRefused},
+	{"AForgottenRenameOfATypeWithAnOldDropIsRefused", testAForgottenRenameOfATypeWithAnOldDropIsRefused},
+	{"RedriveReportsTheRetakenRejectionsCommands", testRedriveReportsTheRetakenRejectionsCommands},
+	{"ALaterDeadlineIsNoPartOfTheReRun", testALaterDeadlineIsNoPartOfTheReRun},
+	{"ARedriveThatSucceededReturnsNoError", testARedriveThatSucceededReturnsNoError},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

@@ -172,7 +172,7 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 	}
 	x.Watermarks, x.OutOfOrder, x.Pending = progressOf(&in.rec)
 	for _, h := range in.rec.Held {
-		wait, _ := waitsFor(&in.rec, h)
+		wait, _ := heldWait(&in.rec, h, r.e.anyOrder)
 		x.Held = append(x.Held, HeldMessage{ID: h.key(), Kind: h.kind(), Source: h.Source, Sequence: h.Sequence, Type: h.Type,
 			EventID: h.EventID, Command: h.Command, WaitsFor: wait, Since: h.Since})
 	}

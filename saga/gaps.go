@@ -26,23 +26,45 @@ type Gap struct {
 	Since time.Time
 }
 
-// waitsFor returns the sequence of its source that held message h waits
-// for, given the progress in rec, and whether that is a gap (rather than
-// its turn behind a parked message).
-func waitsFor(rec *record, h envelope) (uint64, bool) {
+// heldWait returns the sequence of its source that held message h waits
+// for, given the progress in rec, and whether that is a gap: a message
+// missing, rather than its turn. A message is not waiting for a gap when
+// it would be taken as soon as the instance goes on (its source's next
+// one, one already taken, one of a type that anyOrder says is handled out
+// of order while there is room), or when it waits only behind the parked
+// message of its source and the messages held between.
+func heldWait(rec *record, h envelope, anyOrder func(typeName string) bool) (uint64, bool) {
 	if h.kind() != kindEvent || h.Ordered {
 		return h.Sequence, false
 	}
 	p := rec.Sources[h.Source]
-	if h.Sequence > p.Next && !parkedBelow(rec, h.Source, h.Sequence) {
-		return p.Next, true
+	if h.Sequence <= p.Next || p.taken(h.Sequence) || (anyOrder(h.Type) && !p.full()) {
+		return h.Sequence, false
 	}
-	return h.Sequence, false
+	next := p.Next
+	if m := rec.Parked; m != nil && m.Message.kind() == kindEvent && m.Message.Source == h.Source &&
+		m.Message.Sequence >= next && m.Message.Sequence < h.Sequence {
+		next = m.Message.Sequence + 1
+	}
+	for next < h.Sequence && (p.taken(next) || heldAt(rec, h.Source, next)) {
+		next++
+	}
+	if next >= h.Sequence {
+		return h.Sequence, false
+	}
+	return next, true
+}
+
+// heldAt reports whether rec holds the delivery of source at sequence seq.
+func heldAt(rec *record, source string, seq uint64) bool {
+	return slices.ContainsFunc(rec.Held, func(h envelope) bool {
+		return h.kind() == kindEvent && !h.Ordered && h.Source == source && h.Sequence == seq
+	})
 }
 
 // parkedBelow reports whether rec is parked on an event of source below
-// sequence seq: what waits above it waits for that message's turn, which
-// an operator decides (Retry, Skip), not for a message that is missing.
+// sequence seq: passing over it would drop it, so that the Retry after the
+// fix would find it taken.
 func parkedBelow(rec *record, source string, seq uint64) bool {
 	m := rec.Parked
 	return m != nil && m.Message.kind() == kindEvent && m.Message.Source == source && m.Message.Sequence < seq
@@ -50,10 +72,10 @@ func parkedBelow(rec *record, source string, seq uint64) bool {
 
 // gapsOf returns the gaps that record rec of instance id leaves open, one
 // per source.
-func gapsOf(id string, rec *record) []Gap {
+func gapsOf(id string, rec *record, anyOrder func(typeName string) bool) []Gap {
 	var out []Gap
 	for _, h := range rec.Held {
-		seq, gap := waitsFor(rec, h)
+		seq, gap := heldWait(rec, h, anyOrder)
 		if !gap {
 			continue
 		}

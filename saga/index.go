@@ -64,7 +64,9 @@ func (r *Runner[S]) scan(ctx context.Context, k int, from eventstore.Position) e
 		return nil
 	}
 	start, epochs := r.timers.plan()
+	r.stuck.beginScan()
 	last, err := r.scanRecords(ctx, start)
+	r.stuck.endScan()
 	if err != nil {
 		return err
 	}
@@ -116,7 +118,7 @@ func (r *Runner[S]) scanRecords(ctx context.Context, start eventstore.Position) 
 			Sources: rec.Sources, Parked: parkedReference(rec.Parked)}}
 	}
 	for id, l := range found {
-		r.observe(id, l.version, l.rec)
+		r.observeScanned(id, l.version, l.rec)
 	}
 	return last, nil
 }

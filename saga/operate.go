@@ -106,13 +106,15 @@ func (r *Runner[S]) Skip(ctx context.Context, id, messageID string) error {
 // [*StaleError].
 func (r *Runner[S]) Release(ctx context.Context, id, source string, waitsFor uint64) error {
 	return r.operate(ctx, id, func(in *instance[S], rec *record) error {
+		var first envelope
 		lowest, found := uint64(0), false
 		for _, h := range rec.Held {
 			if h.kind() == kindEvent && h.Source == source && (!found || h.Sequence < lowest) {
-				lowest, found = h.Sequence, true
+				first, lowest, found = h, h.Sequence, true
 			}
 		}
 		p := rec.Sources[source]
+		missing, gap := heldWait(rec, first, r.e.anyOrder)
 		stale := &StaleError{Saga: r.e.t.name, Instance: id, Action: "release", Want: fmt.Sprintf("the gap of %q at %d", source, waitsFor),
 			Now: fmt.Sprintf("nothing missing below %d", p.Next)}
 		switch {
@@ -125,10 +127,13 @@ func (r *Runner[S]) Release(ctx context.Context, id, source string, waitsFor uin
 			// Passing over it would drop it: the Retry after the fix would
 			// find it taken.
 			return &eventstore.InvalidArgumentError{Index: -1, Field: "source",
-				Reason: fmt.Sprintf("saga %q, instance %q: what %q holds waits behind the parked message #%d, not for a missing one: Retry or Skip it",
+				Reason: fmt.Sprintf("saga %q, instance %q: what %q holds waits behind the parked message #%d: Retry or Skip it first",
 					r.e.t.name, id, source, rec.Parked.Message.Sequence)}
-		case p.Next != waitsFor || lowest <= p.Next:
-			stale.Now = fmt.Sprintf("its gap at %d", p.Next)
+		case !gap:
+			return &eventstore.InvalidArgumentError{Index: -1, Field: "source",
+				Reason: fmt.Sprintf("saga %q, instance %q: %q misses nothing: what it holds is taken when the instance goes on", r.e.t.name, id, source)}
+		case missing != waitsFor:
+			stale.Now = fmt.Sprintf("its gap at %d", missing)
 			return stale
 		}
 		rec.Sources[source] = p.passTo(lowest)

@@ -3,7 +3,6 @@ package saga
 import (
 	"bytes"
 	"context"
-	"errors"
 	"reflect"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -38,6 +37,7 @@ type RedrivenCommand struct {
 	Fate CommandFate
 	// First is the command as the first run's steps sent it, and Now as
 	// the re-run's steps send it: nil where that run does not send it.
+	// Their Command is nil where this code cannot decode it.
 	First, Now *SentCommand
 }
 
@@ -69,25 +69,33 @@ type redriveMark struct {
 
 // redriveReport compares the commands of instance stream's first run and
 // re-run around the Redrive step mark. A command this code cannot decode
-// is compared by its stored bytes and listed with a nil Command; the error
-// names it.
+// is compared by its stored bytes and listed with a nil Command. The
+// error is the store's, or a record's that cannot be read.
 func (r *Runner[S]) redriveReport(ctx context.Context, stream string, mark redriveMark) (Redriven, error) {
 	out := Redriven{Step: mark.Step, From: mark.From, Messages: mark.Messages}
-	base, taken, err := r.redriven(ctx, stream, mark.From, mark.Step)
+	_, taken, err := r.redriven(ctx, stream, mark.From, mark.Step)
 	if err != nil {
 		return out, err
 	}
-	again := make(map[string]bool) // the keys of the messages the re-run takes
+	// The keys of the messages the re-run takes again: those Redrive holds
+	// again, the deadlines the first run fired (pending again, they keep
+	// their IDs), and the outcomes of the commands either run sent (they
+	// come back through the outbox).
+	again := make(map[string]bool)
 	for _, m := range taken {
 		again[m.key()] = true
 	}
-	deadline := func(id string) string { m := envelope{Deadline: id}; return m.key() }
-	for _, d := range base.Deadlines {
-		again[deadline(d.ID)] = true
-	}
 	var order []string
 	first, now := make(map[string]shownCommand), make(map[string]shownCommand)
-	var unreadable []error
+	rerun := func(m envelope) bool {
+		switch m.kind() {
+		case kindRejected, kindCommand:
+			_, sentFirst := first[m.Command]
+			_, sentNow := now[m.Command]
+			return sentFirst || sentNow || again[m.key()]
+		}
+		return again[m.key()]
+	}
 	for ev, err := range r.e.store.ReadStream(ctx, stream, eventstore.Forward(mark.From)) {
 		if err != nil {
 			return out, err
@@ -101,10 +109,10 @@ func (r *Runner[S]) redriveReport(ctx context.Context, stream string, mark redri
 		case ev.Version == mark.Step:
 			continue
 		case ev.Version < mark.Step:
-			for _, d := range rec.Deadlines {
-				again[deadline(d.ID)] = true // re-run steps keep their deadlines' IDs
+			if rec.Handled.Kind == kindDeadline {
+				again[rec.Handled.Message.key()] = true
 			}
-		case !again[rec.Handled.Message.key()] || rec.Handled.Kind == kindHeld || rec.Handled.Kind == kindParked:
+		case !rerun(rec.Handled.Message) || rec.Handled.Kind == kindHeld || rec.Handled.Kind == kindParked:
 			continue // not (or not yet) a re-run of a message the first run took
 		default:
 			into = now
@@ -113,10 +121,9 @@ func (r *Runner[S]) redriveReport(ctx context.Context, stream string, mark redri
 			if _, seen := into[c.ID]; seen {
 				continue
 			}
-			shown, err := r.sentCommandOf(stream, ev.Version, c)
-			if err != nil {
-				unreadable = append(unreadable, err)
-			}
+			// A command this code cannot decode shows with a nil Command;
+			// Explain's LastStep and Unsent name the error.
+			shown, _ := r.sentCommandOf(stream, ev.Version, c)
 			if _, seen := first[c.ID]; !seen {
 				if _, seen := now[c.ID]; !seen {
 					order = append(order, c.ID)
@@ -152,7 +159,7 @@ func (r *Runner[S]) redriveReport(ctx context.Context, stream string, mark redri
 		out.Commands = append(out.Commands, c)
 	}
 	out.Commands = append(out.Commands, news...)
-	return out, errors.Join(unreadable...)
+	return out, nil
 }
 
 // shownCommand is a step's command as its record stores it and as

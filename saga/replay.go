@@ -107,9 +107,9 @@ func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore
 	for ev, err := range history {
 		if err != nil {
 			if in.stream != "" {
-				err = fmt.Errorf("saga %q, instance %q (stream %q): the history after step %d: %w", t.name, in.id, in.stream, in.version, err)
+				return out, fmt.Errorf("saga %q, instance %q (stream %q): the history after step %d: %w", t.name, in.id, in.stream, in.version, err)
 			}
-			return out, err
+			return out, fmt.Errorf("saga %q: the history before its first step: %w", t.name, err)
 		}
 		events[at(ev.StreamID, ev.Version)] = ev
 		if ev.Type != recordType || (in.stream != "" && ev.StreamID != in.stream) {
@@ -117,7 +117,7 @@ func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore
 		}
 		rec, err := decodeRecord(ev)
 		if err != nil {
-			return out, err
+			return out, fmt.Errorf("saga %q: %w", t.name, err)
 		}
 		if in.stream == "" {
 			id, ok := strings.CutPrefix(ev.StreamID, t.Category())

@@ -219,7 +219,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	case opts.CacheSize > 0:
 		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
-	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(), opts: opts, workers: opts.Workers, segments: segments}
+	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(e.anyOrder), opts: opts, workers: opts.Workers, segments: segments}
 	if opts.Exclusive && opts.Leases == nil {
 		leases, ok := r.checkpoints().(eventstore.LeaseStore)
 		if !ok {
@@ -379,4 +379,16 @@ func (r *Runner[S]) observe(id string, version uint64, rec *record) {
 	}
 	r.timers.observe(id, version, rec.Deadlines)
 	r.stuck.observe(id, version, rec)
+}
+
+// observeScanned is observe for a record that a scan of the saga's
+// records read, which the steps observed since the scan began override.
+func (r *Runner[S]) observeScanned(id string, version uint64, rec *record) {
+	r.activity.RLock()
+	defer r.activity.RUnlock()
+	if !r.timers.isActive(Segment(id, r.segments)) {
+		return
+	}
+	r.timers.observe(id, version, rec.Deadlines)
+	r.stuck.observeScanned(id, version, rec)
 }

@@ -22,8 +22,10 @@ type Stats struct {
 	Handled, Duplicates, Ignored, Held, Parked int64
 	// ParkedInstances counts the instances parked on a message now (see
 	// [Runner.Parked]), and OldestParked is when the longest parked of
-	// them parked (zero for none). HeldMessages counts the messages
-	// instances hold now, behind a gap or a parked message. All three are
+	// them parked (zero for none). HeldMessages counts the deliveries and
+	// rejections instances hold now, behind a gap or a parked message
+	// (stored events waiting stay in their streams: see
+	// [Explanation.Pending]). All three are
 	// as this runner knows its segments' instances: from its steps, its
 	// outbox, and the scan of the saga's records when Run, CatchUp or
 	// LoadDeadlines starts, so a new process counts what an earlier one

@@ -13,7 +13,9 @@ type ParkedInstance struct {
 	// Message is the message it failed on: pass its ID to [Runner.Retry]
 	// or [Runner.Skip]. Its Error, Attempts and Since say why and how long.
 	Message ParkedMessage
-	// Held is how many messages wait behind it.
+	// Held is how many deliveries and rejections wait behind it. Stored
+	// events waiting behind it stay in their streams, to be read again
+	// when it goes on: [Explanation.Pending] names those sources.
 	Held int
 }
 
@@ -24,11 +26,19 @@ type ParkedInstance struct {
 // saga's records when it starts). Instances waiting on nothing are not in
 // it, so it is as small as what is stuck.
 type stuckIndex struct {
+	// anyOrder tells the event types handled out of order (see heldWait).
+	anyOrder func(typeName string) bool
+
 	mu sync.Mutex
 	of map[string]stuckInstance
 	// warned holds the gaps already warned about, so that each is logged
 	// once.
 	warned map[Gap]bool
+	// stepped holds, while a scan of the saga's records runs, the latest
+	// version of each instance observed meanwhile: the scan read older
+	// records of them, which must not undo what the steps left (an
+	// instance forgotten, being stuck on nothing, keeps no version).
+	stepped map[string]uint64
 }
 
 // stuckInstance is what one instance waits on, after its record version.
@@ -39,8 +49,8 @@ type stuckInstance struct {
 	held    int
 }
 
-func newStuckIndex() *stuckIndex {
-	return &stuckIndex{of: make(map[string]stuckInstance), warned: make(map[Gap]bool)}
+func newStuckIndex(anyOrder func(typeName string) bool) *stuckIndex {
+	return &stuckIndex{anyOrder: anyOrder, of: make(map[string]stuckInstance), warned: make(map[Gap]bool)}
 }
 
 // observe records what record version of instance id leaves it waiting
@@ -51,7 +61,10 @@ func (x *stuckIndex) observe(id string, version uint64, rec *record) {
 	if s, seen := x.of[id]; seen && s.version > version {
 		return
 	}
-	s := stuckInstance{version: version, gaps: gapsOf(id, rec), held: len(rec.Held)}
+	if x.stepped != nil {
+		x.stepped[id] = max(x.stepped[id], version)
+	}
+	s := stuckInstance{version: version, gaps: gapsOf(id, rec, x.anyOrder), held: len(rec.Held)}
 	if rec.Parked != nil {
 		p := parkedMessageOf(rec.Parked)
 		s.parked = &p
@@ -61,6 +74,32 @@ func (x *stuckIndex) observe(id string, version uint64, rec *record) {
 		return
 	}
 	x.of[id] = s
+}
+
+// beginScan starts keeping the versions observed while a scan runs, and
+// endScan stops.
+func (x *stuckIndex) beginScan() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.stepped = make(map[string]uint64)
+}
+
+func (x *stuckIndex) endScan() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.stepped = nil
+}
+
+// observeScanned is observe for a record a scan read, which a step
+// observed since the scan began overrides.
+func (x *stuckIndex) observeScanned(id string, version uint64, rec *record) {
+	x.mu.Lock()
+	v, stepped := x.stepped[id]
+	x.mu.Unlock()
+	if stepped && v >= version {
+		return
+	}
+	x.observe(id, version, rec)
 }
 
 // forget drops the instances for which drop reports true: another process

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -26,6 +27,9 @@ func (t *Type[S]) subscriptionStream() string { return StreamPrefix + t.name + "
 // subscription is what a saga's subscription read when a runner started.
 type subscription struct {
 	Types []string `json:"types"`
+	// Versions are the schema versions at which the code registered the
+	// types it mapped, by name: what it stored them at.
+	Versions map[string]uint32 `json:"versions,omitempty"`
 }
 
 // checkSubscription compares the stored type names that the saga's
@@ -47,6 +51,7 @@ func (r *Runner[S]) checkSubscription(ctx context.Context) error {
 	}
 	reads := r.e.t.eventTypes()
 	slices.Sort(reads)
+	versions := r.e.t.mappedVersions()
 	stream := r.e.t.subscriptionStream()
 	for attempt := 0; ; attempt++ {
 		last, version, found, err := r.lastSubscription(ctx, stream)
@@ -63,7 +68,16 @@ func (r *Runner[S]) checkSubscription(ctx context.Context) error {
 		}
 		var lost []string
 		for _, name := range read {
-			if !slices.Contains(reads, name) && !r.e.t.reg.Reads(name) {
+			if slices.Contains(reads, name) || r.e.t.reg.Reads(name, last.Versions[name]) {
+				continue
+			}
+			// A name the store holds no event of (a type a newer release
+			// mapped but never stored, before a rollback) loses nothing.
+			held, err := r.storeHolds(ctx, name)
+			if err != nil {
+				return err
+			}
+			if held {
 				lost = append(lost, name)
 			}
 		}
@@ -71,14 +85,14 @@ func (r *Runner[S]) checkSubscription(ctx context.Context) error {
 			r.forgotten.add(lost...)
 			r.e.log.ErrorContext(ctx, "saga: the subscription read stored event types that this code does not read; not starting",
 				slog.String("saga", r.e.t.name), slog.Any("types", lost))
-			return &SetupError{Saga: r.e.t.name, Reason: fmt.Sprintf("its subscription read stored events of type %s, which this code does not read, "+
+			return &SetupError{Saga: r.e.t.name, Reason: fmt.Sprintf("its subscription read stored events of type %s, which the store holds and this code does not read, "+
 				"so they would pass the saga by for good: a type renamed without its upcast.Rename step? Register the rename, "+
 				"or upcast.Drop the type if the saga no longer needs its events", strings.Join(quoted(lost), ", "))}
 		}
-		if found && slices.Equal(last.Types, reads) {
+		if found && slices.Equal(last.Types, reads) && maps.Equal(last.Versions, versions) {
 			break
 		}
-		data, err := json.Marshal(subscription{Types: reads})
+		data, err := json.Marshal(subscription{Types: reads, Versions: versions})
 		if err != nil {
 			return err
 		}
@@ -98,6 +112,26 @@ func (r *Runner[S]) checkSubscription(ctx context.Context) error {
 	}
 	r.subscribedOK = true
 	return nil
+}
+
+// storeHolds reports whether the store holds an event of type name.
+func (r *Runner[S]) storeHolds(ctx context.Context, name string) (bool, error) {
+	for _, err := range r.e.store.ReadAll(ctx, eventstore.Start, eventstore.Filter{Types: []string{name}}) {
+		return err == nil, err
+	}
+	return false, nil
+}
+
+// mappedVersions returns the schema version at which the codec registers
+// each event type the saga maps, by name.
+func (t *Type[S]) mappedVersions() map[string]uint32 {
+	out := make(map[string]uint32, len(t.events))
+	for _, m := range t.events {
+		if _, v, ok := t.reg.NameOfType(m.goType); ok {
+			out[m.name] = v
+		}
+	}
+	return out
 }
 
 // lastSubscription reads the latest record of stream, if any.

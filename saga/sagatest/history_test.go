@@ -172,4 +172,9 @@ func TestReplayRefusesAHistoryOfAnotherSaga(t *testing.T) {
 	sagatest.CheckHistory(rec, signupSaga(t, oldSignup), sagatest.ReadHistory(strings.NewReader(broken)))
 	require.Len(t, rec.errs, 1)
 	assert.Contains(t, rec.errs[0], `instance "ann" (stream "saga:signup-ann"): the history after step 1`, "an unreadable line names the instance it breaks")
+
+	rec = &recorder{TB: t}
+	sagatest.CheckHistory(rec, signupSaga(t, oldSignup), sagatest.ReadHistory(strings.NewReader("{not json\n")))
+	require.Len(t, rec.errs, 1)
+	assert.Contains(t, rec.errs[0], `saga "signup": the history before its first step`, "before any step, the saga is named")
 }

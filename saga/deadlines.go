@@ -332,9 +332,16 @@ func (h *dueHeap) Pop() any {
 // FireDue fires every deadline due at the runner's clock's now, each as a
 // step of its instance, and returns how many fired (a deadline cancelled
 // or rescheduled in the meantime does not fire, and is not counted). Run
-// calls it when the earliest deadline is due; tests that move a fake clock
-// call it themselves.
+// calls it when the earliest deadline is due; tests that move a fake clock,
+// and processes that fire deadlines without Run, call it themselves. Its
+// first call loads the pending deadlines of every instance (see
+// [Runner.LoadDeadlines]), so that none pending at a restart is missed.
 func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
+	if !r.driven.Load() { // Run and CatchUp load them, segment by segment
+		if err := r.loadDeadlines(ctx); err != nil {
+			return 0, err
+		}
+	}
 	fired := 0
 	due := r.timers.popDue(r.e.now())
 	for i, d := range due {

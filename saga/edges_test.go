@@ -61,6 +61,8 @@ var edgeTests = []struct {
 	{"RedriveReportsTheRetakenRejectionsCommands", testRedriveReportsTheRetakenRejectionsCommands},
 	{"ALaterDeadlineIsNoPartOfTheReRun", testALaterDeadlineIsNoPartOfTheReRun},
 	{"ARedriveThatSucceededReturnsNoError", testARedriveThatSucceededReturnsNoError},
+	{"ExternalEventsRunTheOutboxAndTheDeadlinesOnly", testExternalEventsRunTheOutboxAndTheDeadlinesOnly},
+	{"FireDueAfterARestartNeedsNoLoad", testFireDueAfterARestartNeedsNoLoad},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

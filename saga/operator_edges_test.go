@@ -3,6 +3,7 @@ package saga_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"sync"
@@ -499,4 +500,59 @@ func testAStepDuringTheStartUpScanIsNotUndone(t *testing.T, st edgeStores) {
 			assert.Empty(t, r.Gaps())
 		})
 	}
+}
+
+// testExternalEventsRunTheOutboxAndTheDeadlinesOnly: issue 23, item 7. A
+// saga fed from a broker needed the outbox and the deadline clock, which
+// ran only inside Run and CatchUp, with the store subscription. Promise:
+// with RunnerOptions.ExternalEvents, Run sends the commands and fires the
+// deadlines of what Deliver brought, and takes no event from the store.
+func testExternalEventsRunTheOutboxAndTheDeadlinesOnly(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	g := newEdgeRig(t, st, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+		s.Seen = append(s.Seen, e.Text)
+		out.Send(edgeNotify{Account: "acct-" + e.ID, Ref: "hello"})
+		out.ScheduleAfter("due", time.Hour, edgeDue{Text: "an hour later"})
+		return nil
+	}})
+	r := g.runner(t, nil, saga.RunnerOptions{ExternalEvents: true})
+	g.put(t, "feed-2", edgeEvent{ID: "2", Text: "stored"}) // the store's, not the broker's
+	run, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(run) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
+	edgeDeliver(t, r, "broker", 0, edgeEvent{ID: "1", Text: "delivered"})
+	require.Eventually(t, func() bool { return g.account(t, "acct-1").Notices["hello"] == 1 },
+		10*time.Second, 5*time.Millisecond, "the outbox sends the command")
+	g.clock.Advance(time.Hour)
+	require.Eventually(t, func() bool { return slices.Contains(edgeSeen(t, r, "1"), "due:an hour later") },
+		10*time.Second, 5*time.Millisecond, "the deadline fires")
+	assert.False(t, edgeExplain(t, r, "2").Exists, "no event is taken from the store")
+	assert.Zero(t, g.account(t, "acct-2").Notices["hello"])
+}
+
+// testFireDueAfterARestartNeedsNoLoad: issue 23, item 7. A process that
+// fired deadlines with FireDue and forgot LoadDeadlines lost every
+// deadline pending at its restart (measured: 141 of 197). Promise: the
+// first FireDue loads them.
+func testFireDueAfterARestartNeedsNoLoad(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	hooks := edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+		s.Seen = append(s.Seen, e.Text)
+		out.ScheduleAfter("due", time.Hour, edgeDue{Text: e.Text})
+		return nil
+	}}
+	g := newEdgeRig(t, st, hooks)
+	before := g.runner(t, nil, saga.RunnerOptions{})
+	for i := range 5 {
+		edgeDeliver(t, before, fmt.Sprint("broker-", i), 0, edgeEvent{ID: fmt.Sprint(i), Text: "start"})
+	}
+	restarted := g.sibling(t, hooks, false).runner(t, nil, saga.RunnerOptions{})
+	g.clock.Advance(time.Hour)
+	fired, err := restarted.FireDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 5, fired, "every deadline pending at the restart fires")
 }

@@ -117,8 +117,10 @@ func testARedriveThatSucceededReturnsNoError(t *testing.T, st edgeStores) {
 	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "order"})
 	require.NoError(t, r.CatchUp(ctx))
 
-	fixed := g.sibling(t, edgeHooks{}, true).runner(t, nil, saga.RunnerOptions{}) // charges removed
-	x, _ := fixed.Explain(ctx, "1") // it cannot decode the charge: Explain says so, and fills in the rest
+	// The fixed code removed the charges: it cannot decode the charge, and
+	// Explain says so and fills in the rest.
+	fixed := g.sibling(t, edgeHooks{}, true).runner(t, nil, saga.RunnerOptions{})
+	x, _ := fixed.Explain(ctx, "1")
 	before := x.Version
 	redriven, err := fixed.Redrive(ctx, "1", 0)
 	require.NoError(t, err, "a Redrive that was done reports no failure")

@@ -36,7 +36,7 @@ func (r *Runner[S]) start() (*consumers, error) {
 		recordsFilter := eventstore.Filter{Types: []string{recordType}, StreamPrefixes: []string{r.e.t.Category()}}
 		c := &consumers{}
 		for k := range r.segments {
-			seg := &segment{}
+			seg := &segment{external: opts.ExternalEvents}
 			events, outbox := r.segmentNames(k)
 			eopts, oopts := popts, popts
 			eopts.Filter, oopts.Filter = eventsFilter, recordsFilter
@@ -113,6 +113,7 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.driven.Store(true)
 	if err := r.checkSubscription(ctx); err != nil {
 		return err
 	}
@@ -170,6 +171,7 @@ func (r *Runner[S]) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.driven.Store(true)
 	if err := r.checkSubscription(ctx); err != nil {
 		return err
 	}
@@ -179,6 +181,9 @@ func (r *Runner[S]) CatchUp(ctx context.Context) error {
 		// before T.
 		for {
 			for _, seg := range c.segs {
+				if seg.external {
+					continue
+				}
 				if err := seg.events.CatchUp(ctx); err != nil {
 					return err
 				}

@@ -133,6 +133,13 @@ type RunnerOptions struct {
 	// runner runs every segment, and the instances' watermarks and the
 	// appends' expected versions keep it to one effect.
 	Segments int
+	// ExternalEvents says the saga takes its events only from the caller,
+	// through [Runner.Deliver] and [Runner.HandleStored] (a broker's
+	// consumer, a subscription of the caller's own), not from a
+	// subscription to the store: Run and CatchUp then run the outbox and
+	// the deadlines alone, and no events consumer, so no checkpoint moves
+	// past an event the caller has yet to hand over.
+	ExternalEvents bool
 }
 
 // Defaults of [RunnerOptions].
@@ -165,6 +172,9 @@ type Runner[S any] struct {
 	// sent counts the commands dispatched, for CatchUp to tell when
 	// nothing is left to do.
 	sent atomic.Int64
+	// driven says Run or CatchUp has started: their outbox consumers load
+	// the deadline index, segment by segment, as they claim it.
+	driven atomic.Bool
 
 	startOnce   sync.Once
 	startErr    error

@@ -49,6 +49,9 @@ func Segment(id string, n int) int {
 // and of its step records (the outbox).
 type segment struct {
 	events, outbox *projection.Consumer
+	// external says the events come from the caller: the events consumer
+	// is not run (see RunnerOptions.ExternalEvents).
+	external bool
 }
 
 // consumers are the segments of a running saga type, by index.
@@ -130,7 +133,7 @@ func (s *segmentRuns) assign(want []bool) {
 			go func() {
 				defer close(run.done)
 				var wg sync.WaitGroup
-				for _, c := range []*projection.Consumer{seg.events, seg.outbox} {
+				for _, c := range seg.running() {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
@@ -186,4 +189,14 @@ func shareOf(n, rank, members int) []bool {
 		want[k] = true
 	}
 	return want
+}
+
+// running returns the consumers of the segment that Run runs: its outbox,
+// and its events consumer unless the events come from the caller (see
+// RunnerOptions.ExternalEvents).
+func (s *segment) running() []*projection.Consumer {
+	if s.external {
+		return []*projection.Consumer{s.outbox}
+	}
+	return []*projection.Consumer{s.events, s.outbox}
 }

@@ -31,7 +31,7 @@ func (r *Runner[S]) settle(ctx context.Context) error {
 		return err
 	}
 	for k, seg := range c.segs {
-		for r.timers.isActive(k) {
+		for !seg.external && r.timers.isActive(k) {
 			wait, cancel := context.WithTimeout(ctx, settlePoll)
 			err := seg.events.WaitFor(wait, head)
 			cancel()
@@ -63,7 +63,10 @@ func (r *Runner[S]) WaitFor(ctx context.Context, pos eventstore.Position) error 
 		return err
 	}
 	for _, seg := range c.segs {
-		if err := seg.events.WaitFor(ctx, pos); err != nil {
+		if seg.external {
+			// The caller hands the events over: nothing of the store's to
+			// wait for but the outbox.
+		} else if err := seg.events.WaitFor(ctx, pos); err != nil {
 			return err
 		}
 		if err := seg.outbox.WaitFor(ctx, pos); err != nil {

@@ -21,8 +21,9 @@ import (
 // events of one stream in their stream order, each at least once. A
 // redelivery of an older event is fine at any time; an event handed over
 // before an earlier event of its stream that the saga maps makes the
-// instance take the earlier one for a duplicate. Events of different
-// streams may come in any order.
+// instance take the earlier one for a duplicate: unlike [Runner.Deliver],
+// which holds a later sequence until the earlier ones arrive, HandleStored
+// does not wait. Events of different streams may come in any order.
 //
 // An event of a type the saga does not map (including its own step
 // records) is Ignored. One that cannot reach an instance (it does not
@@ -123,10 +124,10 @@ func (r *Runner[S]) sendRecord(ctx context.Context, id string, ev eventstore.Eve
 
 // LoadDeadlines reads the pending deadlines of every instance from their
 // latest steps in the store into the runner's deadline index, once; later
-// calls do nothing. Run and CatchUp do it when they start. A process that
-// fires deadlines with [Runner.FireDue] without them (one that reads the
-// store with [Runner.HandleStored] and [Runner.SendStored]) calls it first:
-// the index knows otherwise only the steps this runner stored or sent.
+// calls do nothing. Run, CatchUp and the first [Runner.FireDue] do it, so
+// no caller needs to; an operator's process calls it to see, in
+// [Runner.Parked], [Runner.Gaps] and Stats, what the saga's records leave
+// stuck.
 func (r *Runner[S]) LoadDeadlines(ctx context.Context) error {
 	return r.loadDeadlines(ctx)
 }

@@ -46,8 +46,8 @@ type subscription struct {
 func (r *Runner[S]) checkSubscription(ctx context.Context) error {
 	r.subscribed.Lock()
 	defer r.subscribed.Unlock()
-	if r.subscribedOK {
-		return nil
+	if r.subscribedOK || r.opts.ExternalEvents {
+		return nil // with external events, no subscription passes anything by
 	}
 	reads := r.e.t.eventTypes()
 	slices.Sort(reads)

@@ -44,6 +44,10 @@ type Rejection struct {
 	Reason string `json:"reason"`
 	// Command is the rejected command's Go type, as %T prints it.
 	Command string `json:"command"`
+	// Code is the code the codec registered for the rejection's error (see
+	// codec.RegisterError), "" for none: what lets a reader match the
+	// recorded rejection with errors.Is.
+	Code string `json:"code,omitempty"`
 }
 
 // IsRejection reports whether e is a recorded rejection, which a reader

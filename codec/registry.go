@@ -42,6 +42,9 @@ type Registry struct {
 	byName map[string]*entry
 	byType map[reflect.Type]*entry
 	chain  upcast.Chain
+	// errs are the registered domain errors (see RegisterError), in the
+	// order of registration.
+	errs []registeredError
 }
 
 // entry is one registered type: its name, its current version, and the

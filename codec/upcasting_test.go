@@ -3,6 +3,7 @@ package codec_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -197,4 +198,39 @@ func TestReadsTellsARenameWithoutItsStep(t *testing.T) {
 	require.NoError(t, reg.Validate())
 	assert.False(t, reg.Reads("order.placed", 1), "and after the registry is frozen")
 	assert.True(t, reg.Reads("orders.placed", 1))
+}
+
+// TestRegisterErrorGivesARecordedErrorItsIdentity: issue 23, item 3. A
+// registered domain error has a code that a wrapped error finds, and the
+// error read back under the code matches it with errors.Is; set-up
+// mistakes are refused and kept for Validate.
+func TestRegisterErrorGivesARecordedErrorItsIdentity(t *testing.T) {
+	declined, expired := errors.New("card declined"), errors.New("card expired")
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.RegisterError(reg, "payment.declined", declined))
+	require.NoError(t, codec.RegisterError(reg, "payment.expired", expired))
+	wrapped := fmt.Errorf("charging order 7: %w", expired)
+	assert.Equal(t, "payment.expired", reg.ErrorCode(wrapped))
+	assert.Empty(t, reg.ErrorCode(errors.New("another")))
+	assert.Empty(t, reg.ErrorCode(nil))
+
+	back := reg.ErrorOf("payment.expired", wrapped.Error())
+	assert.ErrorIs(t, back, expired)
+	assert.NotErrorIs(t, back, declined)
+	assert.Equal(t, "charging order 7: card expired", back.Error())
+	unknown := reg.ErrorOf("payment.stolen", "card stolen")
+	assert.Nil(t, unknown.Err, "a code this code does not know: the text alone")
+	assert.Equal(t, "card stolen", unknown.Error())
+
+	for what, err := range map[string]error{
+		"a code taken":    codec.RegisterError(reg, "payment.declined", errors.New("x")),
+		"an error taken":  codec.RegisterError(reg, "payment.refused", declined),
+		"an empty code":   codec.RegisterError(reg, "", errors.New("y")),
+		"a reserved code": codec.RegisterError(reg, codec.ReservedPrefix+"z", errors.New("z")),
+		"a nil error":     codec.RegisterError(reg, "payment.nil", nil),
+	} {
+		assert.ErrorIs(t, err, codec.ErrInvalidRegistration, what)
+	}
+	require.ErrorIs(t, reg.Validate(), codec.ErrInvalidSetup, "the refusals are kept")
+	assert.ErrorIs(t, codec.RegisterError(reg, "payment.late", errors.New("late")), codec.ErrFrozen)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-es/cairn/aggregate"
+	"github.com/cairn-es/cairn/codec"
 )
 
 // ErrRecordedRejection matches every [*RecordedRejectionError].
@@ -16,9 +17,10 @@ var ErrRecordedRejection = errors.New("command: rejection recorded earlier")
 // the command's final outcome, whatever the aggregate would decide now, and
 // nothing was appended. Its Error is the recorded reason, the text of the
 // aggregate's error that first rejected it, so that whoever shows
-// rejections shows the same text; the error value itself is not stored,
-// so errors.Is cannot match the aggregate's own sentinel — match
-// [ErrRecordedRejection], or take the Reason.
+// rejections shows the same text. The error value itself is not stored:
+// when the codec registered a code for it (codec.RegisterError), the code
+// is, and errors.Is matches the registered error through Unwrap; it always
+// matches [ErrRecordedRejection].
 type RecordedRejectionError struct {
 	// CommandID is the rejected command's ID.
 	CommandID string
@@ -29,8 +31,11 @@ type RecordedRejectionError struct {
 	// Command is the Go type of the command that was rejected, as %T
 	// printed it.
 	Command string
-	// Reason is the text of the rejection (see [aggregate.Rejection]).
-	Reason string
+	// Reason is the text of the rejection (see [aggregate.Rejection]), and
+	// Code the code of its error ("" for none).
+	Reason, Code string
+	// registered is the error the bus's codec registered under Code.
+	registered error
 }
 
 // Error returns the recorded reason.
@@ -39,11 +44,15 @@ func (e *RecordedRejectionError) Error() string { return e.Reason }
 // Is makes errors.Is(err, ErrRecordedRejection) true.
 func (e *RecordedRejectionError) Is(target error) bool { return target == ErrRecordedRejection }
 
+// Unwrap returns the error the bus's codec registered under Code, so that
+// errors.Is matches the aggregate's own sentinel; nil for none.
+func (e *RecordedRejectionError) Unwrap() error { return e.registered }
+
 // priorResult is the result of a command whose ID had an outcome before
 // this dispatch: its events, or its recorded rejection; or, when that
 // outcome was recorded for a command of another type than the one named
 // name, a [*CommandIDReusedError].
-func priorResult(res Result, prior aggregate.Outcome, name commandName) (Result, error) {
+func priorResult(reg *codec.Registry, res Result, prior aggregate.Outcome, name commandName) (Result, error) {
 	if !name.is(prior.CommandType) {
 		return res, &CommandIDReusedError{CommandID: res.CommandID, Stream: res.Stream, Version: prior.FirstVersion,
 			Recorded: prior.CommandType, Command: name.name}
@@ -53,13 +62,15 @@ func priorResult(res Result, prior aggregate.Outcome, name commandName) (Result,
 		return res, nil
 	}
 	res.Rejected = true
+	rej := prior.Rejection
 	return res, &RecordedRejectionError{CommandID: res.CommandID, Stream: res.Stream, Version: prior.LastVersion,
-		Command: prior.Rejection.Command, Reason: prior.Rejection.Reason}
+		Command: rej.Command, Reason: rej.Reason, Code: rej.Code, registered: reg.ErrorOf(rej.Code, rej.Reason).Err}
 }
 
 // recordRejection records the aggregate's rejection of msg in inst's
 // stream (see [aggregate.Repository.SaveRejection]). Its outcome, when
 // Duplicate, is another dispatch's: a rejection or a success.
-func (r *typedRoute[T, PT]) recordRejection(ctx context.Context, inst *aggregate.Instance[T, PT], msg *Message, opts aggregate.SaveOptions, reason error) (aggregate.Outcome, error) {
-	return r.repo.SaveRejection(ctx, inst, aggregate.Rejection{Reason: reason.Error(), Command: fmt.Sprintf("%T", msg.Command)}, opts)
+func (r *typedRoute[T, PT]) recordRejection(ctx context.Context, reg *codec.Registry, inst *aggregate.Instance[T, PT], msg *Message, opts aggregate.SaveOptions, reason error) (aggregate.Outcome, error) {
+	rej := aggregate.Rejection{Reason: reason.Error(), Command: fmt.Sprintf("%T", msg.Command), Code: reg.ErrorCode(reason)}
+	return r.repo.SaveRejection(ctx, inst, rej, opts)
 }

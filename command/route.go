@@ -111,7 +111,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		}
 		if found {
 			b.cache.Put(stream, inst)
-			return priorResult(res, prior, name)
+			return priorResult(b.reg, res, prior, name)
 		}
 		events, err := inst.Handle(ctx, msg.Command)
 		hit(failpoint.BusAfterDecide)
@@ -124,7 +124,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 				if perr != nil {
 					return res, perr
 				}
-				return priorResult(res, prior, name)
+				return priorResult(b.reg, res, prior, name)
 			}
 		}
 		if errors.Is(err, aggregate.ErrPanicked) {
@@ -149,7 +149,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		rejection := err
 		hit(failpoint.BusBeforeAppend)
 		if rejection != nil {
-			out, err = r.recordRejection(ctx, inst, msg, opts, rejection)
+			out, err = r.recordRejection(ctx, b.reg, inst, msg, opts, rejection)
 		} else {
 			out, err = r.repo.Save(ctx, inst, events, opts)
 		}
@@ -157,7 +157,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		if err == nil {
 			b.cache.Put(stream, inst)
 			if out.Duplicate {
-				return priorResult(res, out, name) // another dispatch's outcome came first
+				return priorResult(b.reg, res, out, name) // another dispatch's outcome came first
 			}
 			if rejection != nil {
 				res.Version, res.Position, res.Rejected = out.LastVersion, out.Position, true

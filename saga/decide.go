@@ -115,7 +115,8 @@ func (e *engine[S]) decide(ctx context.Context, in *instance[S], msg *message, p
 		if h == nil {
 			return r, handled, nil, nil // recorded, so that it is taken once
 		}
-		reason := &RejectedError{Command: msg.in.Command, Reason: msg.in.Reason}
+		reason := &RejectedError{Command: msg.in.Command, Reason: msg.in.Reason, Code: msg.in.ReasonCode,
+			registered: e.t.reg.ErrorOf(msg.in.ReasonCode, msg.in.Reason).Err}
 		return e.run(ctx, in, d, msg, func(s *S, o *Output) error { return h.handle(ctx, s, cmd, reason, o) })
 	}
 

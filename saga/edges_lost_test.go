@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -68,6 +69,10 @@ func (c edgeNotify) AggregateID() string { return c.Account }
 // edgeDeadlines are the deadline names the edge saga handles.
 var edgeDeadlines = []string{"due", "a", "b", "remind"}
 
+// errEdgeDeclined is the edge account's refusal, registered with the
+// codec under the code "edge.declined".
+var errEdgeDeclined = errors.New("declined")
+
 // edgeAccount is the aggregate of the edge saga's commands: it counts the
 // charges and notices applied, by Ref. An account whose ID starts with
 // "reject" refuses every command (a rejection); one whose ID starts with
@@ -88,7 +93,7 @@ func (a *edgeAccount) Handle(_ context.Context, cmd any) ([]any, error) {
 	}
 	switch {
 	case strings.HasPrefix(account, "reject"):
-		return nil, errors.New("declined")
+		return nil, fmt.Errorf("account %s: %w", account, errEdgeDeclined)
 	case strings.HasPrefix(account, "panic"):
 		panic("the edge account panics")
 	}
@@ -185,6 +190,7 @@ func (g *edgeRig) build(t *testing.T, hooks edgeHooks, withoutCharges bool) {
 		codec.Register[edgeNotify](g.reg, "edge.notify", 1),
 		codec.Register[edgeCharged](g.reg, "edge.charged", 1),
 		codec.Register[edgeNotified](g.reg, "edge.notified", 1),
+		codec.RegisterError(g.reg, "edge.declined", errEdgeDeclined),
 	}
 	if !withoutCharges {
 		regs = append(regs, codec.Register[edgeCharge](g.reg, "edge.charge", 1))

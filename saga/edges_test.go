@@ -63,6 +63,7 @@ var edgeTests = []struct {
 	{"ARedriveThatSucceededReturnsNoError", testARedriveThatSucceededReturnsNoError},
 	{"ExternalEventsRunTheOutboxAndTheDeadlinesOnly", testExternalEventsRunTheOutboxAndTheDeadlinesOnly},
 	{"FireDueAfterARestartNeedsNoLoad", testFireDueAfterARestartNeedsNoLoad},
+	{"ARejectionKeepsTheIdentityOfItsError", testARejectionKeepsTheIdentityOfItsError},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

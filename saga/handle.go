@@ -15,13 +15,23 @@ import (
 
 // RejectedError is the reason a rejected command's handler receives: the
 // text of the error its aggregate returned, as recorded when the command
-// was rejected (the error's Go type does not survive the record).
+// was rejected. The error's Go value does not survive the record; its code
+// does, when the codec registered one for it (codec.RegisterError), and
+// errors.Is then matches the registered error, through Unwrap, on every
+// read, after restarts and in other processes.
 type RejectedError struct {
 	// Command is the rejected command's ID.
 	Command string
-	// Reason is the aggregate's error text.
-	Reason string
+	// Reason is the aggregate's error text, and Code its error's code (""
+	// for none).
+	Reason, Code string
+	// registered is the error the saga's codec registered under Code.
+	registered error
 }
+
+// Unwrap returns the error the saga's codec registered under Code; nil
+// for none.
+func (e *RejectedError) Unwrap() error { return e.registered }
 
 // Error returns the aggregate's error text, as the rejection handler would
 // report it to a person.

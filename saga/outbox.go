@@ -106,7 +106,7 @@ func (r *Runner[S]) dispatch(ctx context.Context, id string, ev eventstore.Event
 			r.e.log.DebugContext(ctx, "saga: a command was rejected; feeding it back to its instance",
 				slog.String("saga", r.e.t.name), slog.String("instance", id), slog.String("command_id", c.ID),
 				slog.String("command", c.Command.Type), slog.Any("reason", err))
-			return rejection(ev, c, err), nil
+			return rejection(ev, c, err, r.rejectionCode(err)), nil
 		case !commandsOwn(err) || ctx.Err() != nil:
 			return nil, fmt.Errorf("saga %q, instance %q: sending command %s (%T): %w", r.e.t.name, id, c.ID, cmd, err)
 		case attempt >= r.e.attempts:
@@ -150,10 +150,23 @@ func commandsOwn(err error) bool {
 }
 
 // rejection is the message that feeds back to an instance the rejection of
-// command c of its step record ev.
-func rejection(ev eventstore.Event, c sentCommand, reason error) *message {
-	return &message{in: envelope{Kind: kindRejected, Command: c.ID, Type: c.Command.Type, Sent: ev.Version, Reason: clipReason(reason.Error())},
+// command c of its step record ev; code is the code of the reason's error.
+func rejection(ev eventstore.Event, c sentCommand, reason error, code string) *message {
+	return &message{in: envelope{Kind: kindRejected, Command: c.ID, Type: c.Command.Type, Sent: ev.Version, Reason: clipReason(reason.Error()), ReasonCode: code},
 		command: &c.Command, md: eventstore.Metadata{CorrelationID: ev.Metadata.CorrelationID, CausationID: c.ID}}
+}
+
+// rejectionCode returns the code of a rejection's error: the one the
+// saga's codec registered for it, or else the one the bus recorded it with.
+func (r *Runner[S]) rejectionCode(reason error) string {
+	if code := r.e.t.reg.ErrorCode(reason); code != "" {
+		return code
+	}
+	var rec *command.RecordedRejectionError
+	if errors.As(reason, &rec) {
+		return rec.Code
+	}
+	return ""
 }
 
 // commandFailed is the message that parks an instance on command c of its
@@ -184,7 +197,7 @@ func (r *Runner[S]) Reject(ctx context.Context, id, commandID string, reason err
 		}
 		for _, c := range rec.Commands {
 			if c.ID == commandID {
-				out, err := r.e.process(ctx, id, rejection(ev, c, reason))
+				out, err := r.e.process(ctx, id, rejection(ev, c, reason, r.rejectionCode(reason)))
 				return Outcome(out), err
 			}
 		}

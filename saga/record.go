@@ -102,6 +102,9 @@ type envelope struct {
 	Command string `json:"command,omitempty"`
 	Sent    uint64 `json:"sent,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// ReasonCode is the code the codec registered for a rejection's error
+	// (see codec.RegisterError), "" for none.
+	ReasonCode string `json:"reason_code,omitempty"`
 	// Since is when the message was first held.
 	Since time.Time `json:"since,omitzero"`
 }

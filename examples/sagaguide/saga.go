@@ -45,6 +45,8 @@ func register(reg *codec.Registry) error {
 		codec.Register[ChargeCard](reg, "payment.charge_card", 1),
 		codec.Register[Stay](reg, "stay.state", 1),
 		codec.Register[HoldExpired](reg, "stay.hold_expired", 1),
+		// A refusal's code, so that a recorded rejection still matches it.
+		codec.RegisterError(reg, "payment.card_declined", ErrCardDeclined),
 	)
 }
 

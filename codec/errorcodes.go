@@ -1,0 +1,119 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+)
+
+// registeredError is a domain error and the code it is stored under.
+type registeredError struct {
+	code string
+	err  error
+}
+
+// RegisterError gives the domain error err (a sentinel, such as
+// ErrCardDeclined = errors.New("card declined")) the stable code it is
+// recorded under, so that a rejection recorded with it (a command's
+// recorded rejection, a saga's rejection step) reads back as an error
+// that errors.Is matches with err: in the handler that takes it, on every
+// later read, after restarts and in other processes. Only the code and
+// the error's text are stored, never its Go identity, so register the
+// same code for the same error in every process, and keep codes stable
+// as you keep type names.
+//
+// An empty or malformed code (the rules of type names), one with the
+// [ReservedPrefix], a nil error, or a code or error registered already is a
+// [*RegistrationError], kept for [Registry.Validate] as Register's are.
+// After the registry is frozen it returns [ErrFrozen].
+func RegisterError(r *Registry, code string, err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.frozen.Load() {
+		return fmt.Errorf("register error %q: %w", code, ErrFrozen)
+	}
+	fail := func(reason string) error {
+		e := &RegistrationError{Name: code, GoType: fmt.Sprintf("%T", err), Reason: reason}
+		r.setupErrs = append(r.setupErrs, e)
+		return e
+	}
+	if reason := checkName(code); reason != "" {
+		return fail(reason)
+	}
+	if err == nil {
+		return fail("the error is nil")
+	}
+	for _, e := range r.errs {
+		switch {
+		case e.code == code:
+			return fail(fmt.Sprintf("the code is already registered for %q", e.err))
+		case sameError(e.err, err):
+			return fail(fmt.Sprintf("the error is already registered as %q", e.code))
+		}
+	}
+	r.errs = append(r.errs, registeredError{code: code, err: err})
+	return nil
+}
+
+// sameError reports whether a and b are one error value (without the
+// panic of == on an error type that is not comparable).
+func sameError(a, b error) bool {
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
+}
+
+// ErrorCode returns the code of the first registered error, in the order
+// of registration, that errors.Is finds in err; "" for none.
+func (r *Registry) ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	if !r.frozen.Load() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+	}
+	for _, e := range r.errs {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return ""
+}
+
+// ErrorOf returns the error recorded with text under code, as a reader
+// of the record sees it: a [*CodedError] that wraps the error this code
+// registered under code (none, for an empty code or one this code does
+// not know: the text alone then).
+func (r *Registry) ErrorOf(code, text string) *CodedError {
+	e := &CodedError{Code: code, Text: text}
+	if code == "" {
+		return e
+	}
+	if !r.frozen.Load() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+	}
+	for _, reg := range r.errs {
+		if reg.code == code {
+			e.Err = reg.err
+			break
+		}
+	}
+	return e
+}
+
+// CodedError is an error read back from a record: the text it was
+// recorded with, its code, and the error registered under that code, which
+// errors.Is and errors.As see through Unwrap.
+type CodedError struct {
+	// Code is the code it was recorded under ("" for none), Text its text.
+	Code, Text string
+	// Err is the error this code registered under Code (nil for none).
+	Err error
+}
+
+// Error returns the recorded text.
+func (e *CodedError) Error() string { return e.Text }
+
+// Unwrap returns the registered error, if any.
+func (e *CodedError) Unwrap() error { return e.Err }

@@ -113,7 +113,7 @@ func (r *result) print(w io.Writer) {
 	for _, o := range r.orders {
 		runEnds[h.ends[o.ID].String()]++
 	}
-	fmt.Fprintf(w, "\n%s: %d orders placed by concurrent clients in %s\n", r.model, len(r.orders), r.elapsed.Round(10e6))
+	fmt.Fprintf(w, "\n%s, this run: %d orders placed by concurrent clients in %s\n", r.model, len(r.orders), r.elapsed.Round(10e6))
 	if r.savedBy != "" {
 		how := ""
 		if r.savedBy != r.model {
@@ -143,7 +143,7 @@ func (r *result) print(w io.Writer) {
 		fmt.Fprintf(w, ", %d fell due while the sale was down\n               or behind, and found the payment already taken or refused", late)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  not reserved %s\n", notReservedLine(r.notReserved))
+	fmt.Fprintf(w, "  not reserved %s (the read model: every run in ./data)\n", notReservedLine(r.notReserved))
 	paid := h.PaidCents - earlier.PaidCents
 	fmt.Fprintf(w, "  payments     %d taken (%d.%02d EUR), %d closed unpaid\n",
 		h.Payments["accepted"]-earlier.Payments["accepted"], paid/100, paid%100, h.Payments["cancelled"]-earlier.Payments["cancelled"])
@@ -156,7 +156,7 @@ func (r *result) print(w io.Writer) {
 		}
 		all += h.Events[c]
 	}
-	fmt.Fprintf(w, "  events       %d stored (%s); %d in the store\n", total, strings.Join(stored, ", "), all)
+	fmt.Fprintf(w, "  events       %d stored by this run (%s); %d in the store, every run in ./data\n", total, strings.Join(stored, ", "), all)
 	fmt.Fprintf(w, "every order ended as its inputs dictate, and every command took effect once\n")
 }
 

@@ -337,7 +337,7 @@ func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	if err := eventstore.ValidateMetadata(d.Metadata); err != nil {
 		return 0, err
 	}
-	id, err := r.InstanceOf(d.Event, d.Metadata)
+	id, err := r.InstanceFrom(d.Event, Origin{Source: d.Source, Sequence: d.Sequence, Metadata: d.Metadata})
 	if err != nil {
 		return 0, &HandlerError{Saga: t.name, Message: fmt.Sprintf("delivery #%d of %q (%T)", d.Sequence, d.Source, d.Event), Err: err}
 	}
@@ -355,21 +355,30 @@ func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	return Outcome(out), err
 }
 
-// InstanceOf returns the ID of the instance that event goes to, by its
-// mapping's Instance function: the instance [Runner.Deliver] would step.
+// InstanceOf returns the ID of the instance that event, with metadata md,
+// goes to, by its mapping's Instance function (see [Runner.InstanceFrom]
+// for a mapping that also needs where the event came from).
 func (r *Runner[S]) InstanceOf(event any, md eventstore.Metadata) (string, error) {
+	return r.InstanceFrom(event, Origin{Metadata: md})
+}
+
+// InstanceFrom returns the ID of the instance that event, from origin
+// from, goes to, by its mapping's Instance or InstanceFrom function: the
+// instance [Runner.Deliver] would step for a delivery of that source and
+// sequence.
+func (r *Runner[S]) InstanceFrom(event any, from Origin) (string, error) {
 	m := r.e.t.events[typeOf(event)]
 	if m == nil {
 		return "", fmt.Errorf("%w: saga %q maps no event of type %T", eventstore.ErrInvalidArgument, r.e.t.name, event)
 	}
-	return instanceOf(m, event, md)
+	return instanceOf(m, event, from)
 }
 
 // instanceOf runs a mapping's Instance function, which is user code: a
 // panic or an empty ID is an error.
-func instanceOf[S any](m *eventMapping[S], v any, md eventstore.Metadata) (id string, err error) {
+func instanceOf[S any](m *eventMapping[S], v any, from Origin) (id string, err error) {
 	err = guard(func() error {
-		id = m.instance(deref(v), md)
+		id = m.instance(deref(v), from)
 		return nil
 	})
 	if err == nil && id == "" {

@@ -97,13 +97,36 @@ func (t *Type[S]) Stream(id string) string { return StreamPrefix + t.name + "-" 
 // Category returns the stream prefix of this type's instances.
 func (t *Type[S]) Category() string { return StreamPrefix + t.name + "-" }
 
+// Origin is where an event came from, as [Event.InstanceFrom] sees it.
+type Origin struct {
+	// Source is a stored event's stream, or a delivery's source, and
+	// Sequence its version in the stream, or the delivery's sequence.
+	Source   string
+	Sequence uint64
+	// Metadata is the event's metadata.
+	Metadata eventstore.Metadata
+	// Stored says the event was read from the store (by Run, CatchUp or
+	// HandleStored) rather than delivered.
+	Stored bool
+}
+
 // Event maps event type E to a saga: how to find the instance an event is
 // for, whether it may start one, and what the instance does with it.
 type Event[S, E any] struct {
 	// Instance returns the ID of the instance that e is for, from the
 	// event and its metadata. An empty ID is an error of that event,
-	// parked like a failing handler, never a panic.
+	// parked like a failing handler, never a panic. The outbox sends each
+	// command with the correlation ID of the message its step handled, and
+	// the bus copies it into the command's events, so md.CorrelationID
+	// finds the instance of an event that does not carry its ID when the
+	// flow's first command was sent with that ID as its correlation ID.
 	Instance func(e E, md eventstore.Metadata) string
+	// InstanceFrom is Instance for a mapping that needs to know where the
+	// event came from: the stream of a stored event names the aggregate
+	// that recorded it (aggregate.Type.ID turns it back into the ID), a
+	// delivery's source its partition or topic. Set Instance or
+	// InstanceFrom, not both.
+	InstanceFrom func(e E, from Origin) string
 	// Starts lets the event start an instance that does not exist yet;
 	// without it such an event is ignored (and counted).
 	Starts bool
@@ -127,7 +150,7 @@ type eventMapping[S any] struct {
 	name     string // the registered type name
 	starts   bool
 	anyOrder bool
-	instance func(v any, md eventstore.Metadata) string
+	instance func(v any, from Origin) string
 	handle   func(ctx context.Context, s *S, v any, out *Output) error
 }
 
@@ -147,8 +170,10 @@ func On[S, E any](t *Type[S], m Event[S, E]) error {
 		return &SetupError{Saga: t.name, Reason: fmt.Sprintf("event %s: the saga type is already in use by a runner", et)}
 	case !ok:
 		return bad("is not registered with the codec")
-	case m.Instance == nil:
+	case m.Instance == nil && m.InstanceFrom == nil:
 		return bad("the mapping has no Instance function")
+	case m.Instance != nil && m.InstanceFrom != nil:
+		return bad("the mapping sets both Instance and InstanceFrom: set one")
 	case m.Handle == nil:
 		return bad("the mapping has no Handle function")
 	case t.events[et] != nil:
@@ -156,7 +181,12 @@ func On[S, E any](t *Type[S], m Event[S, E]) error {
 	}
 	t.events[et] = &eventMapping[S]{
 		goType: et, name: name, starts: m.Starts, anyOrder: m.AnyOrder,
-		instance: func(v any, md eventstore.Metadata) string { return m.Instance(v.(E), md) },
+		instance: func(v any, from Origin) string {
+			if m.InstanceFrom != nil {
+				return m.InstanceFrom(v.(E), from)
+			}
+			return m.Instance(v.(E), from.Metadata)
+		},
 		handle:   func(ctx context.Context, s *S, v any, out *Output) error { return m.Handle(ctx, s, v.(E), out) },
 	}
 	return nil

@@ -72,7 +72,7 @@ func (e *engine[S]) storedMessage(ev eventstore.Event) (id string, msg *message,
 	if m == nil {
 		return "", nil, nil
 	}
-	if id, err = instanceOf(m, v, ev.Metadata); err != nil {
+	if id, err = instanceOf(m, v, Origin{Source: ev.StreamID, Sequence: ev.Version, Metadata: ev.Metadata, Stored: true}); err != nil {
 		return "", nil, err
 	}
 	return id, &message{event: &ev, values: values,

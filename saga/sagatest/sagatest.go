@@ -257,7 +257,7 @@ func (s *Scenario[S]) nextSource(event any) saga.Delivery {
 // deliver hands d to the runner and returns its instance.
 func (s *Scenario[S]) deliver(d saga.Delivery) string {
 	s.tb.Helper()
-	id, err := s.runner.InstanceOf(d.Event, d.Metadata)
+	id, err := s.runner.InstanceFrom(d.Event, saga.Origin{Source: d.Source, Sequence: d.Sequence, Metadata: d.Metadata})
 	if err != nil {
 		s.tb.Fatalf("sagatest: %#v: %v", d.Event, err)
 	}

@@ -187,7 +187,7 @@ func On[S, E any](t *Type[S], m Event[S, E]) error {
 			}
 			return m.Instance(v.(E), from.Metadata)
 		},
-		handle:   func(ctx context.Context, s *S, v any, out *Output) error { return m.Handle(ctx, s, v.(E), out) },
+		handle: func(ctx context.Context, s *S, v any, out *Output) error { return m.Handle(ctx, s, v.(E), out) },
 	}
 	return nil
 }

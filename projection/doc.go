@@ -2,7 +2,8 @@
 // global log that resumes from its stored checkpoint, catches up, follows
 // live events, and hands each decoded event to a handler.
 //
-// The same [Consumer] runs projections (read models) and, later, sagas:
+// The same [Consumer] runs projections (read models) and each saga's events
+// and outbox:
 //
 //   - Events are decoded through a codec.Registry, so upcasters apply; a
 //     stored event that splits into several values is handled part by part

@@ -94,13 +94,7 @@ func testExplainShowsWhatIsStuckWhenTheStateCannotBeRead(t *testing.T, st edgeSt
 // what waits behind it, once each.
 func testAParkedMessageIsNotAGap(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	failing := edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
-		if e.Text == "poison" {
-			return errors.New("the handler fails on poison")
-		}
-		s.Seen = append(s.Seen, e.Text)
-		return nil
-	}}
+	failing := failingOnPoison()
 	g := newEdgeRig(t, st, failing)
 	r := g.runner(t, nil, saga.RunnerOptions{})
 	edgeDeliver(t, r, "src-1", 0, edgeEvent{ID: "1", Text: "start"})
@@ -135,13 +129,7 @@ func testAParkedMessageIsNotAGap(t *testing.T, st edgeStores) {
 // that has loaded the saga's records knows both.
 func testParkedAndHeldAreCountedNowAndAfterARestart(t *testing.T, st edgeStores) {
 	ctx := edgeContext(t)
-	failing := edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
-		if e.Text == "poison" {
-			return errors.New("the handler fails on poison")
-		}
-		s.Seen = append(s.Seen, e.Text)
-		return nil
-	}}
+	failing := failingOnPoison()
 	g := newEdgeRig(t, st, failing)
 	r := g.runner(t, nil, saga.RunnerOptions{})
 	first := g.clock.Now()

@@ -391,23 +391,25 @@ func instanceOf[S any](m *eventMapping[S], v any, from Origin) (id string, err e
 // of instance id: one it stored, or one its outbox read. Only the
 // instances of the segments this runner runs are indexed.
 func (r *Runner[S]) observe(id string, version uint64, rec *record) {
-	r.activity.RLock()
-	defer r.activity.RUnlock()
-	if !r.timers.isActive(Segment(id, r.segments)) {
-		return
-	}
-	r.timers.observe(id, version, rec.Deadlines)
-	r.stuck.observe(id, version, rec)
+	r.observeRecord(id, version, rec, false)
 }
 
 // observeScanned is observe for a record that a scan of the saga's
 // records read, which the steps observed since the scan began override.
 func (r *Runner[S]) observeScanned(id string, version uint64, rec *record) {
+	r.observeRecord(id, version, rec, true)
+}
+
+func (r *Runner[S]) observeRecord(id string, version uint64, rec *record, scanned bool) {
 	r.activity.RLock()
 	defer r.activity.RUnlock()
 	if !r.timers.isActive(Segment(id, r.segments)) {
 		return
 	}
 	r.timers.observe(id, version, rec.Deadlines)
-	r.stuck.observeScanned(id, version, rec)
+	if scanned {
+		r.stuck.observeScanned(id, version, rec)
+	} else {
+		r.stuck.observe(id, version, rec)
+	}
 }

@@ -43,6 +43,9 @@ func RegisterError(r *Registry, code string, err error) error {
 	if err == nil {
 		return fail("the error is nil")
 	}
+	if !matchable(err) {
+		return fail(fmt.Sprintf("errors.Is cannot match a %T: its value is not comparable and it has no Is method; register a sentinel or a pointer", err))
+	}
 	for _, e := range r.errs {
 		switch {
 		case e.code == code:
@@ -55,15 +58,49 @@ func RegisterError(r *Registry, code string, err error) error {
 	return nil
 }
 
-// sameError reports whether a and b are one error value (without the
-// panic of == on an error type that is not comparable).
-func sameError(a, b error) bool {
-	t := reflect.TypeOf(a)
-	return t == reflect.TypeOf(b) && t.Comparable() && a == b
+// matchable reports whether errors.Is can match err as its target: its
+// value compares with == (a comparable type can still hold a value that
+// panics, such as a slice in an interface field), or it has an Is method.
+func matchable(err error) (ok bool) {
+	if _, is := err.(interface{ Is(error) bool }); is {
+		return true
+	}
+	if !reflect.TypeOf(err).Comparable() {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return err == err // panics for a value that does not compare
 }
 
-// ErrorCode returns the code of the first registered error, in the order
-// of registration, that errors.Is finds in err; "" for none.
+// sameError reports whether a and b, both matchable, are one error value.
+func sameError(a, b error) bool {
+	if reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return isError(a, b)
+}
+
+// isError is errors.Is(err, target), false where a value in err's chain
+// panics when compared with target.
+func isError(err, target error) (is bool) {
+	defer func() {
+		if recover() != nil {
+			is = false
+		}
+	}()
+	return errors.Is(err, target)
+}
+
+// ErrorCode returns the code of the most specific registered error that
+// errors.Is finds in err, "" for none: of the registered errors err
+// matches, the one that matches the most of the others (a registered
+// ErrCardDeclined that wraps a registered ErrPaymentFailed is chosen over
+// it, so that the error read back matches both), the first registered
+// among equals (errors.Join of unrelated registered errors keeps one).
 func (r *Registry) ErrorCode(err error) string {
 	if err == nil {
 		return ""
@@ -72,12 +109,25 @@ func (r *Registry) ErrorCode(err error) string {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 	}
+	var found []registeredError
 	for _, e := range r.errs {
-		if errors.Is(err, e.err) {
-			return e.code
+		if isError(err, e.err) {
+			found = append(found, e)
 		}
 	}
-	return ""
+	best, most := "", -1
+	for _, e := range found {
+		n := 0
+		for _, o := range found {
+			if isError(e.err, o.err) {
+				n++
+			}
+		}
+		if n > most {
+			best, most = e.code, n
+		}
+	}
+	return best
 }
 
 // ErrorOf returns the error recorded with text under code, as a reader

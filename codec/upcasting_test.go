@@ -234,3 +234,37 @@ func TestRegisterErrorGivesARecordedErrorItsIdentity(t *testing.T) {
 	require.ErrorIs(t, reg.Validate(), codec.ErrInvalidSetup, "the refusals are kept")
 	assert.ErrorIs(t, codec.RegisterError(reg, "payment.late", errors.New("late")), codec.ErrFrozen)
 }
+
+type limitError struct{ Over []string }
+
+func (e limitError) Error() string { return fmt.Sprintf("over the limit: %v", e.Over) }
+
+type boxedError struct{ Detail any }
+
+func (e boxedError) Error() string { return fmt.Sprint("boxed: ", e.Detail) }
+
+// TestRegisterErrorRefusesWhatErrorsIsCannotMatch: found by review. An
+// error type that is not comparable was accepted and never matched, and a
+// comparable one holding a slice made RegisterError panic; with two
+// registered errors that both match, the less specific one was recorded.
+func TestRegisterErrorRefusesWhatErrorsIsCannotMatch(t *testing.T) {
+	reg := codec.NewRegistry(codec.Options{})
+	assert.ErrorIs(t, codec.RegisterError(reg, "shop.limit", limitError{Over: []string{"a"}}), codec.ErrInvalidRegistration)
+	assert.NotPanics(t, func() {
+		assert.ErrorIs(t, codec.RegisterError(reg, "shop.boxed", boxedError{Detail: []int{1}}), codec.ErrInvalidRegistration)
+	})
+	require.NoError(t, codec.RegisterError(reg, "shop.plain", boxedError{Detail: "fine"}))
+	assert.NotPanics(t, func() { assert.Empty(t, reg.ErrorCode(boxedError{Detail: []int{2}})) })
+
+	payment := errors.New("payment failed")
+	declined := fmt.Errorf("card declined: %w", payment)
+	specific := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.RegisterError(specific, "pay.failed", payment))
+	require.NoError(t, codec.RegisterError(specific, "pay.declined", declined))
+	code := specific.ErrorCode(fmt.Errorf("order 7: %w", declined))
+	assert.Equal(t, "pay.declined", code, "the most specific registered error")
+	back := specific.ErrorOf(code, "order 7: card declined: payment failed")
+	assert.ErrorIs(t, back, declined)
+	assert.ErrorIs(t, back, payment)
+	assert.Equal(t, "pay.failed", specific.ErrorCode(payment))
+}

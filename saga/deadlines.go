@@ -172,6 +172,19 @@ func (t *timers) covered(k int, from eventstore.Position) bool {
 // plan returns where a scan of the saga's records must start for the
 // index of every active segment to be complete after it (the lowest
 // position one is complete to; the start of the log when one is not known
+// whole reports whether the index of every active segment is known to be
+// whole up to some position (see cover); true when none is active.
+func (t *timers) whole() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, on := range t.active {
+		if on && t.complete[k] == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // to be complete), and the active segments with their epochs, for cover.
 func (t *timers) plan() (start eventstore.Position, epochs map[int]uint64) {
 	t.mu.Lock()
@@ -333,14 +346,13 @@ func (h *dueHeap) Pop() any {
 // step of its instance, and returns how many fired (a deadline cancelled
 // or rescheduled in the meantime does not fire, and is not counted). Run
 // calls it when the earliest deadline is due; tests that move a fake clock,
-// and processes that fire deadlines without Run, call it themselves. Its
-// first call loads the pending deadlines of every instance (see
-// [Runner.LoadDeadlines]), so that none pending at a restart is missed.
+// and processes that fire deadlines without Run, call it themselves. It
+// first loads the pending deadlines of the segments whose index is not
+// whole (see [Runner.LoadDeadlines]), so that none pending at a restart,
+// or after a Run that gave segments up, is missed.
 func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
-	if !r.driven.Load() { // Run and CatchUp load them, segment by segment
-		if err := r.loadDeadlines(ctx); err != nil {
-			return 0, err
-		}
+	if err := r.loadDeadlines(ctx); err != nil {
+		return 0, err
 	}
 	fired := 0
 	due := r.timers.popDue(r.e.now())

@@ -64,6 +64,7 @@ var edgeTests = []struct {
 	{"ExternalEventsRunTheOutboxAndTheDeadlinesOnly", testExternalEventsRunTheOutboxAndTheDeadlinesOnly},
 	{"FireDueAfterARestartNeedsNoLoad", testFireDueAfterARestartNeedsNoLoad},
 	{"ARejectionKeepsTheIdentityOfItsError", testARejectionKeepsTheIdentityOfItsError},
+	{"FireDueAfterAFailedCatchUpLoadsTheDeadlines", testFireDueAfterAFailedCatchUpLoadsTheDeadlines},
 }
 
 func runEdges(t *testing.T, st edgeStores) {

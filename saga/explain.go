@@ -191,7 +191,7 @@ func (r *Runner[S]) Explain(ctx context.Context, id string) (Explanation[S], err
 		unreadable = append(unreadable, err)
 	}
 	if mark := in.rec.Redrive; mark != nil {
-		report, err := r.redriveReport(ctx, in.stream, *mark)
+		report, err := r.redriveReport(ctx, in.stream, in.version, *mark)
 		if err != nil {
 			unreadable = append(unreadable, err)
 		}

@@ -16,19 +16,15 @@ import (
 // this one never read, so each claim first reads what lies between where
 // the index was whole and the claimed checkpoint.
 
-// loadDeadlines fills the deadline and gap indexes from the latest step
-// of every instance, read from the store, once.
+// loadDeadlines fills the deadline and stuck indexes of every active
+// segment whose index is not known to be whole (never read, or active
+// again after Run gave it up) from the latest step of each instance, read
+// from the store; when every active segment's is whole, it reads nothing.
 func (r *Runner[S]) loadDeadlines(ctx context.Context) error {
-	r.loadOnce.Lock()
-	defer r.loadOnce.Unlock()
-	if r.loaded {
+	if r.timers.whole() {
 		return nil
 	}
-	if err := r.scan(ctx, -1, eventstore.Start); err != nil {
-		return err
-	}
-	r.loaded = true
-	return nil
+	return r.scan(ctx, -1, eventstore.Start)
 }
 
 // claimedOutbox makes the deadline index whole for segment k, whose

@@ -588,3 +588,30 @@ func testARejectionKeepsTheIdentityOfItsError(t *testing.T, st edgeStores) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"charge", "poison", "rejected 2: account reject-2: declined, declined: true"}, edgeSeen(t, fixed, "2"))
 }
+
+// testFireDueAfterAFailedCatchUpLoadsTheDeadlines: found by review of
+// item 7. A CatchUp that failed before its outbox read the deadlines
+// marked the runner as one whose consumers load them, so every later
+// FireDue skipped the load and the deadlines pending at the restart never
+// fired. Promise: FireDue loads what no one has.
+func testFireDueAfterAFailedCatchUpLoadsTheDeadlines(t *testing.T, st edgeStores) {
+	ctx := edgeContext(t)
+	hooks := edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, out *saga.Output) error {
+		s.Seen = append(s.Seen, e.Text)
+		out.ScheduleAfter("due", time.Hour, edgeDue{Text: e.Text})
+		return nil
+	}}
+	g := newEdgeRig(t, st, hooks)
+	before := g.runner(t, nil, saga.RunnerOptions{})
+	for i := range 3 {
+		edgeDeliver(t, before, fmt.Sprint("broker-", i), 0, edgeEvent{ID: fmt.Sprint(i), Text: "start"})
+	}
+	restarted := g.sibling(t, hooks, false).runner(t, nil, saga.RunnerOptions{ExternalEvents: true})
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	require.Error(t, restarted.CatchUp(gone))
+	g.clock.Advance(time.Hour)
+	fired, err := restarted.FireDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, fired, "the deadlines pending at the restart fire")
+}

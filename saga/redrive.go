@@ -53,7 +53,7 @@ func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (Redriv
 			return &eventstore.InvalidArgumentError{Stream: in.stream, Index: -1, Field: "redrive version",
 				Reason: fmt.Sprintf("is %d, past the latest step %d of saga %q, instance %q", from, in.version, r.e.t.name, id)}
 		}
-		base, taken, err := r.redriven(ctx, in.stream, from, math.MaxUint64)
+		base, taken, err := r.redriven(ctx, in.stream, from, math.MaxUint64, false)
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,11 @@ func (r *Runner[S]) Redrive(ctx context.Context, id string, from uint64) (Redriv
 	if err != nil {
 		return Redriven{Messages: mark.Messages, Step: mark.Step, From: from}, err
 	}
-	return r.redriveReport(ctx, r.e.t.Stream(id), mark)
+	in, err := r.e.read(ctx, id)
+	if err != nil {
+		return Redriven{Messages: mark.Messages, Step: mark.Step, From: from}, err
+	}
+	return r.redriveReport(ctx, in.stream, in.version, mark)
 }
 
 // retake puts message m, which a step being re-driven took in, back in
@@ -101,12 +105,13 @@ func retake(rec *record, m envelope) {
 }
 
 // redriven reads the history of stream from version from-1 up to (not
-// including) version until, and returns
+// including) version until (passing over the records it cannot read when
+// lenient, refusing them otherwise), and returns
 // the record the step before from left (an empty one when from is 0) and
 // the messages that the steps from from on took in, first arrival first:
 // events (handled, held or parked), and the rejections and failures of
 // commands sent before from.
-func (r *Runner[S]) redriven(ctx context.Context, stream string, from, until uint64) (record, []envelope, error) {
+func (r *Runner[S]) redriven(ctx context.Context, stream string, from, until uint64, lenient bool) (record, []envelope, error) {
 	base := record{Sources: make(map[string]progress)}
 	var taken []envelope
 	seen := make(map[string]bool)
@@ -122,6 +127,9 @@ func (r *Runner[S]) redriven(ctx context.Context, stream string, from, until uin
 			break
 		}
 		rec, err := decodeRecord(ev)
+		if err != nil && lenient {
+			continue
+		}
 		if err != nil {
 			return record{}, nil, err
 		}

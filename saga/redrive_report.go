@@ -68,12 +68,36 @@ type redriveMark struct {
 }
 
 // redriveReport compares the commands of instance stream's first run and
-// re-run around the Redrive step mark. A command this code cannot decode
-// is compared by its stored bytes and listed with a nil Command. The
-// error is the store's, or a record's that cannot be read.
-func (r *Runner[S]) redriveReport(ctx context.Context, stream string, mark redriveMark) (Redriven, error) {
+// re-run around the Redrive step mark, as the instance's latest record
+// (version latest) leaves them; a report of the same latest version is
+// served from the runner's cache. A command this code cannot decode is
+// compared by its stored bytes and listed with a nil Command; a record
+// that cannot be read is passed over. The error is the store's.
+func (r *Runner[S]) redriveReport(ctx context.Context, stream string, latest uint64, mark redriveMark) (Redriven, error) {
+	if c, ok := r.reports.Get(stream); ok && c.latest == latest && c.report.Step == mark.Step {
+		return c.report, nil
+	}
+	report, err := r.compareRedrive(ctx, stream, mark)
+	if err == nil {
+		r.reports.Put(stream, cachedReport{latest: latest, report: report})
+	}
+	return report, err
+}
+
+// cachedReport is a Redrive report as of the instance's latest version.
+type cachedReport struct {
+	latest uint64
+	report Redriven
+}
+
+// reportCacheSize is how many Redrive reports a runner keeps, for the
+// operators who Explain the same instances again and again.
+const reportCacheSize = 256
+
+// compareRedrive computes the report of redriveReport.
+func (r *Runner[S]) compareRedrive(ctx context.Context, stream string, mark redriveMark) (Redriven, error) {
 	out := Redriven{Step: mark.Step, From: mark.From, Messages: mark.Messages}
-	_, taken, err := r.redriven(ctx, stream, mark.From, mark.Step)
+	_, taken, err := r.redriven(ctx, stream, mark.From, mark.Step, true)
 	if err != nil {
 		return out, err
 	}
@@ -102,7 +126,7 @@ func (r *Runner[S]) redriveReport(ctx context.Context, stream string, mark redri
 		}
 		rec, err := decodeRecord(ev)
 		if err != nil {
-			return out, err
+			continue // a damaged record: Explain and History name it; the report covers the rest
 		}
 		into := first
 		switch {

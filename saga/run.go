@@ -113,7 +113,6 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.driven.Store(true)
 	if err := r.checkSubscription(ctx); err != nil {
 		return err
 	}
@@ -171,7 +170,6 @@ func (r *Runner[S]) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.driven.Store(true)
 	if err := r.checkSubscription(ctx); err != nil {
 		return err
 	}

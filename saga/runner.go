@@ -160,6 +160,8 @@ type Runner[S any] struct {
 	bus    *command.Bus
 	timers *timers
 	stuck  *stuckIndex
+	// reports caches the Redrive reports that Explain serves, by stream.
+	reports *lru.Cache[cachedReport]
 	// forgotten are the stored event types the instances took that this
 	// code no longer reads.
 	forgotten forgottenTypes
@@ -172,17 +174,12 @@ type Runner[S any] struct {
 	// sent counts the commands dispatched, for CatchUp to tell when
 	// nothing is left to do.
 	sent atomic.Int64
-	// driven says Run or CatchUp has started: their outbox consumers load
-	// the deadline index, segment by segment, as they claim it.
-	driven atomic.Bool
 
 	startOnce   sync.Once
 	startErr    error
 	consumers   atomic.Pointer[consumers]
 	deadLetters eventstore.DeadLetterStore
 
-	loadOnce sync.Mutex
-	loaded   bool
 	// scans runs the scans of the deadline index one at a time (see
 	// Runner.scan).
 	scans sync.Mutex
@@ -229,7 +226,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	case opts.CacheSize > 0:
 		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
-	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(e.anyOrder), opts: opts, workers: opts.Workers, segments: segments}
+	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(e.anyOrder), reports: lru.New[cachedReport](reportCacheSize), opts: opts, workers: opts.Workers, segments: segments}
 	if opts.Exclusive && opts.Leases == nil {
 		leases, ok := r.checkpoints().(eventstore.LeaseStore)
 		if !ok {

@@ -123,9 +123,10 @@ func (r *Runner[S]) sendRecord(ctx context.Context, id string, ev eventstore.Eve
 }
 
 // LoadDeadlines reads the pending deadlines of every instance from their
-// latest steps in the store into the runner's deadline index, once; later
-// calls do nothing. Run, CatchUp and the first [Runner.FireDue] do it, so
-// no caller needs to; an operator's process calls it to see, in
+// latest steps in the store into the runner's deadline index, for the
+// segments whose index is not whole yet (all of them, the first time);
+// later calls read nothing. Run, CatchUp and [Runner.FireDue] do it, so no
+// caller needs to; an operator's process calls it to see, in
 // [Runner.Parked], [Runner.Gaps] and Stats, what the saga's records leave
 // stuck.
 func (r *Runner[S]) LoadDeadlines(ctx context.Context) error {

@@ -17,7 +17,10 @@ import (
 // type names cannot contain ':', so no aggregate stream starts with it.
 const StreamPrefix = "saga:"
 
-// Type is a declared saga type whose instances hold a state S. Make one
+// Type is a declared saga type whose instances hold a state S. Every
+// set-up error its functions return (On, OnDeadline, OnRejected, Sends) is
+// kept, and [NewRunner] refuses the type with them: fix the set-up rather
+// than go on without the mapping that failed. Make one
 // with [New], declare what it reacts to with [On], [OnDeadline] and
 // [OnRejected], and what it sends with [Sends]; then run it with a
 // [Runner]. A Type must not be changed once a Runner uses it.

@@ -22,6 +22,7 @@ type (
 		BookingID, Card string
 		Amount          int
 	}
+	VoidCharge struct{ BookingID string }
 )
 
 func (c PlaceBooking) AggregateID() string   { return c.BookingID }
@@ -30,6 +31,7 @@ func (c CancelBooking) AggregateID() string  { return c.BookingID }
 func (c HoldRoom) AggregateID() string       { return c.Room }
 func (c ReleaseRoom) AggregateID() string    { return c.Room }
 func (c ChargeCard) AggregateID() string     { return c.BookingID }
+func (c VoidCharge) AggregateID() string     { return c.BookingID }
 
 // The events the aggregates record.
 type (
@@ -62,10 +64,18 @@ type (
 		BookingID string `json:"booking_id"`
 		Amount    int    `json:"amount"`
 	}
+	ChargeVoided struct {
+		BookingID string `json:"booking_id"`
+		Refunded  int    `json:"refunded"`
+	}
 )
 
-// ErrCardDeclined is the payment aggregate's refusal of a card.
-var ErrCardDeclined = errors.New("card declined")
+// The payment aggregate's refusals: a card declined, and a charge asked
+// for after the booking's payment was voided.
+var (
+	ErrCardDeclined = errors.New("card declined")
+	ErrChargeVoided = errors.New("the booking's payment was voided")
+)
 
 // Booking is the guest's booking.
 type Booking struct{ placed, ended bool }
@@ -135,27 +145,44 @@ func (r *Room) Apply(event any) error {
 	return nil
 }
 
-// Payment charges a booking's card. A card called "declined" is refused;
-// one called "3ds" waits for a 3-D Secure check that never comes.
-type Payment struct{ charged bool }
+// Payment charges a booking's card, once, and voids the charge when the
+// booking is cancelled: a charge made is refunded, and one that comes
+// after the void is refused. A card called "declined" is refused; one
+// called "3ds" waits for a 3-D Secure check that never comes.
+type Payment struct {
+	charged int
+	voided  bool
+}
 
 func (p *Payment) Handle(_ context.Context, cmd any) ([]any, error) {
-	c, ok := cmd.(ChargeCard)
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("a payment cannot handle %T", cmd)
-	case p.charged || c.Card == "3ds":
-		return nil, nil
-	case c.Card == "declined":
-		return nil, ErrCardDeclined
+	switch c := cmd.(type) {
+	case ChargeCard:
+		switch {
+		case p.voided:
+			return nil, ErrChargeVoided
+		case p.charged > 0 || c.Card == "3ds":
+			return nil, nil
+		case c.Card == "declined":
+			return nil, ErrCardDeclined
+		}
+		return []any{CardCharged{BookingID: c.BookingID, Amount: c.Amount}}, nil
+	case VoidCharge:
+		if p.voided {
+			return nil, nil
+		}
+		return []any{ChargeVoided{BookingID: c.BookingID, Refunded: p.charged}}, nil
 	}
-	return []any{CardCharged{BookingID: c.BookingID, Amount: c.Amount}}, nil
+	return nil, fmt.Errorf("a payment cannot handle %T", cmd)
 }
 
 func (p *Payment) Apply(event any) error {
-	if _, ok := event.(CardCharged); !ok {
+	switch e := event.(type) {
+	case CardCharged:
+		p.charged = e.Amount
+	case ChargeVoided:
+		p.voided = true
+	default:
 		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
 	}
-	p.charged = true
 	return nil
 }

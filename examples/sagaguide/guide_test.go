@@ -50,7 +50,8 @@ func TestARefusedCardReleasesTheRoom(t *testing.T) {
 		WhenRejected(ChargeCard{BookingID: "b-2", Card: "declined", Amount: 120}, ErrCardDeclined).
 		ThenCommands(
 			ReleaseRoom{Room: "102", BookingID: "b-2"},
-			CancelBooking{BookingID: "b-2", Reason: "payment refused: card declined"},
+			VoidCharge{BookingID: "b-2"},
+			CancelBooking{BookingID: "b-2", Reason: "card declined"},
 		).
 		ThenCompleted()
 }
@@ -66,6 +67,7 @@ func TestAnUnpaidHoldExpires(t *testing.T) {
 		WhenTimeElapses(time.Minute).
 		ThenCommands(
 			ReleaseRoom{Room: "104", BookingID: "b-4"},
+			VoidCharge{BookingID: "b-4"},
 			CancelBooking{BookingID: "b-4", Reason: "not paid in time"},
 		).
 		ThenCompleted()
@@ -113,7 +115,7 @@ func TestTheHotelEndToEnd(t *testing.T) {
 
 	want := map[string]string{
 		"b-1": "confirmed",
-		"b-2": "cancelled: payment refused: card declined",
+		"b-2": "cancelled: card declined",
 		"b-3": "cancelled: room unavailable",
 		"b-4": "cancelled: not paid in time",
 	}

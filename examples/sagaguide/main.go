@@ -90,6 +90,7 @@ func newHotel(store eventstore.Store, opts saga.RunnerOptions) (*hotel, error) {
 		command.Route[HoldRoom](bus, rooms),
 		command.Route[ReleaseRoom](bus, rooms),
 		command.Route[ChargeCard](bus, payments),
+		command.Route[VoidCharge](bus, payments),
 	)
 	if err != nil {
 		return nil, err

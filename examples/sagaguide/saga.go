@@ -43,6 +43,8 @@ func register(reg *codec.Registry) error {
 		codec.Register[HoldRoom](reg, "room.hold", 1),
 		codec.Register[ReleaseRoom](reg, "room.release", 1),
 		codec.Register[ChargeCard](reg, "payment.charge_card", 1),
+		codec.Register[VoidCharge](reg, "payment.void_charge", 1),
+		codec.Register[ChargeVoided](reg, "payment.charge_voided", 1),
 		codec.Register[Stay](reg, "stay.state", 1),
 		codec.Register[HoldExpired](reg, "stay.hold_expired", 1),
 		// A refusal's code, so that a recorded rejection still matches it.
@@ -66,6 +68,7 @@ func stays(reg *codec.Registry) (*saga.Type[Stay], error) {
 		saga.Sends[Stay, ReleaseRoom](stay),
 		saga.Sends[Stay, ConfirmBooking](stay),
 		saga.Sends[Stay, CancelBooking](stay),
+		saga.Sends[Stay, VoidCharge](stay),
 
 		// A placed booking starts an instance, named by the booking's ID.
 		saga.On(stay, saga.Event[Stay, BookingPlaced]{
@@ -111,8 +114,13 @@ func stays(reg *codec.Registry) (*saga.Type[Stay], error) {
 			},
 		}),
 
-		// The payment refused the card: compensate.
+		// The payment refused the card: compensate. The reason matches
+		// the payment's own error, as the codec registered its code.
 		saga.OnRejected(stay, func(_ context.Context, s *Stay, _ ChargeCard, reason error, out *saga.Output) error {
+			if errors.Is(reason, ErrCardDeclined) {
+				s.cancel(out, "card declined")
+				return nil
+			}
 			s.cancel(out, "payment refused: "+reason.Error())
 			return nil
 		}),
@@ -126,10 +134,12 @@ func stays(reg *codec.Registry) (*saga.Type[Stay], error) {
 	return stay, err
 }
 
-// cancel releases the room the stay holds and cancels the booking.
+// cancel releases the room the stay holds, voids its charge (refunded if
+// it was made, refused if it comes later) and cancels the booking.
 func (s *Stay) cancel(out *saga.Output, reason string) {
 	if s.Held {
 		out.Send(ReleaseRoom{Room: s.Room, BookingID: s.BookingID})
+		out.Send(VoidCharge{BookingID: s.BookingID})
 	}
 	out.Cancel("hold")
 	out.Send(CancelBooking{BookingID: s.BookingID, Reason: reason})

@@ -21,8 +21,10 @@ type Waiter interface {
 // saga) waits until a command's whole cascade is through: the saga's
 // steps, the commands its outbox sent, their events, and the projections
 // behind them. It waits as long as something keeps storing, and while a
-// waiter runs nowhere: bound it with ctx. Deadlines that fall due later
-// are not waited for.
+// waiter runs nowhere: bound it with ctx. Deadlines are not waited for,
+// neither those that fall due later nor one due that a runner has yet to
+// fire: fire them (saga.Runner.FireDue, or a moved test clock and
+// CatchUp), then settle again.
 func Settle(ctx context.Context, store HeadReader, waiters ...Waiter) error {
 	head, err := store.Head(ctx)
 	if err != nil {

@@ -138,7 +138,8 @@ type RunnerOptions struct {
 	// consumer, a subscription of the caller's own), not from a
 	// subscription to the store: Run and CatchUp then run the outbox and
 	// the deadlines alone, and no events consumer, so no checkpoint moves
-	// past an event the caller has yet to hand over.
+	// past an event the caller has yet to hand over (Stats.Events then
+	// shows a consumer that does not run: watch the outbox's instead).
 	ExternalEvents bool
 }
 

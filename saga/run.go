@@ -107,7 +107,10 @@ func (r *Runner[S]) OutboxConsumer() string { return StreamPrefix + r.e.t.name +
 // not read at all (renamed without its upcast.Rename step, or no longer
 // registered) would pass the saga by for good, so Run returns a
 // [*SetupError] naming it instead: register the rename, or upcast.Drop the
-// type when the saga no longer needs its events.
+// type when the saga no longer needs its events. A type the store holds no
+// event of is no loss (a rollback past the release that added it starts);
+// an older release that does not read a type a newer one stored events of
+// is refused too, as it would pass them by.
 func (r *Runner[S]) Run(ctx context.Context) error {
 	c, err := r.start()
 	if err != nil {

@@ -363,7 +363,7 @@ func edgeContext(t *testing.T) context.Context {
 var errEdgeStoreDown = errors.New("edge store: connection lost")
 
 // edgeStore wraps a store to fail an append, or to run something right
-// after a read, at a chosen call.
+// after a read, or in the middle of a read of the log, at a chosen call.
 type edgeStore struct {
 	eventstore.Store
 	mu sync.Mutex
@@ -374,10 +374,19 @@ type edgeStore struct {
 	// afterRead maps a stream to what to run once, when the next read of
 	// it ends (after its reader has taken what it wanted).
 	afterRead map[string]func()
+	// afterYield maps a stream's event to what to run once, when a read of
+	// the log has yielded it (the reader goes on after).
+	afterYield map[edgeEventAt]func()
+}
+
+// edgeEventAt names a stored event by its stream and version.
+type edgeEventAt struct {
+	stream  string
+	version uint64
 }
 
 func newEdgeStore(s eventstore.Store) *edgeStore {
-	return &edgeStore{Store: s, failIn: map[string]int{}, afterRead: map[string]func(){}}
+	return &edgeStore{Store: s, failIn: map[string]int{}, afterRead: map[string]func(){}, afterYield: map[edgeEventAt]func(){}}
 }
 
 // failAppend makes the append to stream after the next `after` ones fail.
@@ -385,6 +394,36 @@ func (s *edgeStore) failAppend(stream string, after int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failIn[stream] = after
+}
+
+// onReadAllPast runs fn once, when a read of the log (ReadAll) has
+// yielded the event at version of stream: in the middle of a scan.
+func (s *edgeStore) onReadAllPast(stream string, version uint64, fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.afterYield[edgeEventAt{stream, version}] = fn
+}
+
+func (s *edgeStore) ReadAll(ctx context.Context, after eventstore.Position, f eventstore.Filter) iter.Seq2[eventstore.Event, error] {
+	inner := s.Store.ReadAll(ctx, after, f)
+	return func(yield func(eventstore.Event, error) bool) {
+		for ev, err := range inner {
+			if !yield(ev, err) {
+				return
+			}
+			if err != nil {
+				continue
+			}
+			at := edgeEventAt{ev.StreamID, ev.Version}
+			s.mu.Lock()
+			fn := s.afterYield[at]
+			delete(s.afterYield, at)
+			s.mu.Unlock()
+			if fn != nil {
+				fn()
+			}
+		}
+	}
 }
 
 // onRead runs fn once, when the next read of stream ends.

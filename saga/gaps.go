@@ -42,9 +42,8 @@ func heldWait(rec *record, h envelope, anyOrder func(typeName string) bool) (uin
 		return h.Sequence, false
 	}
 	next := p.Next
-	if m := rec.Parked; m != nil && m.Message.kind() == kindEvent && m.Message.Source == h.Source &&
-		m.Message.Sequence >= next && m.Message.Sequence < h.Sequence {
-		next = m.Message.Sequence + 1
+	if parked, ok := parkedAt(rec, h.Source); ok && parked >= next && parked < h.Sequence {
+		next = parked + 1
 	}
 	for next < h.Sequence && (p.taken(next) || heldAt(rec, h.Source, next)) {
 		next++
@@ -62,12 +61,22 @@ func heldAt(rec *record, source string, seq uint64) bool {
 	})
 }
 
+// parkedAt returns the sequence of the event of source that rec is parked
+// on, if it is parked on one.
+func parkedAt(rec *record, source string) (uint64, bool) {
+	m := rec.Parked
+	if m == nil || m.Message.kind() != kindEvent || m.Message.Source != source {
+		return 0, false
+	}
+	return m.Message.Sequence, true
+}
+
 // parkedBelow reports whether rec is parked on an event of source below
 // sequence seq: passing over it would drop it, so that the Retry after the
 // fix would find it taken.
 func parkedBelow(rec *record, source string, seq uint64) bool {
-	m := rec.Parked
-	return m != nil && m.Message.kind() == kindEvent && m.Message.Source == source && m.Message.Sequence < seq
+	parked, ok := parkedAt(rec, source)
+	return ok && parked < seq
 }
 
 // gapsOf returns the gaps that record rec of instance id leaves open, one

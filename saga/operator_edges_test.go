@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -420,31 +418,6 @@ func testAnAnyOrderMessageBehindAParkedOneIsNoGap(t *testing.T, st edgeStores) {
 	assert.Equal(t, []string{"start", "any-2", "poison", "any-5", "any-3"}, edgeSeen(t, fixed, "1"))
 }
 
-// scanStore runs fn once, in the middle of a ReadAll of the saga's step
-// records (the start-up scan), right after it yields the record at
-// version at of stream.
-type scanStore struct {
-	eventstore.Store
-	once   sync.Once
-	stream string
-	at     uint64
-	fn     func()
-}
-
-func (s *scanStore) ReadAll(ctx context.Context, after eventstore.Position, f eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	inner := s.Store.ReadAll(ctx, after, f)
-	return func(yield func(eventstore.Event, error) bool) {
-		for ev, err := range inner {
-			if !yield(ev, err) {
-				return
-			}
-			if err == nil && ev.StreamID == s.stream && ev.Version == s.at {
-				s.once.Do(s.fn)
-			}
-		}
-	}
-}
-
 // testAStepDuringTheStartUpScanIsNotUndone: found by review of item 9. A
 // step that leaves its instance stuck on nothing (a delivery that fills
 // the gap, a Retry), stored while a new process's start-up scan runs, was
@@ -465,16 +438,16 @@ func testAStepDuringTheStartUpScanIsNotUndone(t *testing.T, st edgeStores) {
 			x := edgeExplain(t, old, "1")
 
 			fixed := g.sibling(t, edgeHooks{}, false)
-			store := &scanStore{Store: g.store, stream: g.typ.Stream("1"), at: x.Version}
+			store := newEdgeStore(g.store)
 			r := fixed.runner(t, store, saga.RunnerOptions{})
-			store.fn = func() {
+			store.onReadAllPast(g.typ.Stream("1"), x.Version, func() {
 				if how == "gap filled" {
 					assert.Equal(t, saga.Handled, edgeDeliver(t, r, "src-1", 1, edgeEvent{ID: "1", Text: "one"}))
 				} else {
 					_, err := r.Retry(ctx, "1", x.Parked.ID)
 					assert.NoError(t, err)
 				}
-			}
+			})
 			require.NoError(t, r.LoadDeadlines(ctx))
 			x = edgeExplain(t, r, "1")
 			require.Nil(t, x.Parked)

@@ -110,3 +110,58 @@ func testAForgottenRenameOfATypeWithAnOldDropIsRefused(t *testing.T, st edgeStor
 	putAs(t, g, "feed-2", "edge.renamed", 2, edgeEvent{ID: "2", Text: "later"})
 	require.ErrorIs(t, renamed.CatchUp(ctx), saga.ErrInvalidSetup, "edge.event v2 events are no longer read")
 }
+
+// testAForgottenRenameStopsTheSaga: issue 23, item 12. When the code
+// renamed a type the saga maps without the rename step, the subscription
+// no longer asked for the old name: nothing started, nothing went on, and
+// the events checkpoint moved past the stored events of the old name for
+// good, in silence. Promise: Run and CatchUp refuse to start, naming the
+// type, whether the saga's runners recorded what the subscription read
+// or only its step records show it; nothing moves meanwhile; and with the
+// rename step the events of the old name reach the instances.
+func testAForgottenRenameStopsTheSaga(t *testing.T, st edgeStores) {
+	for _, recorded := range []bool{true, false} {
+		t.Run(map[bool]string{true: "recorded", false: "records only"}[recorded], func(t *testing.T) {
+			ctx := edgeContext(t)
+			g := newEdgeRig(t, st, edgeHooks{})
+			old := g.runner(t, nil, saga.RunnerOptions{})
+			start := g.put(t, "feed-1", edgeEvent{ID: "1", Text: "start"})
+			if recorded {
+				require.NoError(t, old.CatchUp(ctx))
+			} else { // a process that feeds the saga itself, as runners before the check did
+				out, err := old.HandleStored(ctx, start)
+				require.NoError(t, err)
+				require.Equal(t, saga.Handled, out)
+			}
+			g.put(t, "feed-1", edgeEvent{ID: "1", Text: "more"}) // stored under the old name
+			code := g.sibling(t, edgeHooks{eventName: "edge.renamed"}, false)
+			code.put(t, "feed-2", edgeEvent{ID: "2", Text: "later"}) // under the new one: it would move the checkpoint past "more"
+
+			renamed := code.runner(t, nil, saga.RunnerOptions{})
+			for range 2 {
+				err := renamed.CatchUp(ctx)
+				require.ErrorIs(t, err, saga.ErrInvalidSetup, "the code does not read what the saga read")
+				assert.Contains(t, err.Error(), `"edge.event"`)
+				assert.Contains(t, err.Error(), "upcast.Rename")
+			}
+			stats, err := renamed.Stats(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"edge.event"}, stats.ForgottenTypes)
+			assert.Equal(t, []string{"start"}, edgeSeen(t, renamed, "1"))
+			assert.False(t, edgeExplain(t, renamed, "2").Exists, "nothing moved")
+
+			fixed := g.sibling(t, edgeHooks{eventName: "edge.renamed", renamedFrom: "edge.event"}, false).runner(t, nil, saga.RunnerOptions{})
+			require.NoError(t, fixed.CatchUp(ctx))
+			assert.Equal(t, []string{"start", "more"}, edgeSeen(t, fixed, "1"), "the event of the old name reaches its instance")
+			assert.Equal(t, []string{"later"}, edgeSeen(t, fixed, "2"))
+			stats, err = fixed.Stats(ctx)
+			require.NoError(t, err)
+			assert.Empty(t, stats.ForgottenTypes)
+
+			// The code after the fix reads the old name through its rename
+			// step; code that drops the step again is refused again.
+			again := g.sibling(t, edgeHooks{eventName: "edge.renamed"}, false).runner(t, nil, saga.RunnerOptions{})
+			require.ErrorIs(t, again.CatchUp(ctx), saga.ErrInvalidSetup)
+		})
+	}
+}

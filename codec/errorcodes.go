@@ -50,7 +50,7 @@ func RegisterError(r *Registry, code string, err error) error {
 		switch {
 		case e.code == code:
 			return fail(fmt.Sprintf("the code is already registered for %q", e.err))
-		case sameError(e.err, err):
+		case equalErrors(e.err, err):
 			return fail(fmt.Sprintf("the error is already registered as %q", e.code))
 		}
 	}
@@ -61,27 +61,23 @@ func RegisterError(r *Registry, code string, err error) error {
 // matchable reports whether errors.Is can match err as its target: its
 // value compares with == (a comparable type can still hold a value that
 // panics, such as a slice in an interface field), or it has an Is method.
-func matchable(err error) (ok bool) {
+func matchable(err error) bool {
 	if _, is := err.(interface{ Is(error) bool }); is {
 		return true
 	}
-	if !reflect.TypeOf(err).Comparable() {
-		return false
-	}
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	return err == err // panics for a value that does not compare
+	return reflect.TypeOf(err).Comparable() && equalErrors(err, err)
 }
 
-// sameError reports whether a and b, both matchable, are one error value.
-func sameError(a, b error) bool {
-	if reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
-		return false
-	}
-	return isError(a, b)
+// equalErrors reports whether a == b, false where the comparison panics.
+// It is how RegisterError tells one error value registered twice: not by
+// errors.Is, under which an error that wraps another would count as it.
+func equalErrors(a, b error) (eq bool) {
+	defer func() {
+		if recover() != nil {
+			eq = false
+		}
+	}()
+	return a == b
 }
 
 // isError is errors.Is(err, target), false where a value in err's chain

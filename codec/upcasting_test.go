@@ -267,4 +267,11 @@ func TestRegisterErrorRefusesWhatErrorsIsCannotMatch(t *testing.T) {
 	assert.ErrorIs(t, back, declined)
 	assert.ErrorIs(t, back, payment)
 	assert.Equal(t, "pay.failed", specific.ErrorCode(payment))
+
+	// An error that wraps a registered one is an error of its own, not the
+	// same one registered twice.
+	base := fmt.Errorf("refused: %w", errors.New("no"))
+	wrapping := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.RegisterError(wrapping, "pay.refused_again", fmt.Errorf("again: %w", base)))
+	require.NoError(t, codec.RegisterError(wrapping, "pay.refused", base))
 }

@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/clip"
 )
 
-// Aggregate is what the pointer to a user's aggregate struct implements.
+// Aggregate is what the pointer to a user's aggregate struct may implement
+// to decide every command and apply every event in one method each. It is
+// the fallback of a [Type]: what has no handler or applier bound by
+// [Handles] or [Applies] goes to these methods. Bound handlers spare the
+// type switch that they otherwise need.
 type Aggregate interface {
 	// Handle decides what cmd means for the aggregate in its current state
 	// and returns the events that record the decision (none when there is
@@ -26,10 +31,11 @@ type Aggregate interface {
 }
 
 // Root constrains the type parameters of [Type] and [Repository]: PT is
-// *T, and *T implements [Aggregate]. Callers name only T; Go infers PT.
+// *T. Callers name only T; Go infers PT. *T need not implement
+// [Aggregate]: a type whose commands and events all have bound handlers
+// and appliers does without it.
 type Root[T any] interface {
 	*T
-	Aggregate
 }
 
 // Options configure an aggregate [Type]. The zero value is the default.
@@ -46,10 +52,18 @@ type Options[T any] struct {
 }
 
 // Type is an aggregate type: a name, which is the stream category of its
-// instances, and how to make an empty instance. Make one with [NewType].
+// instances, how to make an empty instance, and how an instance decides
+// commands and applies events. Make one with [NewType]. It is immutable,
+// and safe for concurrent use.
 type Type[T any, PT Root[T]] struct {
 	name string
 	opts Options[T]
+	// handlers and appliers are the bound functions by command and event
+	// Go type; fallback reports whether *T implements Aggregate, for the
+	// types that have none.
+	handlers map[reflect.Type]func(*T, context.Context, any) ([]any, error)
+	appliers map[reflect.Type]func(*T, any)
+	fallback bool
 }
 
 // NewType returns the aggregate type called name, whose instances live in
@@ -57,7 +71,22 @@ type Type[T any, PT Root[T]] struct {
 // so that the category prefix "<name>-" selects this type's streams and no
 // other's, and without ":", so that no aggregate stream is ever named like
 // one of Cairn's own (saga instances live in "saga:<type>-<id>").
-func NewType[T any, PT Root[T]](name string, opts Options[T]) (*Type[T, PT], error) {
+//
+// bindings say how instances decide commands and apply events, one Go type
+// each (see [Handles] and [Applies]):
+//
+//	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{},
+//		aggregate.Handles((*Order).Place),
+//		aggregate.Applies((*Order).Placed),
+//	)
+//
+// What has no binding goes to *T's Handle or Apply when *T implements
+// [Aggregate]. A set-up mistake is a [*TypeError] naming the type and the
+// Go type at fault: two bindings for one Go type ([ErrDuplicateHandler]),
+// a nil function, an interface command type, an event type that is a
+// pointer or an interface (the codec decodes events as values), or no
+// bindings for a *T that does not implement Aggregate ([ErrNoHandler]).
+func NewType[T any, PT Root[T]](name string, opts Options[T], bindings ...Binding[T]) (*Type[T, PT], error) {
 	bad := func(reason string) error { return &TypeError{Name: name, Reason: reason} }
 	switch {
 	case name == "":
@@ -72,7 +101,12 @@ func NewType[T any, PT Root[T]](name string, opts Options[T]) (*Type[T, PT], err
 		// The reason only: the error's own message would quote the name again.
 		return nil, bad("is not a valid stream category: the stream names it makes " + invalid.Reason)
 	}
-	return &Type[T, PT]{name: name, opts: opts}, nil
+	t := &Type[T, PT]{name: name, opts: opts}
+	_, t.fallback = any(PT(nil)).(Aggregate)
+	if err := t.bind(bindings); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // Name returns the type's name, its stream category.

@@ -20,6 +20,14 @@ var (
 	// ErrSnapshotNotRegistered: a type asks for snapshots, but its Go type
 	// is not registered with the codec, so it cannot be serialized.
 	ErrSnapshotNotRegistered = errors.New("aggregate: snapshot type not registered with the codec")
+	// ErrDuplicateHandler: an aggregate type was given two handlers for one
+	// command type, or two appliers for one event type. A [*TypeError]
+	// wraps it.
+	ErrDuplicateHandler = errors.New("aggregate: two handlers for one type")
+	// ErrNoHandler: an aggregate type has nothing to decide a command with,
+	// neither a handler given to [NewType] for its Go type nor the Handle
+	// of [Aggregate]. A [*TypeError] wraps it.
+	ErrNoHandler = errors.New("aggregate: no handler")
 )
 
 // ApplyError reports a stored event that an aggregate could not apply. The
@@ -75,10 +83,14 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// TypeError reports an invalid aggregate type or repository set-up.
+// TypeError reports an invalid aggregate type or repository set-up, or a
+// command that its aggregate type has no handler for.
 type TypeError struct {
 	// Name is the aggregate type's name.
 	Name string
+	// GoType is the Go type of the command or event the error is about, as
+	// %T prints it; empty when it is about the aggregate type as a whole.
+	GoType string
 	// Reason says what is wrong.
 	Reason string
 	// Err is a more specific sentinel, if any.
@@ -95,3 +107,23 @@ func (e *TypeError) Is(target error) bool { return target == ErrInvalidType }
 
 // Unwrap returns Err.
 func (e *TypeError) Unwrap() error { return e.Err }
+
+// UnknownEventError reports an event that an aggregate type has no applier
+// for: one its handler decided, refused before anything is appended, or,
+// inside an [*ApplyError], one read from its stream.
+type UnknownEventError struct {
+	// Aggregate is the aggregate type's name, Stream the instance's stream
+	// (empty when no instance is involved).
+	Aggregate, Stream string
+	// GoType is the event's Go type, as %T prints it.
+	GoType string
+}
+
+// Error implements error.
+func (e *UnknownEventError) Error() string {
+	return fmt.Sprintf("aggregate: type %s has no applier for event type %s (stream %s)",
+		clip.Quote(e.Aggregate), e.GoType, clip.Quote(e.Stream))
+}
+
+// Is makes errors.Is(err, ErrUnknownEvent) true.
+func (e *UnknownEventError) Is(target error) bool { return target == ErrUnknownEvent }

@@ -3,7 +3,6 @@ package aggregate
 import (
 	"context"
 	"hash/maphash"
-	"runtime/debug"
 
 	"github.com/cairn-es/cairn/eventstore"
 )
@@ -31,6 +30,8 @@ type Instance[T any, PT Root[T]] struct {
 	Version uint64
 	// Exists reports whether the stream has events.
 	Exists bool
+
+	typ *Type[T, PT]
 
 	// commands remembers the commands of the events at versions >= base:
 	// a ring of the last RememberedCommands, oldest at next once full.
@@ -63,25 +64,19 @@ func (i *Instance[T, PT]) Expected() eventstore.ExpectedVersion {
 	return eventstore.StreamState(i.Version, i.Exists)
 }
 
-// Handle calls the aggregate's Handle, turning a panic into a [*PanicError].
-// The aggregate's own error is returned unchanged.
+// Handle lets the instance decide cmd (see [Type.Handle]), turning a panic
+// into a [*PanicError] naming the instance's stream. The handler's own
+// error is returned unchanged.
 func (i *Instance[T, PT]) Handle(ctx context.Context, cmd any) (events []any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			events, err = nil, &PanicError{Stream: i.Stream, Method: "Handle", Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return i.State.Handle(ctx, cmd)
+	if err := checkInstance(i); err != nil {
+		return nil, err
+	}
+	return i.typ.handle(ctx, i.Stream, i.State, cmd)
 }
 
-// apply applies one decoded event, turning a panic into a [*PanicError].
-func (i *Instance[T, PT]) apply(event any) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Stream: i.Stream, Method: "Apply", Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return i.State.Apply(event)
+// apply applies one decoded event (see [Type.Apply]).
+func (i *Instance[T, PT]) apply(event any) error {
+	return i.typ.apply(i.Stream, i.State, event)
 }
 
 // track records that the event at version v was produced by command id.

@@ -60,7 +60,9 @@ type Repository[T any, PT Root[T]] struct {
 // upcaster chain with a gap, fails here and not at the first load; the error
 // matches [codec.ErrInvalidSetup] and names the aggregate type. When typ asks
 // for snapshots and there is a snapshot store, T must be registered with
-// reg; otherwise the error matches [ErrSnapshotNotRegistered].
+// reg; otherwise the error matches [ErrSnapshotNotRegistered]. Every event
+// type typ has an applier for must be registered with reg too; otherwise
+// the error matches [codec.ErrUnregisteredType] and names it.
 func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registry, typ *Type[T, PT], opts RepositoryOptions) (*Repository[T, PT], error) {
 	if store == nil || reg == nil || typ == nil {
 		return nil, fmt.Errorf("%w: an aggregate repository needs an event store, a codec registry and an aggregate type", eventstore.ErrInvalidArgument)
@@ -83,6 +85,12 @@ func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registr
 			var zero T
 			return nil, &TypeError{Name: typ.name, Err: ErrSnapshotNotRegistered,
 				Reason: "asks for snapshots, but its Go type " + typeName(zero) + " is not registered with the codec"}
+		}
+	}
+	for et := range typ.appliers {
+		if _, _, ok := reg.NameOfType(et); !ok {
+			return nil, &TypeError{Name: typ.name, GoType: et.String(), Err: codec.ErrUnregisteredType,
+				Reason: fmt.Sprintf("has an applier for event type %s, which is not registered with the codec: no event of it can be stored or read", et)}
 		}
 	}
 	return r, nil
@@ -144,14 +152,14 @@ func checkInstance[T any, PT Root[T]](inst *Instance[T, PT]) error {
 	switch {
 	case inst == nil:
 		return bad("is nil: get instances from Repository.Load")
-	case inst.Stream == "" || inst.State == nil:
+	case inst.Stream == "" || inst.State == nil || inst.typ == nil:
 		return bad(fmt.Sprintf("of aggregate ID %s has no stream or no state: get instances from Repository.Load", clip.Quote(inst.ID)))
 	}
 	return nil
 }
 
 func (r *Repository[T, PT]) empty(id, stream string) *Instance[T, PT] {
-	return &Instance[T, PT]{ID: id, Stream: stream, State: r.typ.New(id), seed: r.seed}
+	return &Instance[T, PT]{ID: id, Stream: stream, State: r.typ.New(id), seed: r.seed, typ: r.typ}
 }
 
 // replay applies the events of inst's stream after inst.Version (or from the

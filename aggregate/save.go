@@ -102,6 +102,10 @@ type Outcome struct {
 // recorded rejection of the command (Rejection set, no Events): another
 // dispatch of it was rejected first, and that is its outcome.
 //
+// An event of a Go type that inst's type has no applier for (and no
+// [Aggregate] fallback) is an [*UnknownEventError], and nothing is
+// appended: stored, it would make the stream impossible to load.
+//
 // A version conflict is the store's [*eventstore.WrongVersionError]: inst is
 // stale and must be loaded again. Should Apply reject an event just stored,
 // the error is an [*ApplyError] and the returned Outcome is nonetheless
@@ -118,6 +122,9 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 			return Outcome{}, &eventstore.InvalidArgumentError{Stream: inst.Stream, Index: i, Field: "event",
 				Reason: fmt.Sprintf("is nil (%d events to save): Handle must return event values", len(events))}
 		}
+	}
+	if err := r.typ.checkEvents(inst.Stream, events); err != nil {
+		return Outcome{}, err
 	}
 	data, err := r.reg.EncodeAll(events...)
 	if err != nil {

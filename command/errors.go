@@ -8,7 +8,8 @@ import (
 var (
 	// ErrNoRoute matches every [*NoRouteError].
 	ErrNoRoute = errors.New("command: no route")
-	// ErrDuplicateRoute matches every [*RouteError]: a set-up mistake.
+	// ErrDuplicateRoute matches every [*RouteError]: a set-up mistake (the
+	// name is historic: not every one is a duplicate).
 	ErrDuplicateRoute = errors.New("command: conflicting route")
 	// ErrContention matches every [*ContentionError]: a command that kept
 	// losing races for its aggregate until the bus gave up.
@@ -90,7 +91,8 @@ func (e *NoRouteError) Error() string {
 // Is makes errors.Is(err, ErrNoRoute) true.
 func (e *NoRouteError) Is(target error) bool { return target == ErrNoRoute }
 
-// RouteError reports a route that conflicts with one set up before.
+// RouteError reports a route that conflicts with one set up before, or
+// that its aggregate type cannot serve.
 type RouteError struct {
 	// CommandType is the command's Go type, as %T prints it.
 	CommandType string
@@ -98,6 +100,9 @@ type RouteError struct {
 	Aggregate string
 	// Reason says what it conflicts with.
 	Reason string
+	// Err is a more specific sentinel, if any, such as
+	// aggregate.ErrNoHandler.
+	Err error
 }
 
 // Error implements error.
@@ -107,3 +112,6 @@ func (e *RouteError) Error() string {
 
 // Is makes errors.Is(err, ErrDuplicateRoute) true.
 func (e *RouteError) Is(target error) bool { return target == ErrDuplicateRoute }
+
+// Unwrap returns Err.
+func (e *RouteError) Unwrap() error { return e.Err }

@@ -21,8 +21,9 @@ type route interface {
 }
 
 // Route sends every command of Go type C to aggregate type typ. A command
-// type routed twice, or two aggregate types with one name, is a
-// [*RouteError]. Route also validates the bus's codec registry, and freezes
+// type routed twice, two aggregate types with one name, or a command type
+// that typ has no handler for (see [aggregate.Type.CanHandle]; the error
+// then also matches [aggregate.ErrNoHandler]) is a [*RouteError]. Route also validates the bus's codec registry, and freezes
 // it (see [aggregate.NewRepository]): a broken set-up, such as an upcaster
 // chain with a gap, or a type whose snapshots cannot be encoded, fails here
 // rather than at the first Dispatch.
@@ -45,6 +46,11 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 	if prev, ok := b.types[typ.Name()]; ok && prev != any(typ) {
 		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(),
 			Reason: "another aggregate type has the same name, so they would share streams"}
+	}
+	if !typ.CanHandle(ct) {
+		var zero T
+		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(), Err: aggregate.ErrNoHandler,
+			Reason: fmt.Sprintf("the aggregate type has no handler for it (see aggregate.Handles), and *%T does not implement aggregate.Aggregate", zero)}
 	}
 	r := b.repos[typ]
 	if r == nil {

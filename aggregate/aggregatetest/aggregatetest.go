@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,14 +91,14 @@ func (f *Fixture[T, PT]) When(cmd any) *Outcome[T, PT] {
 		return o
 	}
 	for i, e := range given {
-		if err := apply(o.state, e); err != nil {
+		if err := f.apply(o.state, e); err != nil {
 			f.t.Errorf("aggregatetest: given event %d (%T) cannot be applied: %v", i, e, err)
 			o.broken = true
 			return o
 		}
 	}
 	before := *o.state
-	o.events, o.err = handle(o.state, cmd)
+	o.events, o.err = f.handle(o.state, cmd)
 	if !reflect.DeepEqual(before, *o.state) {
 		f.t.Errorf("aggregatetest: Handle(%T) changed the aggregate; it must decide, not mutate (state changes belong in Apply)\n%s",
 			cmd, diff(before, *o.state))
@@ -142,7 +141,7 @@ func (o *Outcome[T, PT]) Then(events ...any) {
 		return
 	}
 	for i, e := range o.events {
-		if err := apply(o.state, e); err != nil {
+		if err := o.f.apply(o.state, e); err != nil {
 			o.t.Errorf("aggregatetest: event %d (%T) that Handle decided cannot be applied: %v", i, e, err)
 			return
 		}
@@ -206,22 +205,24 @@ func (f *Fixture[T, PT]) roundTrip(events []any) ([]any, error) {
 	return out, nil
 }
 
-func handle[PT aggregate.Aggregate](a PT, cmd any) (events []any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("aggregate Handle panicked: %v\n%s", v, debug.Stack())
-		}
-	}()
-	return a.Handle(context.Background(), cmd)
+// handle and apply go through the type, as the repository does, so that
+// bound handlers and the Handle/Apply fallback are tested alike; a panic
+// is reported with its stack, which a failing test wants to see.
+func (f *Fixture[T, PT]) handle(state PT, cmd any) ([]any, error) {
+	events, err := f.typ.Handle(context.Background(), state, cmd)
+	return events, withStack(err)
 }
 
-func apply[PT aggregate.Aggregate](a PT, event any) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("aggregate Apply panicked: %v\n%s", v, debug.Stack())
-		}
-	}()
-	return a.Apply(event)
+func (f *Fixture[T, PT]) apply(state PT, event any) error {
+	return withStack(f.typ.Apply(state, event))
+}
+
+func withStack(err error) error {
+	var p *aggregate.PanicError
+	if errors.As(err, &p) {
+		return fmt.Errorf("aggregate %s panicked: %v\n%s", p.Method, p.Value, p.Stack)
+	}
+	return err
 }
 
 // normalize dereferences pointers to events, as the codec does: a decision

@@ -13,22 +13,22 @@ import (
 	"github.com/cairn-es/cairn/eventstore/memory"
 )
 
-// Fragile is a tally whose Apply panics on negative additions: a bug that
-// only shows once such an event is stored.
+// Fragile is a tally whose applier panics on negative additions: a bug
+// that only shows once such an event is stored.
 type Fragile struct{ Tally }
 
-func (f *Fragile) Apply(event any) error {
-	if e, ok := event.(Added); ok && e.N < 0 {
+func (f *Fragile) added(e Added) {
+	if e.N < 0 {
 		panic("negative addition")
 	}
-	return f.Tally.Apply(event)
+	f.Total += e.N
 }
 
 func TestApplyPanicAfterAppendIsAnError(t *testing.T) {
 	ctx := context.Background()
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	typ, err := aggregate.NewType[Fragile]("fragile", aggregate.Options[Fragile]{})
+	typ, err := aggregate.NewType[Fragile]("fragile", aggregate.Options[Fragile]{}, aggregate.Applies((*Fragile).added))
 	require.NoError(t, err)
 	repo, err := aggregate.NewRepository(store, newRegistry(t), typ, aggregate.RepositoryOptions{})
 	require.NoError(t, err)

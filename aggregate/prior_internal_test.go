@@ -24,8 +24,7 @@ type noted struct {
 	N int `json:"n"`
 }
 
-func (a *note) Handle(context.Context, any) ([]any, error) { return []any{noted{N: 1}}, nil }
-func (a *note) Apply(e any) error                          { a.n += e.(noted).N; return nil }
+func (a *note) noted(e noted) { a.n += e.N }
 
 // noteSetup returns a memory store, closed when the test ends, and the
 // note type with its codec.
@@ -34,7 +33,7 @@ func noteSetup(t *testing.T) (*memory.Store, *codec.Registry, *Type[note, *note]
 	t.Cleanup(func() { _ = mem.Close() })
 	reg := codec.NewRegistry(codec.Options{})
 	require.NoError(t, codec.Register[noted](reg, "note.noted", 1))
-	typ, err := NewType[note]("note", Options[note]{})
+	typ, err := NewType[note]("note", Options[note]{}, Applies((*note).noted))
 	require.NoError(t, err)
 	return mem, reg, typ
 }

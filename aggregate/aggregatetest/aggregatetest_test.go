@@ -38,45 +38,49 @@ type (
 
 var ErrInsufficient = errors.New("insufficient funds")
 
-func (a *Account) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case Deposit:
-		return []any{&Deposited{Amount: c.Amount}}, nil
-	case Withdraw:
-		if c.Amount > a.Balance {
-			return nil, fmt.Errorf("withdraw %d from %d: %w", c.Amount, a.Balance, ErrInsufficient)
-		}
-		return []any{Withdrawn(c)}, nil
-	case Close:
-		if a.Closed {
-			return nil, nil
-		}
-		return []any{Closed{}, Ghost{}}, nil
-	case Sneaky:
-		a.Balance = -1
-		return nil, nil
-	}
-	return nil, fmt.Errorf("unknown command %T", cmd)
+func (a *Account) Deposit(_ context.Context, c Deposit) ([]any, error) {
+	return []any{&Deposited{Amount: c.Amount}}, nil
 }
 
-func (a *Account) Apply(event any) error {
-	switch e := event.(type) {
-	case Deposited:
-		a.Balance += e.Amount
-	case Withdrawn:
-		a.Balance -= e.Amount
-	case Closed:
-		a.Closed = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+func (a *Account) Withdraw(_ context.Context, c Withdraw) ([]any, error) {
+	if c.Amount > a.Balance {
+		return nil, fmt.Errorf("withdraw %d from %d: %w", c.Amount, a.Balance, ErrInsufficient)
 	}
-	return nil
+	return []any{Withdrawn(c)}, nil
+}
+
+func (a *Account) Close(context.Context, Close) ([]any, error) {
+	if a.Closed {
+		return nil, nil
+	}
+	return []any{Closed{}, Ghost{}}, nil
+}
+
+func (a *Account) Sneaky(context.Context, Sneaky) ([]any, error) {
+	a.Balance = -1
+	return nil, nil
+}
+
+func (a *Account) Deposited(e Deposited) { a.Balance += e.Amount }
+func (a *Account) Withdrawn(e Withdrawn) { a.Balance -= e.Amount }
+func (a *Account) WasClosed(Closed)      { a.Closed = true }
+
+// accountBindings are what an account decides and applies; Unknown and
+// Ghost have none.
+var accountBindings = []aggregate.Binding[Account]{
+	aggregate.Handles((*Account).Deposit),
+	aggregate.Handles((*Account).Withdraw),
+	aggregate.Handles((*Account).Close),
+	aggregate.Handles((*Account).Sneaky),
+	aggregate.Applies((*Account).Deposited),
+	aggregate.Applies((*Account).Withdrawn),
+	aggregate.Applies((*Account).WasClosed),
 }
 
 func accountType(t testing.TB) *aggregate.Type[Account, *Account] {
 	typ, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{
 		New: func(id string) *Account { return &Account{ID: id} },
-	})
+	}, accountBindings...)
 	require.NoError(t, err)
 	return typ
 }
@@ -132,7 +136,7 @@ func TestFailuresAreReadable(t *testing.T) {
 			func(t testing.TB) {
 				aggregatetest.For(t, typ).When(Unknown{}).ThenError(ErrInsufficient)
 			},
-			[]string{"want error matching insufficient funds", "unknown command"},
+			[]string{"want error matching insufficient funds", "no handler for command type aggregatetest_test.Unknown"},
 		},
 		"events instead of nothing": {
 			func(t testing.TB) { aggregatetest.For(t, typ).When(Deposit{Amount: 1}).ThenNothing() },
@@ -140,7 +144,7 @@ func TestFailuresAreReadable(t *testing.T) {
 		},
 		"decided event not applicable": {
 			func(t testing.TB) { aggregatetest.For(t, typ).When(Close{}).Then(Closed{}, Ghost{}) },
-			[]string{"event 1", "Ghost", "cannot be applied", "unknown event"},
+			[]string{"event 1", "Ghost", "cannot be applied", "no applier"},
 		},
 		"given event not applicable": {
 			func(t testing.TB) { aggregatetest.For(t, typ).Given(Ghost{}).When(Close{}).ThenNothing() },
@@ -182,7 +186,11 @@ func TestWithCodecRoundTrips(t *testing.T) {
 
 func ExampleFor() {
 	t := &testing.T{} // in a test, the *testing.T it was given
-	typ, _ := aggregate.NewType[Account]("account", aggregate.Options[Account]{})
+	typ, _ := aggregate.NewType[Account]("account", aggregate.Options[Account]{},
+		aggregate.Handles((*Account).Withdraw),
+		aggregate.Applies((*Account).Deposited),
+		aggregate.Applies((*Account).Withdrawn),
+	)
 	aggregatetest.For(t, typ).
 		Given(Deposited{Amount: 10}).
 		When(Withdraw{Amount: 4}).

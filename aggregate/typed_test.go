@@ -55,10 +55,10 @@ func TestNewTypeRefusesBadBindings(t *testing.T) {
 			aggregate.Applies(func(*Tally, Added) {})}, aggregate.ErrDuplicateHandler, "aggregate_test.Added"},
 		"an interface command type": {[]aggregate.Binding[Tally]{
 			aggregate.Handles(func(*Tally, context.Context, fmt.Stringer) ([]any, error) { return nil, nil })}, nil, "fmt.Stringer"},
-		"a pointer event type": {[]aggregate.Binding[Tally]{aggregate.Applies(func(*Tally, *Added) {})}, nil, "*aggregate_test.Added"},
-		"an interface event type": {[]aggregate.Binding[Tally]{aggregate.Applies(func(*Tally, any) {})}, nil, "interface {}"},
-		"a nil handler":           {[]aggregate.Binding[Tally]{aggregate.Handles[Tally, Add](nil)}, nil, "aggregate_test.Add"},
-		"a nil applier":           {[]aggregate.Binding[Tally]{aggregate.Applies[Tally, Added](nil)}, nil, "aggregate_test.Added"},
+		"a pointer event type":         {[]aggregate.Binding[Tally]{aggregate.Applies(func(*Tally, *Added) {})}, nil, "*aggregate_test.Added"},
+		"an interface event type":      {[]aggregate.Binding[Tally]{aggregate.Applies(func(*Tally, any) {})}, nil, "interface {}"},
+		"a nil handler":                {[]aggregate.Binding[Tally]{aggregate.Handles[Tally, Add](nil)}, nil, "aggregate_test.Add"},
+		"a nil applier":                {[]aggregate.Binding[Tally]{aggregate.Applies[Tally, Added](nil)}, nil, "aggregate_test.Added"},
 		"no bindings, no Handle/Apply": {nil, aggregate.ErrNoHandler, "aggregate_test.Tally"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -55,13 +55,15 @@ func (e *ApplyError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrApplyFailed) true.
 func (e *ApplyError) Is(target error) bool { return target == ErrApplyFailed }
 
-// PanicError reports a panic in an aggregate's Handle or Apply, recovered
+// PanicError reports a panic in an aggregate's handler or applier, recovered
 // so that one bad command or event cannot take the process down (a queue
 // consumer would otherwise crash on it again at every redelivery).
 type PanicError struct {
 	// Stream is the aggregate's stream, when it is known.
 	Stream string
-	// Method is "Handle", "Apply", or the command method that panicked.
+	// Method is "Apply" (a bound applier or the Apply fallback), "Handle"
+	// (the Handle fallback), or, for a handler bound by [Handles], the Go
+	// type of the command it decides, as %T prints it.
 	Method string
 	// Value is what was passed to panic.
 	Value any

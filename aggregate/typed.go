@@ -75,7 +75,7 @@ func (t *Type[T, PT]) bind(bindings []Binding[T]) error {
 			return bad(nil, "the applier for event type %s is nil", b.goType)
 		case b.goType.Kind() == reflect.Interface && !b.event:
 			return bad(nil, "command type %s is an interface type; commands are dispatched by their concrete Go type", b.goType)
-		case b.goType.Kind() == reflect.Interface || b.goType.Kind() == reflect.Pointer:
+		case b.event && (b.goType.Kind() == reflect.Interface || b.goType.Kind() == reflect.Pointer):
 			return bad(nil, "event type %s is not a concrete value type; the codec decodes events as values of their registered type, never as pointers or interfaces", b.goType)
 		}
 		if b.event {

@@ -20,7 +20,7 @@ func benchBus(b *testing.B, opts command.Options) *command.Bus {
 	if err != nil {
 		b.Fatal(err)
 	}
-	typ, err := aggregate.NewType[commandtest.Counter]("counter", aggregate.Options[commandtest.Counter]{})
+	typ, err := aggregate.NewType[commandtest.Counter]("counter", aggregate.Options[commandtest.Counter]{}, commandtest.CounterBindings()...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func BenchmarkContendedGiveUps(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	typ, err := aggregate.NewType[commandtest.Counter]("counter", aggregate.Options[commandtest.Counter]{})
+	typ, err := aggregate.NewType[commandtest.Counter]("counter", aggregate.Options[commandtest.Counter]{}, commandtest.CounterBindings()...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -262,7 +262,7 @@ func TestCrashHelperProcess(t *testing.T) {
 	}
 	reg, err := crashRegistry()
 	require.NoError(t, err)
-	typ, err := aggregate.NewType[commandtest.Counter]("counter", aggregate.Options[commandtest.Counter]{SnapshotEvery: 10})
+	typ, err := aggregate.NewType[commandtest.Counter]("counter", aggregate.Options[commandtest.Counter]{SnapshotEvery: 10}, commandtest.CounterBindings()...)
 	require.NoError(t, err)
 	bus := command.New(store, reg, command.Options{Snapshots: memory.NewSnapshotStore()})
 	require.NoError(t, command.Route[commandtest.Increment](bus, typ))

@@ -44,7 +44,7 @@ func Example_sqlite() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		accounts, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{SnapshotEvery: 100})
+		accounts, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{SnapshotEvery: 100}, accountBindings...)
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -11,7 +11,8 @@ import (
 	"github.com/cairn-es/cairn/eventstore/memory"
 )
 
-// Account is an aggregate: a plain struct whose pointer has Handle and Apply.
+// Account is an aggregate: a plain struct, with a method per command it
+// decides and per event it applies.
 type Account struct {
 	ID      string `json:"id"`
 	Balance int    `json:"balance"`
@@ -45,31 +46,30 @@ type (
 
 var ErrInsufficientFunds = errors.New("insufficient funds")
 
-// Handle decides; it never changes the account.
-func (a *Account) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case Deposit:
-		return []any{Deposited{Amount: c.Amount}}, nil
-	case Withdraw:
-		if c.Amount > a.Balance {
-			return nil, ErrInsufficientFunds
-		}
-		return []any{Withdrawn{Amount: c.Amount}}, nil
-	}
-	return nil, fmt.Errorf("account: unknown command %T", cmd)
+// Deposit decides a Deposit; it never changes the account.
+func (a *Account) Deposit(_ context.Context, c Deposit) ([]any, error) {
+	return []any{Deposited{Amount: c.Amount}}, nil
 }
 
-// Apply evolves the account by one stored event.
-func (a *Account) Apply(event any) error {
-	switch e := event.(type) {
-	case Deposited:
-		a.Balance += e.Amount
-	case Withdrawn:
-		a.Balance -= e.Amount
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+// Withdraw decides a Withdraw.
+func (a *Account) Withdraw(_ context.Context, c Withdraw) ([]any, error) {
+	if c.Amount > a.Balance {
+		return nil, ErrInsufficientFunds
 	}
-	return nil
+	return []any{Withdrawn{Amount: c.Amount}}, nil
+}
+
+// Deposited and Withdrawn evolve the account by one stored event.
+func (a *Account) Deposited(e Deposited) { a.Balance += e.Amount }
+func (a *Account) Withdrawn(e Withdrawn) { a.Balance -= e.Amount }
+
+// accountBindings bind each command and event type of an account to its
+// method.
+var accountBindings = []aggregate.Binding[Account]{
+	aggregate.Handles((*Account).Deposit),
+	aggregate.Handles((*Account).Withdraw),
+	aggregate.Applies((*Account).Deposited),
+	aggregate.Applies((*Account).Withdrawn),
 }
 
 func Example() {
@@ -82,7 +82,12 @@ func Example() {
 	_ = codec.Register[Withdrawn](reg, "account.withdrawn", 1)
 	_ = codec.Register[Account](reg, "account.state", 1) // for snapshots
 
-	accounts, _ := aggregate.NewType[Account]("account", aggregate.Options[Account]{SnapshotEvery: 100})
+	accounts, _ := aggregate.NewType[Account]("account", aggregate.Options[Account]{SnapshotEvery: 100},
+		aggregate.Handles((*Account).Deposit),
+		aggregate.Handles((*Account).Withdraw),
+		aggregate.Applies((*Account).Deposited),
+		aggregate.Applies((*Account).Withdrawn),
+	)
 	bus := command.New(store, reg, command.Options{Snapshots: memory.NewSnapshotStore()})
 	if err := command.Route[Deposit](bus, accounts); err != nil {
 		panic(err)

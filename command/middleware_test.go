@@ -35,7 +35,7 @@ func accountBus(t *testing.T, mw ...command.Middleware) (*command.Bus, *memory.S
 	reg := codec.NewRegistry(codec.Options{})
 	require.NoError(t, codec.Register[Deposited](reg, "account.deposited", 1))
 	require.NoError(t, codec.Register[Withdrawn](reg, "account.withdrawn", 1))
-	typ, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{})
+	typ, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{}, accountBindings...)
 	require.NoError(t, err)
 	b := command.New(store, reg, command.Options{Middleware: mw})
 	require.NoError(t, command.Route[Deposit](b, typ))

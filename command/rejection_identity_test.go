@@ -25,10 +25,9 @@ type (
 
 func (c buyTicket) AggregateID() string { return c.Show }
 
-func (b *box) Handle(_ context.Context, cmd any) ([]any, error) {
-	return nil, fmt.Errorf("show %s: %w", cmd.(buyTicket).Show, errSoldOut)
+func (b *box) buy(_ context.Context, c buyTicket) ([]any, error) {
+	return nil, fmt.Errorf("show %s: %w", c.Show, errSoldOut)
 }
-func (b *box) Apply(any) error { return nil }
 
 // TestARecordedRejectionKeepsTheIdentityOfItsError: issue 23, item 3. A
 // recorded rejection came back as text, so errors.Is could not match the
@@ -45,7 +44,7 @@ func TestARecordedRejectionKeepsTheIdentityOfItsError(t *testing.T) {
 		if known {
 			require.NoError(t, codec.RegisterError(reg, "box.sold_out", errSoldOut))
 		}
-		boxes, err := aggregate.NewType[box]("box", aggregate.Options[box]{})
+		boxes, err := aggregate.NewType[box]("box", aggregate.Options[box]{}, aggregate.Handles((*box).buy))
 		require.NoError(t, err)
 		b := command.New(store, reg, command.Options{})
 		require.NoError(t, command.Route[buyTicket](b, boxes))

@@ -22,7 +22,7 @@ func TestRouteRefusesABrokenRegistry(t *testing.T) {
 	// Version 1 of "account.withdrawn" becomes "account.debited", which no
 	// type is registered as: a chain that ends nowhere.
 	require.NoError(t, reg.Upcast(upcast.Rename("account.withdrawn", 1, "account.debited", 1)))
-	typ, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{})
+	typ, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{}, accountBindings...)
 	require.NoError(t, err)
 
 	b := command.New(store, reg, command.Options{})

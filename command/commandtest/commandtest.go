@@ -128,7 +128,7 @@ func counterType(t *testing.T, snapshotEvery uint64) *aggregate.Type[Counter, *C
 	typ, err := aggregate.NewType[Counter]("counter", aggregate.Options[Counter]{
 		New:           func(id string) *Counter { return &Counter{ID: id} },
 		SnapshotEvery: snapshotEvery,
-	})
+	}, CounterBindings()...)
 	require.NoError(t, err)
 	return typ
 }

@@ -119,64 +119,84 @@ var ErrRejected = errors.New("counter: rejected")
 // ErrWrongCount is Counter's rejection of a CheckCount that does not match.
 var ErrWrongCount = errors.New("counter: wrong count")
 
-// Handle implements aggregate.Aggregate.
-func (c *Counter) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch cmd := cmd.(type) {
-	case Increment:
-		by := cmd.By
-		if by == 0 {
-			by = 1
-		}
-		return []any{Incremented{By: by}}, nil
-	case IncrementTwice:
-		return []any{Incremented{By: 1}, &Incremented{By: 1}}, nil
-	case Reject:
-		return nil, ErrRejected
-	case Explode:
-		panic("counter: explode")
-	case Nothing:
-		return nil, nil
-	case CheckCount:
-		if c.Count != cmd.Want {
-			return nil, fmt.Errorf("%w: %d, want %d", ErrWrongCount, c.Count, cmd.Want)
-		}
-		return nil, nil
-	case Stamp:
-		events := []any{Stamped{Token: uuid.NewString()}}
-		if cmd.Decided != nil {
-			cmd.Decided()
-		}
-		return events, nil
-	case Echo:
-		return []any{Echoed{Token: c.Token}}, nil
-	case IncrementAt:
-		if c.Count != cmd.At {
-			return nil, fmt.Errorf("%w: %d, want %d", ErrWrongCount, c.Count, cmd.At)
-		}
-		return []any{Incremented{By: 1}}, nil
+// CounterBindings returns what a Counter decides and applies: a handler
+// for each command of the suite and an applier for each event but
+// Poisoned, for aggregate.NewType.
+func CounterBindings() []aggregate.Binding[Counter] {
+	return []aggregate.Binding[Counter]{
+		aggregate.Handles((*Counter).increment),
+		aggregate.Handles((*Counter).incrementTwice),
+		aggregate.Handles((*Counter).reject),
+		aggregate.Handles((*Counter).explode),
+		aggregate.Handles((*Counter).nothing),
+		aggregate.Handles((*Counter).checkCount),
+		aggregate.Handles((*Counter).stamp),
+		aggregate.Handles((*Counter).echo),
+		aggregate.Handles((*Counter).incrementAt),
+		aggregate.Applies((*Counter).incremented),
+		aggregate.Applies((*Counter).stamped),
+		aggregate.Applies((*Counter).echoed),
+		aggregate.Applies((*Counter).bomb),
 	}
-	return nil, fmt.Errorf("counter: unknown command %T", cmd)
 }
 
-// Apply implements aggregate.Aggregate.
-func (c *Counter) Apply(event any) error {
-	switch e := event.(type) {
-	case Incremented:
-		c.Count += e.By
-		c.Applied++
-		return nil
-	case Stamped:
-		c.Token = e.Token
-		c.Applied++
-		return nil
-	case Echoed:
-		c.Applied++
-		return nil
-	case Bomb:
-		panic("counter: bomb")
+func (c *Counter) increment(_ context.Context, cmd Increment) ([]any, error) {
+	by := cmd.By
+	if by == 0 {
+		by = 1
 	}
-	return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+	return []any{Incremented{By: by}}, nil
 }
+
+func (c *Counter) incrementTwice(context.Context, IncrementTwice) ([]any, error) {
+	return []any{Incremented{By: 1}, &Incremented{By: 1}}, nil
+}
+
+func (c *Counter) reject(context.Context, Reject) ([]any, error) { return nil, ErrRejected }
+
+func (c *Counter) explode(context.Context, Explode) ([]any, error) { panic("counter: explode") }
+
+func (c *Counter) nothing(context.Context, Nothing) ([]any, error) { return nil, nil }
+
+func (c *Counter) checkCount(_ context.Context, cmd CheckCount) ([]any, error) {
+	if c.Count != cmd.Want {
+		return nil, fmt.Errorf("%w: %d, want %d", ErrWrongCount, c.Count, cmd.Want)
+	}
+	return nil, nil
+}
+
+func (c *Counter) stamp(_ context.Context, cmd Stamp) ([]any, error) {
+	events := []any{Stamped{Token: uuid.NewString()}}
+	if cmd.Decided != nil {
+		cmd.Decided()
+	}
+	return events, nil
+}
+
+func (c *Counter) echo(context.Context, Echo) ([]any, error) {
+	return []any{Echoed{Token: c.Token}}, nil
+}
+
+func (c *Counter) incrementAt(_ context.Context, cmd IncrementAt) ([]any, error) {
+	if c.Count != cmd.At {
+		return nil, fmt.Errorf("%w: %d, want %d", ErrWrongCount, c.Count, cmd.At)
+	}
+	return []any{Incremented{By: 1}}, nil
+}
+
+func (c *Counter) incremented(e Incremented) {
+	c.Count += e.By
+	c.Applied++
+}
+
+func (c *Counter) stamped(e Stamped) {
+	c.Token = e.Token
+	c.Applied++
+}
+
+func (c *Counter) echoed(Echoed) { c.Applied++ }
+
+func (c *Counter) bomb(Bomb) { panic("counter: bomb") }
 
 func newRegistry(t *testing.T) *codec.Registry {
 	reg := codec.NewRegistry(codec.Options{})

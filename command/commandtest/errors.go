@@ -29,6 +29,13 @@ var errorTests = []test{
 
 type unrouted struct{ ID string }
 
+// unroutedBindings give a counter type a handler for unrouted and
+// *unrouted, which the suite routes to test routing errors.
+var unroutedBindings = append(CounterBindings(),
+	aggregate.Handles(func(*Counter, context.Context, unrouted) ([]any, error) { return nil, nil }),
+	aggregate.Handles(func(*Counter, context.Context, *unrouted) ([]any, error) { return nil, nil }),
+)
+
 func (c unrouted) AggregateID() string { return c.ID }
 
 func testRouting(t *testing.T, e *env) {
@@ -53,15 +60,27 @@ func testRouting(t *testing.T, e *env) {
 	assert.Contains(t, err.Error(), "Increment")
 	assert.Contains(t, err.Error(), `"counter"`)
 
-	err = command.Route[unrouted](b, counterType(t, 0))
+	lone, err := aggregate.NewType[Counter]("lonecounter", aggregate.Options[Counter]{}, CounterBindings()...)
+	require.NoError(t, err)
+	err = command.Route[unrouted](b, lone)
+	assert.ErrorIs(t, err, command.ErrDuplicateRoute, "a command type the aggregate type has no handler for")
+	assert.ErrorIs(t, err, aggregate.ErrNoHandler)
+	assert.Contains(t, err.Error(), "commandtest.unrouted", "the error names the command type")
+	assert.Contains(t, err.Error(), `"lonecounter"`, "and the aggregate type")
+	assert.Contains(t, err.Error(), "*commandtest.Counter does not implement aggregate.Aggregate")
+
+	second, err := aggregate.NewType[Counter]("counter", aggregate.Options[Counter]{}, unroutedBindings...)
+	require.NoError(t, err)
+	err = command.Route[unrouted](b, second)
 	assert.ErrorIs(t, err, command.ErrDuplicateRoute, "a second aggregate type named counter")
+	assert.NotErrorIs(t, err, aggregate.ErrNoHandler)
 
 	err = command.Route[command.Command](b, counterType(t, 0))
 	assert.ErrorIs(t, err, command.ErrDuplicateRoute, "an interface type can never match a command")
 
 	// A nil pointer command is refused before its AggregateID is called.
 	pb := e.bus(command.Options{}, 0)
-	ptrType, err := aggregate.NewType[Counter]("ptrcounter", aggregate.Options[Counter]{})
+	ptrType, err := aggregate.NewType[Counter]("ptrcounter", aggregate.Options[Counter]{}, unroutedBindings...)
 	require.NoError(t, err)
 	require.NoError(t, command.Route[*unrouted](pb, ptrType))
 	_, err = pb.Dispatch(context.Background(), command.Message{Command: (*unrouted)(nil)})
@@ -73,7 +92,7 @@ func testRouting(t *testing.T, e *env) {
 	storetest.RequireInvalid(t, err, "aggregate type", "a route to a nil aggregate type")
 
 	// Snapshots of a type the codec cannot encode are refused at set-up.
-	other, err := aggregate.NewType[Counter]("othercounter", aggregate.Options[Counter]{SnapshotEvery: 10})
+	other, err := aggregate.NewType[Counter]("othercounter", aggregate.Options[Counter]{SnapshotEvery: 10}, unroutedBindings...)
 	require.NoError(t, err)
 	empty := codec.NewRegistry(codec.Options{})
 	err = command.Route[unrouted](command.New(e.store, empty, command.Options{Snapshots: e.snaps}), other)
@@ -103,7 +122,7 @@ func testHandlePanic(t *testing.T, e *env) {
 	assert.False(t, res.Rejected, "a panic is not the aggregate's answer")
 	var pe *aggregate.PanicError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "Handle", pe.Method)
+	assert.Equal(t, "commandtest.Explode", pe.Method, "a bound handler is named by the command type it decides")
 	assert.Equal(t, "counter-"+id, pe.Stream)
 	assert.NotEmpty(t, pe.Stack)
 	assert.Empty(t, e.events(id))

@@ -35,15 +35,10 @@ type (
 
 func (c Pong) AggregateID() string { return c.ID }
 
-func (p *PongCount) Handle(context.Context, any) ([]any, error) {
+func (p *PongCount) pong(context.Context, Pong) ([]any, error) {
 	return []any{Ponged{N: p.N + 1}}, nil
 }
-func (p *PongCount) Apply(e any) error {
-	if e, ok := e.(Ponged); ok {
-		p.N = e.N
-	}
-	return nil
-}
+func (p *PongCount) ponged(e Ponged) { p.N = e.N }
 
 const (
 	benchInstances = 1000
@@ -89,7 +84,8 @@ func benchBus(b *testing.B, s eventstore.Store) (*command.Bus, *codec.Registry) 
 	); err != nil {
 		b.Fatal(err)
 	}
-	typ, err := aggregate.NewType[PongCount]("pong", aggregate.Options[PongCount]{})
+	typ, err := aggregate.NewType[PongCount]("pong", aggregate.Options[PongCount]{},
+		aggregate.Handles((*PongCount).pong), aggregate.Applies((*PongCount).ponged))
 	if err != nil {
 		b.Fatal(err)
 	}

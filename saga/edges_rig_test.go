@@ -76,42 +76,43 @@ type edgeAccount struct {
 	Charges, Notices map[string]int
 }
 
-func (a *edgeAccount) Handle(_ context.Context, cmd any) ([]any, error) {
-	var account string
-	switch c := cmd.(type) {
-	case edgeCharge:
-		account = c.Account
-	case edgeNotify:
-		account = c.Account
-	default:
-		return nil, errors.New("unknown command")
-	}
+// decide refuses or panics by the account named in the command, and
+// otherwise records event.
+func (a *edgeAccount) decide(account string, event any) ([]any, error) {
 	switch {
 	case strings.HasPrefix(account, "reject"):
 		return nil, fmt.Errorf("account %s: %w", account, errEdgeDeclined)
 	case strings.HasPrefix(account, "panic"):
 		panic("the edge account panics")
 	}
-	switch c := cmd.(type) {
-	case edgeCharge:
-		return []any{edgeCharged(c)}, nil
-	case edgeNotify:
-		return []any{edgeNotified(c)}, nil
-	}
-	return nil, nil
+	return []any{event}, nil
 }
 
-func (a *edgeAccount) Apply(ev any) error {
+func (a *edgeAccount) charge(_ context.Context, c edgeCharge) ([]any, error) {
+	return a.decide(c.Account, edgeCharged(c))
+}
+
+func (a *edgeAccount) notify(_ context.Context, c edgeNotify) ([]any, error) {
+	return a.decide(c.Account, edgeNotified(c))
+}
+
+func (a *edgeAccount) init() {
 	if a.Charges == nil {
 		a.Charges, a.Notices = map[string]int{}, map[string]int{}
 	}
-	switch e := ev.(type) {
-	case edgeCharged:
-		a.Charges[e.Ref]++
-	case edgeNotified:
-		a.Notices[e.Ref]++
-	}
-	return nil
+}
+
+func (a *edgeAccount) charged(e edgeCharged) { a.init(); a.Charges[e.Ref]++ }
+
+func (a *edgeAccount) notified(e edgeNotified) { a.init(); a.Notices[e.Ref]++ }
+
+// edgeAccountBindings bind the edge saga's commands and events to an
+// edgeAccount's methods.
+var edgeAccountBindings = []aggregate.Binding[edgeAccount]{
+	aggregate.Handles((*edgeAccount).charge),
+	aggregate.Handles((*edgeAccount).notify),
+	aggregate.Applies((*edgeAccount).charged),
+	aggregate.Applies((*edgeAccount).notified),
 }
 
 // edgeHooks are the edge saga's handlers; a nil one appends what it got to
@@ -239,7 +240,7 @@ func (g *edgeRig) build(t *testing.T, hooks edgeHooks, withoutCharges bool) {
 	}
 	g.typ = typ
 
-	accounts, err := aggregate.NewType[edgeAccount]("acct", aggregate.Options[edgeAccount]{})
+	accounts, err := aggregate.NewType[edgeAccount]("acct", aggregate.Options[edgeAccount]{}, edgeAccountBindings...)
 	require.NoError(t, err)
 	g.bus = command.New(g.store, g.reg, command.Options{})
 	require.NoError(t, command.Route[edgeNotify](g.bus, accounts))

@@ -67,56 +67,39 @@ type (
 
 var errFullyBooked = errors.New("fully booked")
 
-func (o *Booking) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case RequestBooking:
-		return []any{BookingRequested(c)}, nil
-	case ConfirmBooking:
-		return []any{BookingConfirmed(c)}, nil
-	case DeclineBooking:
-		return []any{BookingDeclined(c)}, nil
-	}
-	return nil, fmt.Errorf("booking: unknown command %T", cmd)
+// Request, Confirm and Decline decide a booking's commands.
+func (o *Booking) Request(_ context.Context, c RequestBooking) ([]any, error) {
+	return []any{BookingRequested(c)}, nil
 }
 
-func (o *Booking) Apply(event any) error {
-	switch event.(type) {
-	case BookingRequested:
-		o.Status = "placed"
-	case BookingConfirmed:
-		o.Status = "confirmed"
-	case BookingDeclined:
-		o.Status = "cancelled"
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
-	}
-	return nil
+func (o *Booking) Confirm(_ context.Context, c ConfirmBooking) ([]any, error) {
+	return []any{BookingConfirmed(c)}, nil
 }
 
-func (s *Hotel) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case AddRooms:
-		return []any{RoomsAdded{Rooms: c.Rooms}}, nil
-	case HoldRooms:
-		if c.Rooms > s.Free {
-			return nil, errFullyBooked
-		}
-		return []any{RoomsHeld{BookingID: c.BookingID, Rooms: c.Rooms}}, nil
-	}
-	return nil, fmt.Errorf("hotel: unknown command %T", cmd)
+func (o *Booking) Decline(_ context.Context, c DeclineBooking) ([]any, error) {
+	return []any{BookingDeclined(c)}, nil
 }
 
-func (s *Hotel) Apply(event any) error {
-	switch e := event.(type) {
-	case RoomsAdded:
-		s.Free += e.Rooms
-	case RoomsHeld:
-		s.Free -= e.Rooms
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
-	}
-	return nil
+// Requested, Confirmed and Declined apply a booking's events.
+func (o *Booking) Requested(BookingRequested) { o.Status = "placed" }
+func (o *Booking) Confirmed(BookingConfirmed) { o.Status = "confirmed" }
+func (o *Booking) Declined(BookingDeclined)   { o.Status = "cancelled" }
+
+// Add and Hold decide a hotel's commands.
+func (s *Hotel) Add(_ context.Context, c AddRooms) ([]any, error) {
+	return []any{RoomsAdded{Rooms: c.Rooms}}, nil
 }
+
+func (s *Hotel) Hold(_ context.Context, c HoldRooms) ([]any, error) {
+	if c.Rooms > s.Free {
+		return nil, errFullyBooked
+	}
+	return []any{RoomsHeld{BookingID: c.BookingID, Rooms: c.Rooms}}, nil
+}
+
+// Added and Held apply a hotel's events.
+func (s *Hotel) Added(e RoomsAdded) { s.Free += e.Rooms }
+func (s *Hotel) Held(e RoomsHeld)   { s.Free -= e.Rooms }
 
 // Stay is the saga's state: one instance per booking.
 type Stay struct {
@@ -147,11 +130,15 @@ func hotels(store eventstore.Store) (*command.Bus, *saga.Type[Stay], error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	bookings, err := aggregate.NewType[Booking]("booking", aggregate.Options[Booking]{})
+	bookings, err := aggregate.NewType[Booking]("booking", aggregate.Options[Booking]{},
+		aggregate.Handles((*Booking).Request), aggregate.Handles((*Booking).Confirm), aggregate.Handles((*Booking).Decline),
+		aggregate.Applies((*Booking).Requested), aggregate.Applies((*Booking).Confirmed), aggregate.Applies((*Booking).Declined))
 	if err != nil {
 		return nil, nil, err
 	}
-	hotel, err := aggregate.NewType[Hotel]("hotel", aggregate.Options[Hotel]{})
+	hotel, err := aggregate.NewType[Hotel]("hotel", aggregate.Options[Hotel]{},
+		aggregate.Handles((*Hotel).Add), aggregate.Handles((*Hotel).Hold),
+		aggregate.Applies((*Hotel).Added), aggregate.Applies((*Hotel).Held))
 	if err != nil {
 		return nil, nil, err
 	}

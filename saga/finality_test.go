@@ -34,32 +34,24 @@ type (
 
 func (c OpenShelf) AggregateID() string { return c.OrderID }
 
-var errShelfClosed = errors.New("shelf closed")
+var (
+	errShelfClosed  = errors.New("shelf closed")
+	errShelfRefuses = errors.New("shelf: unknown command")
+)
 
-func (s *Shelf) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case OpenShelf:
-		return []any{ShelfOpened(c)}, nil
-	case MakeReservation:
-		if !s.Open {
-			return nil, errShelfClosed
-		}
-		return []any{SeatsReserved(c)}, nil
-	}
-	return nil, errors.New("shelf: unknown command")
+func (s *Shelf) open(_ context.Context, c OpenShelf) ([]any, error) {
+	return []any{ShelfOpened(c)}, nil
 }
 
-func (s *Shelf) Apply(ev any) error {
-	switch ev.(type) {
-	case ShelfOpened:
-		s.Open = true
-	case SeatsReserved:
-		s.Reserved++
-	default:
-		return aggregate.ErrUnknownEvent
+func (s *Shelf) reserve(_ context.Context, c MakeReservation) ([]any, error) {
+	if !s.Open {
+		return nil, errShelfClosed
 	}
-	return nil
+	return []any{SeatsReserved(c)}, nil
 }
+
+func (s *Shelf) opened(ShelfOpened)     { s.Open = true }
+func (s *Shelf) reserved(SeatsReserved) { s.Reserved++ }
 
 // TestARejectionStaysFinalAcrossTwoOutboxes runs two runners (two
 // processes' outboxes) of one saga type on one store, each with its own
@@ -84,7 +76,13 @@ func TestARejectionStaysFinalAcrossTwoOutboxes(t *testing.T) {
 		s.Seen = append(s.Seen, "rejected: "+rej.Reason)
 		return nil
 	}))
-	shelves, err := aggregate.NewType[Shelf]("shelf", aggregate.Options[Shelf]{})
+	shelves, err := aggregate.NewType[Shelf]("shelf", aggregate.Options[Shelf]{},
+		aggregate.Handles((*Shelf).open), aggregate.Handles((*Shelf).reserve),
+		// A shelf takes no payment nor confirmation: the saga's other
+		// commands are routed to it only to be refused.
+		aggregate.Handles(func(*Shelf, context.Context, MakePayment) ([]any, error) { return nil, errShelfRefuses }),
+		aggregate.Handles(func(*Shelf, context.Context, ConfirmOrder) ([]any, error) { return nil, errShelfRefuses }),
+		aggregate.Applies((*Shelf).opened), aggregate.Applies((*Shelf).reserved))
 	require.NoError(t, err)
 	newBus := func(mw ...command.Middleware) *command.Bus {
 		b := command.New(store, reg, command.Options{Middleware: mw})

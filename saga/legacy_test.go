@@ -61,25 +61,16 @@ func (c legacyPay) AggregateID() string  { return c.Trip }
 // all, and counts them.
 type legacyBooking struct{ Booked, Paid int }
 
-func (b *legacyBooking) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case legacyBook:
-		return []any{legacyBooked(c)}, nil
-	case legacyPay:
-		return []any{legacyPaid(c)}, nil
-	}
-	return nil, fmt.Errorf("unknown command %T", cmd)
+func (b *legacyBooking) book(_ context.Context, c legacyBook) ([]any, error) {
+	return []any{legacyBooked(c)}, nil
 }
 
-func (b *legacyBooking) Apply(ev any) error {
-	switch ev.(type) {
-	case legacyBooked:
-		b.Booked++
-	case legacyPaid:
-		b.Paid++
-	}
-	return nil
+func (b *legacyBooking) pay(_ context.Context, c legacyPay) ([]any, error) {
+	return []any{legacyPaid(c)}, nil
 }
+
+func (b *legacyBooking) booked(legacyBooked) { b.Booked++ }
+func (b *legacyBooking) paid(legacyPaid)     { b.Paid++ }
 
 // legacyFixture is a store loaded from a version 1 dump, and the saga of
 // the new code on it.
@@ -122,7 +113,9 @@ func loadLegacy(t *testing.T, name string) *legacyFixture {
 		require.NoError(t, err)
 	}
 	f.trip = f.legacyType()
-	bookings, err := aggregate.NewType[legacyBooking]("booking", aggregate.Options[legacyBooking]{})
+	bookings, err := aggregate.NewType[legacyBooking]("booking", aggregate.Options[legacyBooking]{},
+		aggregate.Handles((*legacyBooking).book), aggregate.Handles((*legacyBooking).pay),
+		aggregate.Applies((*legacyBooking).booked), aggregate.Applies((*legacyBooking).paid))
 	require.NoError(t, err)
 	f.bus = command.New(f.store, f.reg, command.Options{})
 	require.NoError(t, command.Route[legacyBook](f.bus, bookings))

@@ -57,7 +57,7 @@ func newRedriveFixture(t *testing.T) *redriveFixture {
 		s.Seen = append(s.Seen, "due")
 		return nil
 	}))
-	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
+	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{}, orderBindings...)
 	require.NoError(t, err)
 	bus := command.New(f.store, reg, command.Options{})
 	require.NoError(t, command.Route[MakeReservation](bus, orders))

@@ -32,21 +32,28 @@ var (
 	flakyApplied  atomic.Int64
 )
 
-func (flakyAccount) Handle(_ context.Context, cmd any) ([]any, error) {
+func (flakyAccount) decide(event any) ([]any, error) {
 	if flakyPoisoned.Load() {
 		panic("the flaky account has a bug")
 	}
 	flakyApplied.Add(1)
-	if c, ok := cmd.(edgeCharge); ok {
-		return []any{edgeCharged(c)}, nil
-	}
-	return []any{edgeNotified(cmd.(edgeNotify))}, nil
+	return []any{event}, nil
 }
-func (flakyAccount) Apply(any) error { return nil }
+
+// flakyBindings decide the edge saga's commands, and apply nothing: the
+// account keeps no state.
+var flakyBindings = []aggregate.Binding[flakyAccount]{
+	aggregate.Handles(func(a *flakyAccount, _ context.Context, c edgeCharge) ([]any, error) { return a.decide(edgeCharged(c)) }),
+	aggregate.Handles(func(a *flakyAccount, _ context.Context, c edgeNotify) ([]any, error) {
+		return a.decide(edgeNotified(c))
+	}),
+	aggregate.Applies(func(*flakyAccount, edgeCharged) {}),
+	aggregate.Applies(func(*flakyAccount, edgeNotified) {}),
+}
 
 // flakyRunner is a runner of g's saga whose commands go to flakyAccount.
 func flakyRunner(t *testing.T, g *edgeRig) *saga.Runner[edgeState] {
-	flaky, err := aggregate.NewType[flakyAccount]("flaky", aggregate.Options[flakyAccount]{})
+	flaky, err := aggregate.NewType[flakyAccount]("flaky", aggregate.Options[flakyAccount]{}, flakyBindings...)
 	require.NoError(t, err)
 	bus := command.New(g.store, g.reg, command.Options{})
 	require.NoError(t, command.Route[edgeCharge](bus, flaky))

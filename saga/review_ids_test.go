@@ -88,7 +88,7 @@ func renamedRig(t *testing.T, g *edgeRig) *edgeRig {
 		}}))
 	require.NoError(t, saga.Sends[edgeState, edgeCharge](typ))
 	s.typ = typ
-	accounts, err := aggregate.NewType[edgeAccount]("acct", aggregate.Options[edgeAccount]{})
+	accounts, err := aggregate.NewType[edgeAccount]("acct", aggregate.Options[edgeAccount]{}, edgeAccountBindings...)
 	require.NoError(t, err)
 	s.bus = command.New(s.store, s.reg, command.Options{})
 	require.NoError(t, command.Route[edgeCharge](s.bus, accounts))

@@ -71,11 +71,10 @@ type longRejecter struct{}
 
 var longRejections atomic.Int64
 
-func (longRejecter) Handle(context.Context, any) ([]any, error) {
+func (longRejecter) reject() ([]any, error) {
 	longRejections.Add(1)
 	return nil, errors.New(strings.Repeat("rule failed; ", 400)) // 5 KB, clipped to 4 KB
 }
-func (longRejecter) Apply(any) error { return nil }
 
 // TestReviewRejectionsHeldBehindAParkedMessageAreNotLost: a step sends 200
 // commands; before the outbox sends them, the instance parks on a later
@@ -111,7 +110,9 @@ func TestReviewRejectionsHeldBehindAParkedMessageAreNotLost(t *testing.T) {
 		s.Seen = append(s.Seen, e.Text)
 		return nil
 	}})
-	strict, err := aggregate.NewType[longRejecter]("strict", aggregate.Options[longRejecter]{})
+	strict, err := aggregate.NewType[longRejecter]("strict", aggregate.Options[longRejecter]{},
+		aggregate.Handles(func(r *longRejecter, _ context.Context, _ edgeCharge) ([]any, error) { return r.reject() }),
+		aggregate.Handles(func(r *longRejecter, _ context.Context, _ edgeNotify) ([]any, error) { return r.reject() }))
 	require.NoError(t, err)
 	bus := command.New(g.store, g.reg, command.Options{})
 	require.NoError(t, command.Route[edgeCharge](bus, strict))

@@ -34,7 +34,7 @@ func newFlow(t *testing.T) *flow {
 	t.Cleanup(func() { _ = f.store.Close() })
 	f.reg = testRegistry(t)
 	sale := saleType(t, f.reg)
-	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
+	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{}, orderBindings...)
 	require.NoError(t, err)
 	bus := command.New(f.store, f.reg, command.Options{})
 	require.NoError(t, command.Route[MakeReservation](bus, orders))

@@ -46,7 +46,7 @@ func TestADeadlineNeverOvertakesAnEventStoredBeforeIt(t *testing.T) {
 	consumers := memory.NewConsumers()
 	reg := testRegistry(t)
 	sale := saleType(t, reg)
-	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
+	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{}, orderBindings...)
 	require.NoError(t, err)
 	bus := command.New(store, reg, command.Options{})
 	for _, route := range []error{command.Route[MakeReservation](bus, orders), command.Route[MakePayment](bus, orders), command.Route[ConfirmOrder](bus, orders)} {

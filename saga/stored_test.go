@@ -35,7 +35,7 @@ func newStoredFixture(t *testing.T) *storedFixture {
 	t.Cleanup(func() { _ = f.store.Close() })
 	f.reg = testRegistry(t)
 	f.sale = saleType(t, f.reg)
-	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
+	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{}, orderBindings...)
 	require.NoError(t, err)
 	f.bus = command.New(f.store, f.reg, command.Options{})
 	require.NoError(t, command.Route[MakeReservation](f.bus, orders))

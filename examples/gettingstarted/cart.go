@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-
-	"github.com/cairn-es/cairn/aggregate"
 )
 
 // Commands ask for a change. Each one names the cart it is for.
@@ -38,39 +35,29 @@ var (
 	ErrEmpty      = errors.New("cart is empty")
 )
 
-// Cart is the aggregate: plain state, Handle decides, Apply evolves.
+// Cart is the aggregate: plain state, one method per command decides,
+// one per event evolves.
 type Cart struct {
 	items      int
 	checkedOut bool
 }
 
-func (c *Cart) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch cmd := cmd.(type) {
-	case AddItem:
-		if c.checkedOut {
-			return nil, ErrCheckedOut
-		}
-		return []any{ItemAdded{SKU: cmd.SKU, Qty: cmd.Qty}}, nil
-	case CheckOut:
-		if c.items == 0 {
-			return nil, ErrEmpty
-		}
-		if c.checkedOut {
-			return nil, nil // checking out twice changes nothing
-		}
-		return []any{CheckedOut{Items: c.items}}, nil
+func (c *Cart) Add(_ context.Context, cmd AddItem) ([]any, error) {
+	if c.checkedOut {
+		return nil, ErrCheckedOut
 	}
-	return nil, fmt.Errorf("a cart cannot handle %T", cmd)
+	return []any{ItemAdded{SKU: cmd.SKU, Qty: cmd.Qty}}, nil
 }
 
-func (c *Cart) Apply(event any) error {
-	switch e := event.(type) {
-	case ItemAdded:
-		c.items += e.Qty
-	case CheckedOut:
-		c.checkedOut = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+func (c *Cart) CheckOut(context.Context, CheckOut) ([]any, error) {
+	if c.items == 0 {
+		return nil, ErrEmpty
 	}
-	return nil
+	if c.checkedOut {
+		return nil, nil // checking out twice changes nothing
+	}
+	return []any{CheckedOut{Items: c.items}}, nil
 }
+
+func (c *Cart) Added(e ItemAdded)     { c.items += e.Qty }
+func (c *Cart) CheckedOut(CheckedOut) { c.checkedOut = true }

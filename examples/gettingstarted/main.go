@@ -77,8 +77,14 @@ func shop(ctx context.Context, path string) (report, error) {
 		return r, err
 	}
 
-	// Route each command type to the aggregate type that handles it.
-	carts, err := aggregate.NewType[Cart]("cart", aggregate.Options[Cart]{})
+	// Bind each command and event type to the cart's method for it, and
+	// route each command type to the aggregate type that handles it.
+	carts, err := aggregate.NewType[Cart]("cart", aggregate.Options[Cart]{},
+		aggregate.Handles((*Cart).Add),
+		aggregate.Handles((*Cart).CheckOut),
+		aggregate.Applies((*Cart).Added),
+		aggregate.Applies((*Cart).CheckedOut),
+	)
 	if err != nil {
 		return r, err
 	}

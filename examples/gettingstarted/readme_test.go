@@ -40,26 +40,27 @@ type (
 func (c PlaceOrder) AggregateID() string      { return c.OrderID }
 func (c MakeReservation) AggregateID() string { return c.OrderID }
 
-func (s *Seats) Handle(_ context.Context, cmd any) ([]any, error) { return nil, nil }
-func (s *Seats) Apply(any) error                                  { return nil }
+func (s *Seats) Reserve(context.Context, MakeReservation) ([]any, error) { return nil, nil }
 
 var ErrAlreadyPlaced = errors.New("order already placed")
 
 // The README's sample, verbatim from "type Order" on.
 type Order struct{ placed bool }
 
-func (o *Order) Handle(_ context.Context, cmd any) ([]any, error) {
+func (o *Order) Place(_ context.Context, c PlaceOrder) ([]any, error) {
 	if o.placed {
 		return nil, ErrAlreadyPlaced
 	}
-	c := cmd.(PlaceOrder)
 	return []any{OrderPlaced(c)}, nil
 }
 
-func (o *Order) Apply(event any) error { o.placed = true; return nil }
+func (o *Order) Placed(OrderPlaced) { o.placed = true }
 
 func wire(store eventstore.Store, reg *codec.Registry, bus *command.Bus) (*saga.Runner[Sale], error) {
-	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
+	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{},
+		aggregate.Handles((*Order).Place),
+		aggregate.Applies((*Order).Placed),
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func TestTheREADMESampleRuns(t *testing.T) {
 		codec.Register[MakeReservation](reg, "seats.reserve", 1), codec.Register[Sale](reg, "sale.state", 1),
 		codec.Register[PaymentDue](reg, "sale.payment_due", 1)))
 	bus := command.New(store, reg, command.Options{})
-	seats, err := aggregate.NewType[Seats]("seats", aggregate.Options[Seats]{})
+	seats, err := aggregate.NewType[Seats]("seats", aggregate.Options[Seats]{}, aggregate.Handles((*Seats).Reserve))
 	require.NoError(t, err)
 	require.NoError(t, command.Route[MakeReservation](bus, seats))
 	runner, err := wire(store, reg, bus)

@@ -119,68 +119,84 @@ func (m *Machine) refuse(cmd any, err error) error {
 	return &TransitionError{Machine: m.id, State: m.State(), Command: fmt.Sprintf("%T%+v", cmd, cmd), Err: err}
 }
 
-// Handle decides. It never looks at when or in which order commands
-// arrived: only at the state that the machine's stored events give it,
-// which the bus loaded at the version it will append after.
-func (m *Machine) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case StartJob:
-		switch {
-		case m.inMaintenance:
-			return nil, m.refuse(c, ErrInMaintenance)
-		case m.running:
-			return nil, m.refuse(c, ErrJobRunning)
-		}
-		return []any{JobStarted{Job: c.Job, Pieces: c.Pieces}}, nil
-	case PieceDone:
-		switch {
-		case c.Job != m.job:
-			return nil, m.refuse(c, ErrWrongJob)
-		case c.Piece < 1 || c.Piece > m.pieces:
-			return nil, m.refuse(c, ErrNoSuchPiece)
-		case m.done[c.Piece-1]:
-			return nil, m.refuse(c, ErrPieceAlreadyDone)
-		}
-		events := []any{PieceFinished{Piece: c.Piece}}
-		if m.doneCount+1 == m.pieces {
-			events = append(events, JobCompleted{Job: m.job})
-			if m.stopRequested {
-				events = append(events, MaintenanceStarted{By: m.stopBy})
-			}
-		}
-		return events, nil
-	case StopForMaintenance:
-		switch {
-		case m.inMaintenance || m.stopRequested:
-			return nil, m.refuse(c, ErrAlreadyStopping)
-		case m.running:
-			return []any{MaintenanceRequested{By: c.By}}, nil
-		}
-		return []any{MaintenanceStarted{By: c.By}}, nil
-	}
-	return nil, fmt.Errorf("a machine cannot handle %T", cmd)
+// machineBindings bind each command type to the method that decides it
+// and each event type to the method that applies it.
+var machineBindings = []aggregate.Binding[Machine]{
+	aggregate.Handles((*Machine).Start),
+	aggregate.Handles((*Machine).FinishPiece),
+	aggregate.Handles((*Machine).Stop),
+	aggregate.Applies((*Machine).JobStarted),
+	aggregate.Applies((*Machine).PieceFinished),
+	aggregate.Applies((*Machine).JobCompleted),
+	aggregate.Applies((*Machine).MaintenanceRequested),
+	aggregate.Applies((*Machine).MaintenanceStarted),
 }
 
-// Apply evolves.
-func (m *Machine) Apply(event any) error {
-	switch e := event.(type) {
-	case JobStarted:
-		m.job, m.pieces, m.running = e.Job, e.Pieces, true
-		m.done, m.doneCount = make([]bool, e.Pieces), 0
-	case PieceFinished:
-		if e.Piece < 1 || e.Piece > len(m.done) {
-			return fmt.Errorf("piece %d of a job of %d pieces", e.Piece, len(m.done))
-		}
-		m.done[e.Piece-1] = true
-		m.doneCount++
-	case JobCompleted:
-		m.running = false
-	case MaintenanceRequested:
-		m.stopRequested, m.stopBy = true, e.By
-	case MaintenanceStarted:
-		m.stopRequested, m.inMaintenance = false, true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+// Start, FinishPiece and Stop decide. They never look at when or in which
+// order commands arrived: only at the state that the machine's stored
+// events give it, which the bus loaded at the version it will append after.
+func (m *Machine) Start(_ context.Context, c StartJob) ([]any, error) {
+	switch {
+	case m.inMaintenance:
+		return nil, m.refuse(c, ErrInMaintenance)
+	case m.running:
+		return nil, m.refuse(c, ErrJobRunning)
 	}
-	return nil
+	return []any{JobStarted{Job: c.Job, Pieces: c.Pieces}}, nil
+}
+
+func (m *Machine) FinishPiece(_ context.Context, c PieceDone) ([]any, error) {
+	switch {
+	case c.Job != m.job:
+		return nil, m.refuse(c, ErrWrongJob)
+	case c.Piece < 1 || c.Piece > m.pieces:
+		return nil, m.refuse(c, ErrNoSuchPiece)
+	case m.done[c.Piece-1]:
+		return nil, m.refuse(c, ErrPieceAlreadyDone)
+	}
+	events := []any{PieceFinished{Piece: c.Piece}}
+	if m.doneCount+1 == m.pieces {
+		events = append(events, JobCompleted{Job: m.job})
+		if m.stopRequested {
+			events = append(events, MaintenanceStarted{By: m.stopBy})
+		}
+	}
+	return events, nil
+}
+
+func (m *Machine) Stop(_ context.Context, c StopForMaintenance) ([]any, error) {
+	switch {
+	case m.inMaintenance || m.stopRequested:
+		return nil, m.refuse(c, ErrAlreadyStopping)
+	case m.running:
+		return []any{MaintenanceRequested{By: c.By}}, nil
+	}
+	return []any{MaintenanceStarted{By: c.By}}, nil
+}
+
+// JobStarted, PieceFinished, JobCompleted, MaintenanceRequested and
+// MaintenanceStarted evolve.
+func (m *Machine) JobStarted(e JobStarted) {
+	m.job, m.pieces, m.running = e.Job, e.Pieces, true
+	m.done, m.doneCount = make([]bool, e.Pieces), 0
+}
+
+func (m *Machine) PieceFinished(e PieceFinished) {
+	if e.Piece < 1 || e.Piece > len(m.done) {
+		// FinishPiece never decides it: a stored stream that says so is
+		// corrupt, and the load fails with an ApplyError carrying this.
+		panic(fmt.Errorf("piece %d of a job of %d pieces", e.Piece, len(m.done)))
+	}
+	m.done[e.Piece-1] = true
+	m.doneCount++
+}
+
+func (m *Machine) JobCompleted(JobCompleted) { m.running = false }
+
+func (m *Machine) MaintenanceRequested(e MaintenanceRequested) {
+	m.stopRequested, m.stopBy = true, e.By
+}
+
+func (m *Machine) MaintenanceStarted(MaintenanceStarted) {
+	m.stopRequested, m.inMaintenance = false, true
 }

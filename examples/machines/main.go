@@ -105,7 +105,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	}
 	machines, err := aggregate.NewType[Machine]("machine", aggregate.Options[Machine]{
 		New: func(id string) *Machine { return &Machine{id: id} },
-	})
+	}, machineBindings...)
 	if err != nil {
 		return r, err
 	}

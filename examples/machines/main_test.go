@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/aggregate"
 )
 
 // The same requests, arriving in the order sent by one sender and shuffled
@@ -55,20 +57,22 @@ func TestEveryArrivalOrderEndsTheSame(t *testing.T) {
 // A machine refuses with a *TransitionError that names its state and matches
 // the reason with errors.Is.
 func TestARefusalNamesTheStateAndTheReason(t *testing.T) {
+	machines, err := aggregate.NewType[Machine]("machine", aggregate.Options[Machine]{}, machineBindings...)
+	require.NoError(t, err)
 	m := &Machine{id: "m1"}
-	require.NoError(t, m.Apply(JobStarted{Job: "J1", Pieces: 2}))
-	require.NoError(t, m.Apply(PieceFinished{Piece: 1}))
-	_, err := m.Handle(context.Background(), PieceDone{Machine: "m1", Job: "J1", Piece: 1})
+	require.NoError(t, machines.Apply(m, JobStarted{Job: "J1", Pieces: 2}))
+	require.NoError(t, machines.Apply(m, PieceFinished{Piece: 1}))
+	_, err = machines.Handle(context.Background(), m, PieceDone{Machine: "m1", Job: "J1", Piece: 1})
 	var refused *TransitionError
 	require.ErrorAs(t, err, &refused)
 	assert.ErrorIs(t, err, ErrPieceAlreadyDone)
 	assert.Equal(t, "running J1 1/2", refused.State)
 
-	events, err := m.Handle(context.Background(), StopForMaintenance{Machine: "m1", By: "panel"})
+	events, err := machines.Handle(context.Background(), m, StopForMaintenance{Machine: "m1", By: "panel"})
 	require.NoError(t, err)
 	assert.Equal(t, []any{MaintenanceRequested{By: "panel"}}, events, "a busy machine stops after its job")
-	require.NoError(t, m.Apply(events[0]))
-	events, err = m.Handle(context.Background(), PieceDone{Machine: "m1", Job: "J1", Piece: 2})
+	require.NoError(t, machines.Apply(m, events[0]))
+	events, err = machines.Handle(context.Background(), m, PieceDone{Machine: "m1", Job: "J1", Piece: 2})
 	require.NoError(t, err)
 	assert.Equal(t, []any{PieceFinished{Piece: 2}, JobCompleted{Job: "J1"}, MaintenanceStarted{By: "panel"}}, events)
 }

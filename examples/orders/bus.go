@@ -33,7 +33,7 @@ func newBus(store eventstore.Store, reg *codec.Registry, stats *busStats, logger
 		}
 	})
 	bus := command.New(store, reg, command.Options{Middleware: []command.Middleware{observe}, Logger: logger})
-	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
+	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{}, orderBindings...)
 	if err != nil {
 		return nil, err
 	}

@@ -67,54 +67,56 @@ var (
 	ErrWrongAmount   = errors.New("payment does not match the total")
 )
 
-// Order is the aggregate: plain state, a Handle that decides, an Apply that
-// evolves.
+// Order is the aggregate: plain state, a method per command that decides,
+// a method per event that evolves.
 type Order struct {
 	placed, paid, shipped bool
 	totalCents            int64
 }
 
-// Handle decides what a command means for the order as it stands.
-func (o *Order) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case PlaceOrder:
-		if o.placed {
-			return nil, ErrAlreadyPlaced
-		}
-		return []any{OrderPlaced{Customer: c.Customer, Lines: c.Lines, TotalCents: c.TotalCents}}, nil
-	case PayOrder:
-		switch {
-		case !o.placed:
-			return nil, ErrNotPlaced
-		case o.paid:
-			return nil, nil // paying twice changes nothing
-		case c.AmountCents != o.totalCents:
-			return nil, fmt.Errorf("%w: paid %d, total %d", ErrWrongAmount, c.AmountCents, o.totalCents)
-		}
-		return []any{OrderPaid{AmountCents: c.AmountCents}}, nil
-	case ShipOrder:
-		switch {
-		case !o.paid:
-			return nil, ErrNotPaid
-		case o.shipped:
-			return nil, nil
-		}
-		return []any{OrderShipped{Carrier: c.Carrier}}, nil
-	}
-	return nil, fmt.Errorf("order cannot handle %T", cmd)
+// orderBindings bind each command and event type to the order's method.
+var orderBindings = []aggregate.Binding[Order]{
+	aggregate.Handles((*Order).Place),
+	aggregate.Handles((*Order).Pay),
+	aggregate.Handles((*Order).Ship),
+	aggregate.Applies((*Order).Placed),
+	aggregate.Applies((*Order).Paid),
+	aggregate.Applies((*Order).Shipped),
 }
 
-// Apply evolves the order by one stored event.
-func (o *Order) Apply(event any) error {
-	switch e := event.(type) {
-	case OrderPlaced:
-		o.placed, o.totalCents = true, e.TotalCents
-	case OrderPaid:
-		o.paid = true
-	case OrderShipped:
-		o.shipped = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+// Place decides a PlaceOrder for the order as it stands.
+func (o *Order) Place(_ context.Context, c PlaceOrder) ([]any, error) {
+	if o.placed {
+		return nil, ErrAlreadyPlaced
 	}
-	return nil
+	return []any{OrderPlaced{Customer: c.Customer, Lines: c.Lines, TotalCents: c.TotalCents}}, nil
 }
+
+// Pay decides a PayOrder.
+func (o *Order) Pay(_ context.Context, c PayOrder) ([]any, error) {
+	switch {
+	case !o.placed:
+		return nil, ErrNotPlaced
+	case o.paid:
+		return nil, nil // paying twice changes nothing
+	case c.AmountCents != o.totalCents:
+		return nil, fmt.Errorf("%w: paid %d, total %d", ErrWrongAmount, c.AmountCents, o.totalCents)
+	}
+	return []any{OrderPaid{AmountCents: c.AmountCents}}, nil
+}
+
+// Ship decides a ShipOrder.
+func (o *Order) Ship(_ context.Context, c ShipOrder) ([]any, error) {
+	switch {
+	case !o.paid:
+		return nil, ErrNotPaid
+	case o.shipped:
+		return nil, nil
+	}
+	return []any{OrderShipped{Carrier: c.Carrier}}, nil
+}
+
+// Placed, Paid and Shipped evolve the order by one stored event.
+func (o *Order) Placed(e OrderPlaced) { o.placed, o.totalCents = true, e.TotalCents }
+func (o *Order) Paid(OrderPaid)       { o.paid = true }
+func (o *Order) Shipped(OrderShipped) { o.shipped = true }

@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
@@ -156,5 +155,3 @@ func countEvents(ctx context.Context, store eventstore.Store) (int, error) {
 	}
 	return n, nil
 }
-
-var _ aggregate.Aggregate = (*Order)(nil)

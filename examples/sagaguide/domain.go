@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-
-	"github.com/cairn-es/cairn/aggregate"
 )
 
 // The booking flow's commands, each naming the aggregate it is for.
@@ -80,70 +77,51 @@ var (
 // Booking is the guest's booking.
 type Booking struct{ placed, ended bool }
 
-func (b *Booking) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case PlaceBooking:
-		if b.placed {
-			return nil, nil
-		}
-		return []any{BookingPlaced(c)}, nil
-	case ConfirmBooking:
-		if b.ended {
-			return nil, nil
-		}
-		return []any{BookingConfirmed(c)}, nil
-	case CancelBooking:
-		if b.ended {
-			return nil, nil
-		}
-		return []any{BookingCancelled(c)}, nil
+func (b *Booking) Place(_ context.Context, c PlaceBooking) ([]any, error) {
+	if b.placed {
+		return nil, nil
 	}
-	return nil, fmt.Errorf("a booking cannot handle %T", cmd)
+	return []any{BookingPlaced(c)}, nil
 }
 
-func (b *Booking) Apply(event any) error {
-	switch event.(type) {
-	case BookingPlaced:
-		b.placed = true
-	case BookingConfirmed, BookingCancelled:
-		b.ended = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+func (b *Booking) Confirm(_ context.Context, c ConfirmBooking) ([]any, error) {
+	if b.ended {
+		return nil, nil
 	}
-	return nil
+	return []any{BookingConfirmed(c)}, nil
 }
+
+func (b *Booking) Cancel(_ context.Context, c CancelBooking) ([]any, error) {
+	if b.ended {
+		return nil, nil
+	}
+	return []any{BookingCancelled(c)}, nil
+}
+
+func (b *Booking) Placed(BookingPlaced)       { b.placed = true }
+func (b *Booking) Confirmed(BookingConfirmed) { b.ended = true }
+func (b *Booking) Cancelled(BookingCancelled) { b.ended = true }
 
 // Room is one hotel room, held by one booking at a time.
 type Room struct{ heldBy string }
 
-func (r *Room) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case HoldRoom:
-		if r.heldBy != "" && r.heldBy != c.BookingID {
-			return []any{RoomUnavailable(c)}, nil // an answer the saga waits for, not an error
-		}
-		return []any{RoomHeld(c)}, nil
-	case ReleaseRoom:
-		if r.heldBy != c.BookingID {
-			return nil, nil
-		}
-		return []any{RoomReleased(c)}, nil
+func (r *Room) Hold(_ context.Context, c HoldRoom) ([]any, error) {
+	if r.heldBy != "" && r.heldBy != c.BookingID {
+		return []any{RoomUnavailable(c)}, nil // an answer the saga waits for, not an error
 	}
-	return nil, fmt.Errorf("a room cannot handle %T", cmd)
+	return []any{RoomHeld(c)}, nil
 }
 
-func (r *Room) Apply(event any) error {
-	switch e := event.(type) {
-	case RoomHeld:
-		r.heldBy = e.BookingID
-	case RoomReleased:
-		r.heldBy = ""
-	case RoomUnavailable:
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+func (r *Room) Release(_ context.Context, c ReleaseRoom) ([]any, error) {
+	if r.heldBy != c.BookingID {
+		return nil, nil
 	}
-	return nil
+	return []any{RoomReleased(c)}, nil
 }
+
+func (r *Room) Held(e RoomHeld)             { r.heldBy = e.BookingID }
+func (r *Room) Released(RoomReleased)       { r.heldBy = "" }
+func (r *Room) Unavailable(RoomUnavailable) {}
 
 // Payment charges a booking's card, once, and voids the charge when the
 // booking is cancelled: a charge made is refunded, and one that comes
@@ -154,35 +132,24 @@ type Payment struct {
 	voided  bool
 }
 
-func (p *Payment) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case ChargeCard:
-		switch {
-		case p.voided:
-			return nil, ErrChargeVoided
-		case p.charged > 0 || c.Card == "3ds":
-			return nil, nil
-		case c.Card == "declined":
-			return nil, ErrCardDeclined
-		}
-		return []any{CardCharged{BookingID: c.BookingID, Amount: c.Amount}}, nil
-	case VoidCharge:
-		if p.voided {
-			return nil, nil
-		}
-		return []any{ChargeVoided{BookingID: c.BookingID, Refunded: p.charged}}, nil
+func (p *Payment) Charge(_ context.Context, c ChargeCard) ([]any, error) {
+	switch {
+	case p.voided:
+		return nil, ErrChargeVoided
+	case p.charged > 0 || c.Card == "3ds":
+		return nil, nil
+	case c.Card == "declined":
+		return nil, ErrCardDeclined
 	}
-	return nil, fmt.Errorf("a payment cannot handle %T", cmd)
+	return []any{CardCharged{BookingID: c.BookingID, Amount: c.Amount}}, nil
 }
 
-func (p *Payment) Apply(event any) error {
-	switch e := event.(type) {
-	case CardCharged:
-		p.charged = e.Amount
-	case ChargeVoided:
-		p.voided = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+func (p *Payment) Void(_ context.Context, c VoidCharge) ([]any, error) {
+	if p.voided {
+		return nil, nil
 	}
-	return nil
+	return []any{ChargeVoided{BookingID: c.BookingID, Refunded: p.charged}}, nil
 }
+
+func (p *Payment) Charged(e CardCharged) { p.charged = e.Amount }
+func (p *Payment) Voided(ChargeVoided)   { p.voided = true }

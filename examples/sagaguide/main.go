@@ -76,9 +76,27 @@ func newHotel(store eventstore.Store, opts saga.RunnerOptions) (*hotel, error) {
 	if err := register(reg); err != nil {
 		return nil, err
 	}
-	bookings, err1 := aggregate.NewType[Booking]("booking", aggregate.Options[Booking]{})
-	rooms, err2 := aggregate.NewType[Room]("room", aggregate.Options[Room]{})
-	payments, err3 := aggregate.NewType[Payment]("payment", aggregate.Options[Payment]{})
+	bookings, err1 := aggregate.NewType[Booking]("booking", aggregate.Options[Booking]{},
+		aggregate.Handles((*Booking).Place),
+		aggregate.Handles((*Booking).Confirm),
+		aggregate.Handles((*Booking).Cancel),
+		aggregate.Applies((*Booking).Placed),
+		aggregate.Applies((*Booking).Confirmed),
+		aggregate.Applies((*Booking).Cancelled),
+	)
+	rooms, err2 := aggregate.NewType[Room]("room", aggregate.Options[Room]{},
+		aggregate.Handles((*Room).Hold),
+		aggregate.Handles((*Room).Release),
+		aggregate.Applies((*Room).Held),
+		aggregate.Applies((*Room).Released),
+		aggregate.Applies((*Room).Unavailable),
+	)
+	payments, err3 := aggregate.NewType[Payment]("payment", aggregate.Options[Payment]{},
+		aggregate.Handles((*Payment).Charge),
+		aggregate.Handles((*Payment).Void),
+		aggregate.Applies((*Payment).Charged),
+		aggregate.Applies((*Payment).Voided),
+	)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}

@@ -94,7 +94,8 @@ func open(ctx context.Context, path string, logger *slog.Logger) (*service, erro
 		store.Close()
 		return nil, err
 	}
-	types, err := aggregate.NewType[Author]("author", aggregate.Options[Author]{})
+	types, err := aggregate.NewType[Author]("author", aggregate.Options[Author]{},
+		aggregate.Handles((*Author).Publish), aggregate.Applies((*Author).Published))
 	if err != nil {
 		store.Close()
 		return nil, err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/cairn-es/cairn/aggregate"
 )
 
 // PublishPost is the command each queue message carries: an author
@@ -34,23 +32,13 @@ type Author struct {
 	posts int
 }
 
-// Handle decides.
-func (a *Author) Handle(_ context.Context, cmd any) ([]any, error) {
-	c, ok := cmd.(PublishPost)
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("an author cannot handle %T", cmd)
-	case c.Body == "":
+// Publish decides.
+func (a *Author) Publish(_ context.Context, c PublishPost) ([]any, error) {
+	if c.Body == "" {
 		return nil, fmt.Errorf("%w: post %s", ErrEmptyPost, c.Post)
 	}
 	return []any{PostPublished{Post: c.Post, Body: c.Body}}, nil
 }
 
-// Apply evolves.
-func (a *Author) Apply(event any) error {
-	if _, ok := event.(PostPublished); !ok {
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
-	}
-	a.posts++
-	return nil
-}
+// Published evolves.
+func (a *Author) Published(PostPublished) { a.posts++ }

@@ -93,7 +93,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	if err := codec.Register[PointsAwarded](reg, "loyalty.points_awarded", 1); err != nil {
 		return r, err
 	}
-	accounts, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{})
+	accounts, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{},
+		aggregate.Handles((*Account).Award), aggregate.Applies((*Account).Awarded))
 	if err != nil {
 		return r, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/cairn-es/cairn/aggregate"
 )
 
 // AwardPoints is the command each queue message carries: give a customer's
@@ -34,24 +32,13 @@ type Account struct {
 	balance int
 }
 
-// Handle decides.
-func (a *Account) Handle(_ context.Context, cmd any) ([]any, error) {
-	c, ok := cmd.(AwardPoints)
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("an account cannot handle %T", cmd)
-	case c.Points <= 0:
+// Award decides.
+func (a *Account) Award(_ context.Context, c AwardPoints) ([]any, error) {
+	if c.Points <= 0 {
 		return nil, fmt.Errorf("%w: %d for order %s", ErrNoPoints, c.Points, c.Order)
 	}
 	return []any{PointsAwarded{Points: c.Points, Order: c.Order}}, nil
 }
 
-// Apply evolves.
-func (a *Account) Apply(event any) error {
-	e, ok := event.(PointsAwarded)
-	if !ok {
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
-	}
-	a.balance += e.Points
-	return nil
-}
+// Awarded evolves.
+func (a *Account) Awarded(e PointsAwarded) { a.balance += e.Points }

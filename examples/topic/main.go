@@ -101,7 +101,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	if err != nil {
 		return r, err
 	}
-	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{})
+	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{},
+		aggregate.Handles((*Order).Track), aggregate.Applies((*Order).Tracked))
 	if err != nil {
 		return r, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -48,27 +47,16 @@ type Order struct {
 	Stages []int // in the order they were recorded
 }
 
-// Handle decides.
-func (o *Order) Handle(_ context.Context, cmd any) ([]any, error) {
-	c, ok := cmd.(TrackParcel)
-	if !ok {
-		return nil, fmt.Errorf("an order cannot handle %T", cmd)
-	}
+// Track decides.
+func (o *Order) Track(_ context.Context, c TrackParcel) ([]any, error) {
 	if c.Stage != len(o.Stages) {
 		return nil, fmt.Errorf("%w: stage %d after %d stages", ErrStageOutOfOrder, c.Stage, len(o.Stages))
 	}
 	return []any{ParcelTracked{Stage: c.Stage, Where: c.Where}}, nil
 }
 
-// Apply evolves.
-func (o *Order) Apply(event any) error {
-	e, ok := event.(ParcelTracked)
-	if !ok {
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
-	}
-	o.Stages = append(o.Stages, e.Stage)
-	return nil
-}
+// Tracked evolves.
+func (o *Order) Tracked(e ParcelTracked) { o.Stages = append(o.Stages, e.Stage) }
 
 // Tracking is the saga's state, one instance per parcel.
 type Tracking struct {

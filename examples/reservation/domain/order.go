@@ -19,7 +19,6 @@ package domain
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/cairn-es/cairn/aggregate"
 )
@@ -91,50 +90,50 @@ type Order struct {
 	placed, confirmed, rejected bool
 }
 
-// Handle decides. Placing, confirming or rejecting twice changes nothing;
-// confirming a rejected order (or the reverse) is refused.
-func (o *Order) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case PlaceOrder:
-		if o.placed {
-			return nil, nil
-		}
-		return []any{OrderPlaced(c)}, nil
-	case ConfirmOrder:
-		switch {
-		case !o.placed:
-			return nil, ErrNoOrder
-		case o.rejected:
-			return nil, ErrOrderFinal
-		case o.confirmed:
-			return nil, nil
-		}
-		return []any{OrderConfirmed(c)}, nil
-	case RejectOrder:
-		switch {
-		case !o.placed:
-			return nil, ErrNoOrder
-		case o.confirmed:
-			return nil, ErrOrderFinal
-		case o.rejected:
-			return nil, nil
-		}
-		return []any{OrderRejected(c)}, nil
-	}
-	return nil, fmt.Errorf("order: unknown command %T", cmd)
+// orderBindings bind the order's commands and events to its methods.
+var orderBindings = []aggregate.Binding[Order]{
+	aggregate.Handles((*Order).Place),
+	aggregate.Handles((*Order).Confirm),
+	aggregate.Handles((*Order).Reject),
+	aggregate.Applies((*Order).Placed),
+	aggregate.Applies((*Order).Confirmed),
+	aggregate.Applies((*Order).Rejected),
 }
 
-// Apply evolves.
-func (o *Order) Apply(event any) error {
-	switch event.(type) {
-	case OrderPlaced:
-		o.placed = true
-	case OrderConfirmed:
-		o.confirmed = true
-	case OrderRejected:
-		o.rejected = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+// Place, Confirm and Reject decide. Placing, confirming or rejecting twice
+// changes nothing; confirming a rejected order (or the reverse) is refused.
+func (o *Order) Place(_ context.Context, c PlaceOrder) ([]any, error) {
+	if o.placed {
+		return nil, nil
 	}
-	return nil
+	return []any{OrderPlaced(c)}, nil
 }
+
+func (o *Order) Confirm(_ context.Context, c ConfirmOrder) ([]any, error) {
+	switch {
+	case !o.placed:
+		return nil, ErrNoOrder
+	case o.rejected:
+		return nil, ErrOrderFinal
+	case o.confirmed:
+		return nil, nil
+	}
+	return []any{OrderConfirmed(c)}, nil
+}
+
+func (o *Order) Reject(_ context.Context, c RejectOrder) ([]any, error) {
+	switch {
+	case !o.placed:
+		return nil, ErrNoOrder
+	case o.confirmed:
+		return nil, ErrOrderFinal
+	case o.rejected:
+		return nil, nil
+	}
+	return []any{OrderRejected(c)}, nil
+}
+
+// Placed, Confirmed and Rejected evolve.
+func (o *Order) Placed(OrderPlaced)       { o.placed = true }
+func (o *Order) Confirmed(OrderConfirmed) { o.confirmed = true }
+func (o *Order) Rejected(OrderRejected)   { o.rejected = true }

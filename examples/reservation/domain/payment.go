@@ -3,7 +3,6 @@ package domain
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/cairn-es/cairn/aggregate"
 )
@@ -88,58 +87,58 @@ type Payment struct {
 	amountCents                                int64
 }
 
-// Handle decides. The sale's request and the customer's authorization
-// complete the payment in either order; each of them twice changes
-// nothing. The payment, not the sale's clock, says whether it came in
-// time: whichever of the authorization and the closing reaches it first
-// wins.
-func (p *Payment) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case AuthorizePayment:
-		switch {
-		case p.cancelled:
-			return nil, ErrPaymentClosed
-		case p.authorized || p.accepted:
-			return nil, nil
-		case p.requested:
-			return []any{PaymentAccepted{OrderID: c.OrderID, Customer: c.Customer, AmountCents: p.amountCents}}, nil
-		}
-		return []any{PaymentAuthorized(c)}, nil
-	case MakePayment:
-		switch {
-		case c.AmountCents > CardLimitCents:
-			return nil, ErrPaymentRefused
-		case p.requested || p.accepted || p.cancelled:
-			return nil, nil
-		case p.authorized:
-			return []any{PaymentAccepted(c)}, nil
-		}
-		return []any{PaymentRequested(c)}, nil
-	case CancelPayment:
-		switch {
-		case p.accepted:
-			return nil, ErrPaymentTaken
-		case p.cancelled || !p.requested:
-			return nil, nil // nothing open: the sale never asked, or the card refused
-		}
-		return []any{PaymentCancelled(c)}, nil
-	}
-	return nil, fmt.Errorf("payment: unknown command %T", cmd)
+// paymentBindings bind the payment's commands and events to its methods.
+var paymentBindings = []aggregate.Binding[Payment]{
+	aggregate.Handles((*Payment).Authorize),
+	aggregate.Handles((*Payment).Request),
+	aggregate.Handles((*Payment).Cancel),
+	aggregate.Applies((*Payment).Authorized),
+	aggregate.Applies((*Payment).Requested),
+	aggregate.Applies((*Payment).Accepted),
+	aggregate.Applies((*Payment).Cancelled),
 }
 
-// Apply evolves.
-func (p *Payment) Apply(event any) error {
-	switch e := event.(type) {
-	case PaymentAuthorized:
-		p.authorized = true
-	case PaymentRequested:
-		p.requested, p.amountCents = true, e.AmountCents
-	case PaymentAccepted:
-		p.accepted, p.amountCents = true, e.AmountCents
-	case PaymentCancelled:
-		p.cancelled = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+// Authorize, Request and Cancel decide. The sale's request and the
+// customer's authorization complete the payment in either order; each of
+// them twice changes nothing. The payment, not the sale's clock, says
+// whether it came in time: whichever of the authorization and the closing
+// reaches it first wins.
+func (p *Payment) Authorize(_ context.Context, c AuthorizePayment) ([]any, error) {
+	switch {
+	case p.cancelled:
+		return nil, ErrPaymentClosed
+	case p.authorized || p.accepted:
+		return nil, nil
+	case p.requested:
+		return []any{PaymentAccepted{OrderID: c.OrderID, Customer: c.Customer, AmountCents: p.amountCents}}, nil
 	}
-	return nil
+	return []any{PaymentAuthorized(c)}, nil
 }
+
+func (p *Payment) Request(_ context.Context, c MakePayment) ([]any, error) {
+	switch {
+	case c.AmountCents > CardLimitCents:
+		return nil, ErrPaymentRefused
+	case p.requested || p.accepted || p.cancelled:
+		return nil, nil
+	case p.authorized:
+		return []any{PaymentAccepted(c)}, nil
+	}
+	return []any{PaymentRequested(c)}, nil
+}
+
+func (p *Payment) Cancel(_ context.Context, c CancelPayment) ([]any, error) {
+	switch {
+	case p.accepted:
+		return nil, ErrPaymentTaken
+	case p.cancelled || !p.requested:
+		return nil, nil // nothing open: the sale never asked, or the card refused
+	}
+	return []any{PaymentCancelled(c)}, nil
+}
+
+// Authorized, Requested, Accepted and Cancelled evolve.
+func (p *Payment) Authorized(PaymentAuthorized) { p.authorized = true }
+func (p *Payment) Requested(e PaymentRequested) { p.requested, p.amountCents = true, e.AmountCents }
+func (p *Payment) Accepted(e PaymentAccepted)   { p.accepted, p.amountCents = true, e.AmountCents }
+func (p *Payment) Cancelled(PaymentCancelled)   { p.cancelled = true }

@@ -11,13 +11,13 @@ import (
 // The aggregate types: their names are the categories of their streams
 // ("order-<order ID>", ...), stored for good.
 var (
-	Orders       = mustType[Order]("order")
-	Reservations = mustType[SeatReservation]("seats")
-	Payments     = mustType[Payment]("payment")
+	Orders       = mustType[Order]("order", orderBindings...)
+	Reservations = mustType[SeatReservation]("seats", reservationBindings...)
+	Payments     = mustType[Payment]("payment", paymentBindings...)
 )
 
-func mustType[T any, PT aggregate.Root[T]](name string) *aggregate.Type[T, PT] {
-	t, err := aggregate.NewType[T, PT](name, aggregate.Options[T]{})
+func mustType[T any, PT aggregate.Root[T]](name string, bindings ...aggregate.Binding[T]) *aggregate.Type[T, PT] {
+	t, err := aggregate.NewType[T, PT](name, aggregate.Options[T]{}, bindings...)
 	if err != nil {
 		panic(err) // a constant name: a bug, caught by any test
 	}

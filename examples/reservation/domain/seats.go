@@ -2,7 +2,6 @@ package domain
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cairn-es/cairn/aggregate"
 )
@@ -54,38 +53,36 @@ type SeatReservation struct {
 	reserved, refused, cancelled bool
 }
 
-// Handle decides. A second reservation request, or cancelling a
-// reservation that holds nothing, changes nothing.
-func (s *SeatReservation) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case MakeReservation:
-		switch {
-		case s.reserved || s.refused:
-			return nil, nil
-		case c.Seats > MaxSeats:
-			return []any{SeatsNotReserved(c)}, nil
-		}
-		return []any{SeatsReserved(c)}, nil
-	case CancelReservation:
-		if !s.reserved || s.cancelled {
-			return nil, nil
-		}
-		return []any{ReservationCancelled(c)}, nil
-	}
-	return nil, fmt.Errorf("seat reservation: unknown command %T", cmd)
+// reservationBindings bind the reservation's commands and events to its
+// methods.
+var reservationBindings = []aggregate.Binding[SeatReservation]{
+	aggregate.Handles((*SeatReservation).Reserve),
+	aggregate.Handles((*SeatReservation).Cancel),
+	aggregate.Applies((*SeatReservation).Reserved),
+	aggregate.Applies((*SeatReservation).NotReserved),
+	aggregate.Applies((*SeatReservation).Cancelled),
 }
 
-// Apply evolves.
-func (s *SeatReservation) Apply(event any) error {
-	switch event.(type) {
-	case SeatsReserved:
-		s.reserved = true
-	case SeatsNotReserved:
-		s.refused = true
-	case ReservationCancelled:
-		s.cancelled = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+// Reserve and Cancel decide. A second reservation request, or cancelling
+// a reservation that holds nothing, changes nothing.
+func (s *SeatReservation) Reserve(_ context.Context, c MakeReservation) ([]any, error) {
+	switch {
+	case s.reserved || s.refused:
+		return nil, nil
+	case c.Seats > MaxSeats:
+		return []any{SeatsNotReserved(c)}, nil
 	}
-	return nil
+	return []any{SeatsReserved(c)}, nil
 }
+
+func (s *SeatReservation) Cancel(_ context.Context, c CancelReservation) ([]any, error) {
+	if !s.reserved || s.cancelled {
+		return nil, nil
+	}
+	return []any{ReservationCancelled(c)}, nil
+}
+
+// Reserved, NotReserved and Cancelled evolve.
+func (s *SeatReservation) Reserved(SeatsReserved)         { s.reserved = true }
+func (s *SeatReservation) NotReserved(SeatsNotReserved)   { s.refused = true }
+func (s *SeatReservation) Cancelled(ReservationCancelled) { s.cancelled = true }

@@ -11,7 +11,6 @@ package v2
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/examples/reservation/domain"
@@ -101,68 +100,78 @@ func (f *Finance) payment(orderID string) payment {
 	return payment{}
 }
 
-// Handle decides, with the rules of version 1's Payment for each order:
-// the sale's request and the customer's authorization complete a payment
-// in either order, and a card refuses more than domain.CardLimitCents.
-func (f *Finance) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case AuthorizePayment:
-		switch p := f.payment(c.OrderID); {
-		case p.cancelled:
-			return nil, domain.ErrPaymentClosed
-		case p.authorized || p.accepted:
-			return nil, nil
-		case p.requested:
-			return []any{PaymentAccepted{Account: c.Account, OrderID: c.OrderID, AmountCents: p.amountCents, Currency: Currency}}, nil
-		}
-		return []any{PaymentAuthorized(c)}, nil
-	case MakePayment:
-		switch p := f.payment(c.OrderID); {
-		case c.AmountCents > domain.CardLimitCents:
-			return nil, domain.ErrPaymentRefused
-		case p.requested || p.accepted || p.cancelled:
-			return nil, nil
-		case p.authorized:
-			return []any{PaymentAccepted(c)}, nil
-		}
-		return []any{PaymentRequested(c)}, nil
-	case CancelPayment:
-		switch p := f.payment(c.OrderID); {
-		case p.accepted:
-			return nil, domain.ErrPaymentTaken
-		case p.cancelled || !p.requested:
-			return nil, nil // nothing open: the sale never asked, or the card refused
-		}
-		return []any{PaymentCancelled(c)}, nil
-	}
-	return nil, fmt.Errorf("finance: unknown command %T", cmd)
+// financeBindings bind the account's commands and events to its methods.
+var financeBindings = []aggregate.Binding[Finance]{
+	aggregate.Handles((*Finance).Authorize),
+	aggregate.Handles((*Finance).Request),
+	aggregate.Handles((*Finance).Cancel),
+	aggregate.Applies((*Finance).Authorized),
+	aggregate.Applies((*Finance).Requested),
+	aggregate.Applies((*Finance).Accepted),
+	aggregate.Applies((*Finance).Cancelled),
 }
 
-// Apply evolves.
-func (f *Finance) Apply(event any) error {
-	at := func(orderID string) *payment {
-		if f.payments == nil {
-			f.payments = make(map[string]*payment)
-		}
-		if f.payments[orderID] == nil {
-			f.payments[orderID] = &payment{}
-		}
-		return f.payments[orderID]
+// Authorize, Request and Cancel decide, with the rules of version 1's
+// Payment for each order: the sale's request and the customer's
+// authorization complete a payment in either order, and a card refuses
+// more than domain.CardLimitCents.
+func (f *Finance) Authorize(_ context.Context, c AuthorizePayment) ([]any, error) {
+	switch p := f.payment(c.OrderID); {
+	case p.cancelled:
+		return nil, domain.ErrPaymentClosed
+	case p.authorized || p.accepted:
+		return nil, nil
+	case p.requested:
+		return []any{PaymentAccepted{Account: c.Account, OrderID: c.OrderID, AmountCents: p.amountCents, Currency: Currency}}, nil
 	}
-	switch e := event.(type) {
-	case PaymentAuthorized:
-		at(e.OrderID).authorized = true
-	case PaymentRequested:
-		p := at(e.OrderID)
-		p.requested, p.amountCents = true, e.AmountCents
-	case PaymentAccepted:
-		p := at(e.OrderID)
-		p.accepted, p.amountCents = true, e.AmountCents
-		f.paidCents += e.AmountCents
-	case PaymentCancelled:
-		at(e.OrderID).cancelled = true
-	default:
-		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
-	}
-	return nil
+	return []any{PaymentAuthorized(c)}, nil
 }
+
+func (f *Finance) Request(_ context.Context, c MakePayment) ([]any, error) {
+	switch p := f.payment(c.OrderID); {
+	case c.AmountCents > domain.CardLimitCents:
+		return nil, domain.ErrPaymentRefused
+	case p.requested || p.accepted || p.cancelled:
+		return nil, nil
+	case p.authorized:
+		return []any{PaymentAccepted(c)}, nil
+	}
+	return []any{PaymentRequested(c)}, nil
+}
+
+func (f *Finance) Cancel(_ context.Context, c CancelPayment) ([]any, error) {
+	switch p := f.payment(c.OrderID); {
+	case p.accepted:
+		return nil, domain.ErrPaymentTaken
+	case p.cancelled || !p.requested:
+		return nil, nil // nothing open: the sale never asked, or the card refused
+	}
+	return []any{PaymentCancelled(c)}, nil
+}
+
+// at returns the payment of order orderID, to evolve it.
+func (f *Finance) at(orderID string) *payment {
+	if f.payments == nil {
+		f.payments = make(map[string]*payment)
+	}
+	if f.payments[orderID] == nil {
+		f.payments[orderID] = &payment{}
+	}
+	return f.payments[orderID]
+}
+
+// Authorized, Requested, Accepted and Cancelled evolve.
+func (f *Finance) Authorized(e PaymentAuthorized) { f.at(e.OrderID).authorized = true }
+
+func (f *Finance) Requested(e PaymentRequested) {
+	p := f.at(e.OrderID)
+	p.requested, p.amountCents = true, e.AmountCents
+}
+
+func (f *Finance) Accepted(e PaymentAccepted) {
+	p := f.at(e.OrderID)
+	p.accepted, p.amountCents = true, e.AmountCents
+	f.paidCents += e.AmountCents
+}
+
+func (f *Finance) Cancelled(e PaymentCancelled) { f.at(e.OrderID).cancelled = true }

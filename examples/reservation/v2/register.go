@@ -11,7 +11,7 @@ import (
 
 // Accounts is the Finance aggregate type: "finance-<account>" streams.
 var Accounts = func() *aggregate.Type[Finance, *Finance] {
-	t, err := aggregate.NewType[Finance]("finance", aggregate.Options[Finance]{})
+	t, err := aggregate.NewType[Finance]("finance", aggregate.Options[Finance]{}, financeBindings...)
 	if err != nil {
 		panic(err) // a constant name: a bug, caught by any test
 	}

@@ -22,7 +22,6 @@ package reservation
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cairn-es/cairn/aggregate"
@@ -114,100 +113,75 @@ type Order struct {
 	Reason                      string
 }
 
-// Handle decides.
-func (o *Order) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case PlaceOrder:
-		if o.Placed {
-			return nil, nil
-		}
-		return []any{OrderPlaced(c)}, nil
-	case ConfirmOrder:
-		switch {
-		case !o.Placed:
-			return nil, ErrNotPlaced
-		case o.Rejected:
-			return nil, ErrFinal
-		case o.Confirmed:
-			return nil, nil
-		}
-		return []any{OrderConfirmed(c)}, nil
-	case RejectOrder:
-		switch {
-		case !o.Placed:
-			return nil, ErrNotPlaced
-		case o.Confirmed:
-			return nil, ErrFinal
-		case o.Rejected:
-			return nil, nil
-		}
-		return []any{OrderRejected(c)}, nil
+func (o *Order) place(_ context.Context, c PlaceOrder) ([]any, error) {
+	if o.Placed {
+		return nil, nil
 	}
-	return nil, fmt.Errorf("order: unknown command %T", cmd)
+	return []any{OrderPlaced(c)}, nil
 }
 
-// Apply evolves.
-func (o *Order) Apply(e any) error {
-	switch e := e.(type) {
-	case OrderPlaced:
-		o.Placed = true
-	case OrderConfirmed:
-		o.Confirmed = true
-	case OrderRejected:
-		o.Rejected, o.Reason = true, e.Reason
+func (o *Order) confirm(_ context.Context, c ConfirmOrder) ([]any, error) {
+	switch {
+	case !o.Placed:
+		return nil, ErrNotPlaced
+	case o.Rejected:
+		return nil, ErrFinal
+	case o.Confirmed:
+		return nil, nil
 	}
-	return nil
+	return []any{OrderConfirmed(c)}, nil
 }
+
+func (o *Order) reject(_ context.Context, c RejectOrder) ([]any, error) {
+	switch {
+	case !o.Placed:
+		return nil, ErrNotPlaced
+	case o.Confirmed:
+		return nil, ErrFinal
+	case o.Rejected:
+		return nil, nil
+	}
+	return []any{OrderRejected(c)}, nil
+}
+
+func (o *Order) placed(OrderPlaced)       { o.Placed = true }
+func (o *Order) confirmed(OrderConfirmed) { o.Confirmed = true }
+func (o *Order) rejected(e OrderRejected) { o.Rejected, o.Reason = true, e.Reason }
 
 // Seats is the reservation aggregate of one order.
 type Seats struct {
 	Reserved, Refused, Cancelled bool
 }
 
-// Handle decides.
-func (s *Seats) Handle(_ context.Context, cmd any) ([]any, error) {
-	switch c := cmd.(type) {
-	case MakeReservation:
-		switch {
-		case s.Reserved || s.Refused:
-			return nil, nil
-		case c.Seats > MaxSeats:
-			return []any{SeatsNotReserved{OrderID: c.OrderID}}, nil
-		}
-		return []any{SeatsReserved(c)}, nil
-	case CancelReservation:
-		if !s.Reserved || s.Cancelled {
-			return nil, nil
-		}
-		return []any{ReservationCancelled(c)}, nil
+func (s *Seats) reserve(_ context.Context, c MakeReservation) ([]any, error) {
+	switch {
+	case s.Reserved || s.Refused:
+		return nil, nil
+	case c.Seats > MaxSeats:
+		return []any{SeatsNotReserved{OrderID: c.OrderID}}, nil
 	}
-	return nil, fmt.Errorf("seats: unknown command %T", cmd)
+	return []any{SeatsReserved(c)}, nil
 }
 
-// Apply evolves.
-func (s *Seats) Apply(e any) error {
-	switch e.(type) {
-	case SeatsReserved:
-		s.Reserved = true
-	case SeatsNotReserved:
-		s.Refused = true
-	case ReservationCancelled:
-		s.Cancelled = true
+func (s *Seats) cancel(_ context.Context, c CancelReservation) ([]any, error) {
+	if !s.Reserved || s.Cancelled {
+		return nil, nil
 	}
-	return nil
+	return []any{ReservationCancelled(c)}, nil
 }
+
+func (s *Seats) reserved(SeatsReserved)         { s.Reserved = true }
+func (s *Seats) refused(SeatsNotReserved)       { s.Refused = true }
+func (s *Seats) cancelled(ReservationCancelled) { s.Cancelled = true }
 
 // Payment is the payment aggregate of one order.
 type Payment struct{ Accepted, Pending bool }
 
-// Handle decides: amounts above MaxAmount are refused (a rejection the
-// sale compensates), amounts divisible by 7 stay pending forever (the
-// sale's deadline ends them), the others are accepted.
-func (p *Payment) Handle(_ context.Context, cmd any) ([]any, error) {
-	c, ok := cmd.(MakePayment)
+// pay decides: amounts above MaxAmount are refused (a rejection the sale
+// compensates), amounts divisible by 7 stay pending forever (the sale's
+// deadline ends them), the others are accepted.
+func (p *Payment) pay(_ context.Context, c MakePayment) ([]any, error) {
 	switch {
-	case !ok:
-		return nil, fmt.Errorf("payment: unknown command %T", cmd)
 	case p.Accepted || p.Pending:
 		return nil, nil
 	case c.Amount > MaxAmount:
@@ -218,16 +192,8 @@ func (p *Payment) Handle(_ context.Context, cmd any) ([]any, error) {
 	return []any{PaymentAccepted(c)}, nil
 }
 
-// Apply evolves.
-func (p *Payment) Apply(e any) error {
-	switch e.(type) {
-	case PaymentAccepted:
-		p.Accepted = true
-	case PaymentPending:
-		p.Pending = true
-	}
-	return nil
-}
+func (p *Payment) accepted(PaymentAccepted) { p.Accepted = true }
+func (p *Payment) pending(PaymentPending)   { p.Pending = true }
 
 // Sale is the saga's state.
 type Sale struct {
@@ -263,13 +229,19 @@ func Register(reg *codec.Registry) error {
 
 // Aggregate types of the flow.
 var (
-	Orders   = mustType[Order]("order")
-	Reserves = mustType[Seats]("seats")
-	Payments = mustType[Payment]("payment")
+	Orders = mustType[Order]("order",
+		aggregate.Handles((*Order).place), aggregate.Handles((*Order).confirm), aggregate.Handles((*Order).reject),
+		aggregate.Applies((*Order).placed), aggregate.Applies((*Order).confirmed), aggregate.Applies((*Order).rejected))
+	Reserves = mustType[Seats]("seats",
+		aggregate.Handles((*Seats).reserve), aggregate.Handles((*Seats).cancel),
+		aggregate.Applies((*Seats).reserved), aggregate.Applies((*Seats).refused), aggregate.Applies((*Seats).cancelled))
+	Payments = mustType[Payment]("payment",
+		aggregate.Handles((*Payment).pay),
+		aggregate.Applies((*Payment).accepted), aggregate.Applies((*Payment).pending))
 )
 
-func mustType[T any, PT aggregate.Root[T]](name string) *aggregate.Type[T, PT] {
-	t, err := aggregate.NewType[T, PT](name, aggregate.Options[T]{})
+func mustType[T any, PT aggregate.Root[T]](name string, bindings ...aggregate.Binding[T]) *aggregate.Type[T, PT] {
+	t, err := aggregate.NewType[T, PT](name, aggregate.Options[T]{}, bindings...)
 	if err != nil {
 		panic(err)
 	}

@@ -161,23 +161,9 @@ var errDeclined = errors.New("account declined")
 // events.
 type Account struct{ Booked int }
 
-// Handle decides.
-func (a *Account) Handle(_ context.Context, cmd any) ([]any, error) {
-	var b Booked
-	switch c := cmd.(type) {
-	case Charge:
-		b = Booked{Account: c.Account, Kind: "charge", Ref: c.Ref, Amount: c.Amount}
-	case Notify:
-		b = Booked{Account: c.Account, Kind: "notify", Ref: c.Ref}
-	case Refund:
-		b = Booked{Account: c.Account, Kind: "refund", Ref: c.Ref}
-	case Audit:
-		b = Booked{Account: c.Account, Kind: "audit", Ref: c.Ref}
-	case Legacy:
-		b = Booked{Account: c.Account, Kind: "legacy", Ref: c.Ref}
-	default:
-		return nil, fmt.Errorf("account: unknown command %T", cmd)
-	}
+// book decides every command of an account alike: it books b, unless the
+// account rejects or panics.
+func (a *Account) book(b Booked) ([]any, error) {
 	switch {
 	case strings.HasPrefix(b.Account, "reject-"):
 		return nil, errDeclined
@@ -187,10 +173,25 @@ func (a *Account) Handle(_ context.Context, cmd any) ([]any, error) {
 	return []any{b}, nil
 }
 
-// Apply evolves.
-func (a *Account) Apply(any) error {
-	a.Booked++
-	return nil
+// accountBindings bind each command of the tab saga to the Booked event it
+// makes, and count the events applied.
+var accountBindings = []aggregate.Binding[Account]{
+	aggregate.Handles(func(a *Account, _ context.Context, c Charge) ([]any, error) {
+		return a.book(Booked{Account: c.Account, Kind: "charge", Ref: c.Ref, Amount: c.Amount})
+	}),
+	aggregate.Handles(func(a *Account, _ context.Context, c Notify) ([]any, error) {
+		return a.book(Booked{Account: c.Account, Kind: "notify", Ref: c.Ref})
+	}),
+	aggregate.Handles(func(a *Account, _ context.Context, c Refund) ([]any, error) {
+		return a.book(Booked{Account: c.Account, Kind: "refund", Ref: c.Ref})
+	}),
+	aggregate.Handles(func(a *Account, _ context.Context, c Audit) ([]any, error) {
+		return a.book(Booked{Account: c.Account, Kind: "audit", Ref: c.Ref})
+	}),
+	aggregate.Handles(func(a *Account, _ context.Context, c Legacy) ([]any, error) {
+		return a.book(Booked{Account: c.Account, Kind: "legacy", Ref: c.Ref})
+	}),
+	aggregate.Applies(func(a *Account, _ Booked) { a.Booked++ }),
 }
 
 // feedStream is the name of tab id's stream of stored events.
@@ -276,7 +277,7 @@ func newTabCode(v int, all bool) (*tabCode, error) {
 // bus returns a command bus of this code on store, routing every command
 // to the account aggregate.
 func (c *tabCode) bus(store eventstore.Store, opts command.Options) (*command.Bus, error) {
-	accounts, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{})
+	accounts, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{}, accountBindings...)
 	if err != nil {
 		return nil, err
 	}

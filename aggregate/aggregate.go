@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -61,8 +60,8 @@ type Type[T any, PT Root[T]] struct {
 	// handlers and appliers are the bound functions by command and event
 	// Go type; fallback reports whether *T implements Aggregate, for the
 	// types that have none.
-	handlers map[reflect.Type]func(*T, context.Context, any) ([]any, error)
-	appliers map[reflect.Type]func(*T, any)
+	handlers byType[func(*T, context.Context, any) ([]any, error)]
+	appliers byType[func(*T, any)]
 	fallback bool
 }
 

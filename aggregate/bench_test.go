@@ -2,6 +2,7 @@ package aggregate_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/cairn-es/cairn/aggregate"
@@ -77,4 +78,75 @@ func BenchmarkLoad(b *testing.B) {
 			b.ReportMetric(float64(b.N*applied)/secs, "applied/s")
 		})
 	}
+}
+
+// switchTally is Tally written against the Aggregate interface, with the
+// type switches that bound handlers replace: kept on purpose, as the
+// fallback BenchmarkDecideAndApply compares them with.
+type switchTally struct{ Total int }
+
+func (t *switchTally) Handle(_ context.Context, cmd any) ([]any, error) {
+	switch c := cmd.(type) {
+	case Add:
+		return []any{Added(c)}, nil
+	case Undo:
+		return []any{Removed{N: 1}}, nil
+	}
+	return nil, fmt.Errorf("unknown command %T", cmd)
+}
+
+func (t *switchTally) Apply(event any) error {
+	switch e := event.(type) {
+	case Added:
+		t.Total += e.N
+	case Removed:
+		t.Total -= e.N
+	default:
+		return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
+	}
+	return nil
+}
+
+// BenchmarkDecideAndApply isolates what the bus pays to reach user code:
+// one command decided and its event applied, through a Type, by the
+// Aggregate interface's type switches and by bound handlers and appliers.
+func BenchmarkDecideAndApply(b *testing.B) {
+	ctx := context.Background()
+	var cmd any = Add{N: 1}
+	b.Run("Interface", func(b *testing.B) {
+		typ, err := aggregate.NewType[switchTally]("tally", aggregate.Options[switchTally]{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		state := &switchTally{}
+		b.ReportAllocs()
+		for range b.N {
+			events, err := typ.Handle(ctx, state, cmd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := typ.Apply(state, events[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Typed", func(b *testing.B) {
+		typ, err := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{},
+			aggregate.Handles((*Tally).add), aggregate.Handles(noApply),
+			aggregate.Applies((*Tally).added), aggregate.Applies(func(t *Tally, e Removed) { t.Total -= e.N }))
+		if err != nil {
+			b.Fatal(err)
+		}
+		state := &Tally{}
+		b.ReportAllocs()
+		for range b.N {
+			events, err := typ.Handle(ctx, state, cmd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := typ.Apply(state, events[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -87,7 +87,7 @@ func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registr
 				Reason: "asks for snapshots, but its Go type " + typeName(zero) + " is not registered with the codec"}
 		}
 	}
-	for et := range typ.appliers {
+	for _, et := range typ.appliers.all() {
 		if _, _, ok := reg.NameOfType(et); !ok {
 			return nil, &TypeError{Name: typ.name, GoType: et.String(), Err: codec.ErrUnregisteredType,
 				Reason: fmt.Sprintf("has an applier for event type %s, which is not registered with the codec: no event of it can be stored or read", et)}

@@ -79,22 +79,14 @@ func (t *Type[T, PT]) bind(bindings []Binding[T]) error {
 			return bad(nil, "event type %s is not a concrete value type; the codec decodes events as values of their registered type, never as pointers or interfaces", b.goType)
 		}
 		if b.event {
-			if _, dup := t.appliers[b.goType]; dup {
+			if !t.appliers.add(b.goType, b.apply) {
 				return bad(ErrDuplicateHandler, "two appliers for event type %s", b.goType)
 			}
-			if t.appliers == nil {
-				t.appliers = make(map[reflect.Type]func(*T, any))
-			}
-			t.appliers[b.goType] = b.apply
 			continue
 		}
-		if _, dup := t.handlers[b.goType]; dup {
+		if !t.handlers.add(b.goType, b.handle) {
 			return bad(ErrDuplicateHandler, "two handlers for command type %s", b.goType)
 		}
-		if t.handlers == nil {
-			t.handlers = make(map[reflect.Type]func(*T, context.Context, any) ([]any, error))
-		}
-		t.handlers[b.goType] = b.handle
 	}
 	if len(bindings) == 0 && !t.fallback {
 		var zero T
@@ -109,7 +101,7 @@ func (t *Type[T, PT]) bind(bindings []Binding[T]) error {
 // [Aggregate] when *T implements it. The command bus checks it when a
 // command type is routed.
 func (t *Type[T, PT]) CanHandle(ct reflect.Type) bool {
-	_, ok := t.handlers[ct]
+	_, ok := t.handlers.get(ct)
 	return ok || t.fallback
 }
 
@@ -132,7 +124,7 @@ func (t *Type[T, PT]) Apply(state PT, event any) error {
 
 // handle is Handle for the instance whose stream is stream.
 func (t *Type[T, PT]) handle(ctx context.Context, stream string, state PT, cmd any) (events []any, err error) {
-	h := t.handlers[reflect.TypeOf(cmd)]
+	h, _ := t.handlers.get(reflect.TypeOf(cmd))
 	defer func() {
 		if v := recover(); v != nil {
 			method := "Handle"
@@ -159,7 +151,7 @@ func (t *Type[T, PT]) apply(stream string, state PT, event any) (err error) {
 			err = &PanicError{Stream: stream, Method: "Apply", Value: v, Stack: debug.Stack()}
 		}
 	}()
-	if a := t.appliers[reflect.TypeOf(event)]; a != nil {
+	if a, ok := t.appliers.get(reflect.TypeOf(event)); ok {
 		a((*T)(state), event)
 		return nil
 	}
@@ -182,9 +174,61 @@ func (t *Type[T, PT]) checkEvents(stream string, events []any) error {
 		if et.Kind() == reflect.Pointer {
 			et = et.Elem()
 		}
-		if _, ok := t.appliers[et]; !ok {
+		if _, ok := t.appliers.get(et); !ok {
 			return &UnknownEventError{Aggregate: t.name, Stream: stream, GoType: et.String()}
 		}
 	}
 	return nil
 }
+
+// byType finds the function bound to a Go type. An aggregate has a
+// handful of command and event types, and comparing a few reflect.Types
+// avoids hashing one, so it scans a slice, and uses a map only past
+// maxScanned types. It is written only while its Type is made, so reads
+// need no lock.
+type byType[F any] struct {
+	types []reflect.Type
+	fns   []F
+	index map[reflect.Type]int
+}
+
+// maxScanned is how many types byType scans before it uses a map.
+const maxScanned = 8
+
+// add binds f to t, and reports false when t is already bound.
+func (b *byType[F]) add(t reflect.Type, f F) bool {
+	if _, dup := b.get(t); dup {
+		return false
+	}
+	b.types, b.fns = append(b.types, t), append(b.fns, f)
+	if len(b.types) > maxScanned {
+		if b.index == nil {
+			b.index = make(map[reflect.Type]int, len(b.types))
+			for i, t := range b.types[:len(b.types)-1] {
+				b.index[t] = i
+			}
+		}
+		b.index[t] = len(b.types) - 1
+	}
+	return true
+}
+
+// get returns the function bound to t.
+func (b *byType[F]) get(t reflect.Type) (F, bool) {
+	if b.index != nil {
+		if i, ok := b.index[t]; ok {
+			return b.fns[i], true
+		}
+	} else {
+		for i, bt := range b.types {
+			if bt == t {
+				return b.fns[i], true
+			}
+		}
+	}
+	var zero F
+	return zero, false
+}
+
+// all returns the bound types.
+func (b *byType[F]) all() []reflect.Type { return b.types }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -191,4 +192,45 @@ func TestTheAggregateFallback(t *testing.T) {
 
 	_, err = repo.Save(ctx, inst, []any{struct{}{}}, aggregate.SaveOptions{})
 	require.ErrorIs(t, err, codec.ErrUnregisteredType, "with a fallback, the codec is what refuses an unknown event")
+}
+
+// TestManyBindingsAreFound: past the types it scans, a type finds its
+// handlers and appliers by a map, and still refuses a duplicate.
+func TestManyBindingsAreFound(t *testing.T) {
+	type (
+		c0 struct{}
+		c1 struct{}
+		c2 struct{}
+		c3 struct{}
+		c4 struct{}
+		c5 struct{}
+		c6 struct{}
+		c7 struct{}
+		c8 struct{}
+		c9 struct{}
+	)
+	decide := func(n int) ([]any, error) { return []any{Added{N: n}}, nil }
+	bindings := []aggregate.Binding[Tally]{
+		aggregate.Handles(func(*Tally, context.Context, c0) ([]any, error) { return decide(0) }),
+		aggregate.Handles(func(*Tally, context.Context, c1) ([]any, error) { return decide(1) }),
+		aggregate.Handles(func(*Tally, context.Context, c2) ([]any, error) { return decide(2) }),
+		aggregate.Handles(func(*Tally, context.Context, c3) ([]any, error) { return decide(3) }),
+		aggregate.Handles(func(*Tally, context.Context, c4) ([]any, error) { return decide(4) }),
+		aggregate.Handles(func(*Tally, context.Context, c5) ([]any, error) { return decide(5) }),
+		aggregate.Handles(func(*Tally, context.Context, c6) ([]any, error) { return decide(6) }),
+		aggregate.Handles(func(*Tally, context.Context, c7) ([]any, error) { return decide(7) }),
+		aggregate.Handles(func(*Tally, context.Context, c8) ([]any, error) { return decide(8) }),
+		aggregate.Handles(func(*Tally, context.Context, c9) ([]any, error) { return decide(9) }),
+	}
+	cmds := []any{c0{}, c1{}, c2{}, c3{}, c4{}, c5{}, c6{}, c7{}, c8{}, c9{}}
+	typ, err := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{}, append(bindings, aggregate.Applies((*Tally).added))...)
+	require.NoError(t, err)
+	for n, c := range cmds {
+		events, err := typ.Handle(context.Background(), &Tally{}, c)
+		require.NoError(t, err)
+		assert.Equal(t, []any{Added{N: n}}, events, "command %T", c)
+		assert.True(t, typ.CanHandle(reflect.TypeOf(c)))
+	}
+	_, err = aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{}, append(bindings, bindings[9])...)
+	require.ErrorIs(t, err, aggregate.ErrDuplicateHandler, "a duplicate past the scanned types")
 }

@@ -123,8 +123,11 @@ type UnknownEventError struct {
 
 // Error implements error.
 func (e *UnknownEventError) Error() string {
-	return fmt.Sprintf("aggregate: type %s has no applier for event type %s (stream %s)",
-		clip.Quote(e.Aggregate), e.GoType, clip.Quote(e.Stream))
+	msg := fmt.Sprintf("aggregate: type %s has no applier for event type %s", clip.Quote(e.Aggregate), e.GoType)
+	if e.Stream != "" {
+		msg += " (stream " + clip.Quote(e.Stream) + ")"
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrUnknownEvent) true.

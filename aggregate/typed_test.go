@@ -108,6 +108,7 @@ func TestEventWithoutApplierIsRefusedBeforeTheAppend(t *testing.T) {
 	var unknown *aggregate.UnknownEventError
 	require.ErrorAs(t, err, &unknown)
 	assert.Equal(t, aggregate.UnknownEventError{Aggregate: "tally", Stream: "tally-u", GoType: "aggregate_test.Removed"}, *unknown)
+	assert.Equal(t, `aggregate: type "tally" has no applier for event type aggregate_test.Removed (stream "tally-u")`, err.Error())
 	_, err = repo.Save(ctx, inst, []any{&Removed{N: 1}}, aggregate.SaveOptions{})
 	require.ErrorIs(t, err, aggregate.ErrUnknownEvent, "a *E is checked as the E it is stored as")
 	for _, err := range store.ReadStream(ctx, "tally-u", eventstore.Forward(0)) {

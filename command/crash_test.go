@@ -242,6 +242,15 @@ func crashRegistry() (*codec.Registry, error) {
 	if err := codec.Register[commandtest.Counter](reg, "counter.state", 2); err != nil {
 		return nil, err
 	}
+	// The counter applies these too, so its repository needs them known,
+	// though these tests never store one.
+	if err := errors.Join(
+		codec.Register[commandtest.Stamped](reg, "counter.stamped", 1),
+		codec.Register[commandtest.Echoed](reg, "counter.echoed", 1),
+		codec.Register[commandtest.Bomb](reg, "counter.bomb", 1),
+	); err != nil {
+		return nil, err
+	}
 	return reg, reg.Validate()
 }
 

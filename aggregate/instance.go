@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // RememberedCommands is how many commands an instance remembers: the most
@@ -60,7 +61,7 @@ func (i *Instance[T, PT]) hash(commandID string) uint64 { return maphash.String(
 // Expected returns the expected version for appending to the instance's
 // stream: the instance's own version.
 func (i *Instance[T, PT]) Expected() eventstore.ExpectedVersion {
-	return eventstore.StreamState(i.Version, i.Exists)
+	return storekit.StreamState(i.Version, i.Exists)
 }
 
 // Handle calls the aggregate's Handle, turning a panic into a [*PanicError].

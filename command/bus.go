@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/keylock"
 	"github.com/cairn-es/cairn/internal/lru"
@@ -46,10 +47,10 @@ type Options struct {
 	CacheSize int
 	// Snapshots stores aggregate snapshots, for the types that ask for
 	// them. Nil means the event store itself when it implements
-	// [eventstore.SnapshotStore], else no snapshots.
-	Snapshots eventstore.SnapshotStore
+	// [storekit.SnapshotStore], else no snapshots.
+	Snapshots storekit.SnapshotStore
 	// ScanLimit bounds the backward scan that looks for a command's
-	// earlier events in a store without an [eventstore.CommandIndex]; zero
+	// earlier events in a store without an [storekit.CommandIndex]; zero
 	// means none, an exact answer at the cost of reading an aggregate's
 	// whole stream for each new command once it is loaded from a snapshot
 	// or has more commands than it remembers. See
@@ -139,7 +140,7 @@ func (b *Bus) Routes(ct reflect.Type) bool {
 // as a [*RecordedRejectionError]. A command whose type
 // has no route is a [*NoRouteError]. A nil command, an ID, CorrelationID or
 // CausationID that no store can hold (not UTF-8, a NUL byte, an ID longer
-// than eventstore.MaxCommandIDLen), bad Extra metadata, or an aggregate ID
+// than storekit.MaxCommandIDLen), bad Extra metadata, or an aggregate ID
 // that makes no valid stream name is an [*eventstore.InvalidArgumentError]
 // naming the field, before anything is loaded. Version conflicts that outlast
 // Options.MaxAttempts are a [*ContentionError], which matches

@@ -10,13 +10,14 @@ import (
 	"github.com/cairn-es/cairn/command/commandtest"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // The suite finds these capabilities on the store it is given: snapshots
 // and the command index live in the store's own file.
 var (
-	_ eventstore.SnapshotStore = (*sqlite.Store)(nil)
-	_ eventstore.CommandIndex  = (*sqlite.Store)(nil)
+	_ storekit.SnapshotStore = (*sqlite.Store)(nil)
+	_ storekit.CommandIndex  = (*sqlite.Store)(nil)
 )
 
 // TestBusOnSQLite runs the suite on the embedded store, durable as by

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/failpoint"
 )
@@ -28,7 +29,7 @@ type BatchHandler func(ctx context.Context, events []eventstore.Event) error
 // A batch that fails is retried with opts.Retry; when its attempts run
 // out, Run and CatchUp return a [*HandlerError] naming the batch's first
 // event. opts.OnFailure and opts.DeadLetters do not apply.
-func NewBatch(name string, events eventstore.Store, checkpoints eventstore.CheckpointStore, h BatchHandler, opts Options) (*Consumer, error) {
+func NewBatch(name string, events eventstore.Store, checkpoints storekit.CheckpointStore, h BatchHandler, opts Options) (*Consumer, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: consumer %q: nil handler", eventstore.ErrInvalidArgument, name)
 	}
@@ -44,7 +45,7 @@ func NewBatch(name string, events eventstore.Store, checkpoints eventstore.Check
 
 // flushBatch hands a batch to the consumer's BatchHandler, retrying it
 // while it fails, then moves the checkpoint past it.
-func (c *Consumer) flushBatch(ctx context.Context, batch []unit, from eventstore.Position, fence eventstore.Fence) (eventstore.Position, error) {
+func (c *Consumer) flushBatch(ctx context.Context, batch []unit, from eventstore.Position, fence storekit.Fence) (eventstore.Position, error) {
 	events := make([]eventstore.Event, len(batch))
 	for i, u := range batch {
 		events[i] = u.ev

@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 )
 
@@ -23,8 +24,8 @@ const (
 	// MaxBatchSize is the largest Options.BatchSize: a consumer holds a
 	// batch's events in memory, and its channel and buffer are sized by it,
 	// so a huge size would exhaust memory before the first event. It is
-	// [eventstore.MaxAppendEvents], the most events one append writes.
-	MaxBatchSize = eventstore.MaxAppendEvents
+	// [storekit.MaxAppendEvents], the most events one append writes.
+	MaxBatchSize = storekit.MaxAppendEvents
 )
 
 // FailureMode says what a consumer does with an event its handler still
@@ -86,28 +87,28 @@ type Options struct {
 	// (the default) or [Stop].
 	OnFailure FailureMode
 	// DeadLetters stores parked events; nil means the checkpoint store, when
-	// it is also a [eventstore.DeadLetterStore]. Without one, OnFailure is
+	// it is also a [storekit.DeadLetterStore]. Without one, OnFailure is
 	// [Stop] whatever it says.
-	DeadLetters eventstore.DeadLetterStore
+	DeadLetters storekit.DeadLetterStore
 	// Exclusive makes the consumer hold the lease named after it while it
 	// runs: of several processes, one runs, the others wait. The lease is
 	// kept in Leases, or when that is nil in the checkpoint store, which
-	// must then be an [eventstore.LeaseStore] (all of Cairn's are).
+	// must then be an [storekit.LeaseStore] (all of Cairn's are).
 	// Without a lease, processes that run one consumer each do the work,
 	// and the checkpoint's fence keeps the effects to one.
 	Exclusive bool
 	// Leases keeps the consumer's lease; setting it implies Exclusive.
 	// Set it only to keep leases apart from the checkpoints.
-	Leases eventstore.LeaseStore
+	Leases storekit.LeaseStore
 	// LeaseTTL is how long a lease lasts without renewal, and so how soon
 	// a waiting process takes over from one that died; zero means
-	// [DefaultLeaseTTL]; it must be from eventstore.MinLeaseTTL to
-	// eventstore.MaxLeaseTTL. The holder renews it every third of the TTL; when
+	// [DefaultLeaseTTL]; it must be from storekit.MinLeaseTTL to
+	// storekit.MaxLeaseTTL. The holder renews it every third of the TTL; when
 	// no renewal succeeds (or one hangs) until a fifth of the TTL before
 	// the lease could lapse, it stops handling events, unless it is a
 	// transactional consumer whose lease lives in its store: its
 	// transactions renew the lease when it is due, and only a lost lease
-	// stops it (see [eventstore.TxLeaseStore]). It is also how long a
+	// stops it (see [storekit.TxLeaseStore]). It is also how long a
 	// [Consumer.RetryDeadLetter]'s claim on its dead letter lasts without
 	// renewal, with or without a lease.
 	LeaseTTL time.Duration
@@ -137,9 +138,9 @@ type Options struct {
 // validate checks the options of consumer name where New can still say
 // what is wrong, instead of the first run: the name, the batch size, the
 // filter, and with a lease store the lease's TTL and holder (as every
-// [eventstore.LeaseStore] checks them).
+// [storekit.LeaseStore] checks them).
 func (o Options) validate(name string) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
 	if o.BatchSize > MaxBatchSize {
@@ -167,7 +168,7 @@ func (o Options) validate(name string) error {
 	if o.Holder != "" {
 		holder = o.Holder + holderSep + holder
 	}
-	return eventstore.ValidateLease(name, holder, o.leaseTTL())
+	return storekit.ValidateLease(name, holder, o.leaseTTL())
 }
 
 func (o Options) batchSize() int {

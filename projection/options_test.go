@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
@@ -59,13 +60,13 @@ func TestNewRefusesBadOptions(t *testing.T) {
 // refusingLeases is a lease store that refuses every request as invalid,
 // as a store does with a request its contract does not allow.
 type refusingLeases struct {
-	eventstore.LeaseStore
+	storekit.LeaseStore
 	calls atomic.Int64
 }
 
-func (l *refusingLeases) AcquireLease(context.Context, string, string, time.Duration) (eventstore.Lease, bool, error) {
+func (l *refusingLeases) AcquireLease(context.Context, string, string, time.Duration) (storekit.Lease, bool, error) {
 	l.calls.Add(1)
-	return eventstore.Lease{}, false, &eventstore.InvalidArgumentError{Consumer: "p", Index: -1, Field: "lease holder", Reason: "is refused"}
+	return storekit.Lease{}, false, &eventstore.InvalidArgumentError{Consumer: "p", Index: -1, Field: "lease holder", Reason: "is refused"}
 }
 
 // TestAcquireReturnsInvalidArgument: a lease request the store refuses as
@@ -112,7 +113,7 @@ func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
 	require.ErrorIs(t, exclusive.CatchUp(ctx), context.DeadlineExceeded, "an exclusive consumer waits for the lease another process holds")
 
 	// A checkpoint store that keeps no leases.
-	_, err = projection.New("p", events, reg, struct{ eventstore.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
+	_, err = projection.New("p", events, reg, struct{ storekit.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
 	assert.Equal(t, "p", storetest.RequireInvalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 )
 
@@ -79,7 +80,7 @@ type recorder struct {
 	rate         float64
 	leader       bool
 	// moved wakes WaitFor when this process moves the checkpoint.
-	moved eventstore.Notifier
+	moved storekit.Notifier
 }
 
 func (r *recorder) resetPending() {

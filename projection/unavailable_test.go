@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
@@ -26,7 +27,7 @@ type unavailableCheckpoints struct {
 	broken      atomic.Bool
 }
 
-func (s *unavailableCheckpoints) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+func (s *unavailableCheckpoints) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if s.unavailable.Add(-1) >= 0 {
 		return fmt.Errorf("save checkpoint %q: %w", name, eventstore.ErrUnavailable)
 	}

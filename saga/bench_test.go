@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/pgtest"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -56,8 +57,8 @@ type benchStore struct {
 }
 
 type sagaConsumers interface {
-	eventstore.CheckpointStore
-	eventstore.DeadLetterStore
+	storekit.CheckpointStore
+	storekit.DeadLetterStore
 }
 
 func openBenchStore(b *testing.B, kind string) benchStore {

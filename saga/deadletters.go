@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // A stored event that cannot reach its instance (it does not decode, its
@@ -70,7 +71,7 @@ func (r *Runner[S]) deadLetterConsumers() []string {
 // instance, it stays, its attempts counted and its error updated, and the
 // error is returned. A dead letter that changed since it was read (retried
 // or skipped by another operator, parked again) is an
-// [*eventstore.DeadLetterChangedError], and nothing is done.
+// [*storekit.DeadLetterChangedError], and nothing is done.
 //
 // Hand back an instance's dead letters oldest first: its events were
 // parked in their order, and the instance takes each stream's events in
@@ -98,7 +99,7 @@ func (r *Runner[S]) RetryDeadLetter(ctx context.Context, d eventstore.DeadLetter
 // SkipDeadLetter deletes dead letter d (as [Runner.DeadLetters] yielded
 // it) without handing it back: its event never reaches its instance, its
 // record's commands are not sent again. A dead letter that changed since
-// it was read is an [*eventstore.DeadLetterChangedError], and nothing is
+// it was read is an [*storekit.DeadLetterChangedError], and nothing is
 // done.
 func (r *Runner[S]) SkipDeadLetter(ctx context.Context, d eventstore.DeadLetter) error {
 	now, err := r.currentDeadLetter(ctx, d)
@@ -127,14 +128,14 @@ func (r *Runner[S]) currentDeadLetter(ctx context.Context, d eventstore.DeadLett
 	}
 	now, err := r.deadLetters.DeadLetter(ctx, d.Consumer, d.ID)
 	if errors.Is(err, eventstore.ErrDeadLetterNotFound) {
-		return eventstore.DeadLetter{}, &eventstore.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
+		return eventstore.DeadLetter{}, &storekit.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
 			Version: d.Event.Version, Part: d.Part, Generation: d.Generation}
 	}
 	if err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if now.Generation != d.Generation {
-		return eventstore.DeadLetter{}, &eventstore.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
+		return eventstore.DeadLetter{}, &storekit.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
 			Version: d.Event.Version, Part: d.Part, Generation: d.Generation, Actual: now.Generation}
 	}
 	return now, nil

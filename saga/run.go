@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/projection"
 )
@@ -27,7 +28,7 @@ func (r *Runner[S]) start() (*consumers, error) {
 			return
 		}
 		if opts.DeadLetters == nil {
-			opts.DeadLetters, _ = checkpoints.(eventstore.DeadLetterStore)
+			opts.DeadLetters, _ = checkpoints.(storekit.DeadLetterStore)
 		}
 		r.deadLetters = opts.DeadLetters
 		popts := projection.Options{BatchSize: opts.BatchSize, MaxBatchDelay: opts.MaxBatchDelay, Leases: opts.Leases,
@@ -66,11 +67,11 @@ func (r *Runner[S]) start() (*consumers, error) {
 
 // checkpoints returns where the runner's consumers keep their checkpoints,
 // or nil for nowhere.
-func (r *Runner[S]) checkpoints() eventstore.CheckpointStore {
+func (r *Runner[S]) checkpoints() storekit.CheckpointStore {
 	if r.opts.Checkpoints != nil {
 		return r.opts.Checkpoints
 	}
-	c, _ := r.e.store.(eventstore.CheckpointStore)
+	c, _ := r.e.store.(storekit.CheckpointStore)
 	return c
 }
 

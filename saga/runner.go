@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/lru"
 )
@@ -84,24 +85,24 @@ type RunnerOptions struct {
 	Workers int
 	// Checkpoints keeps the positions of the runner's two consumers (see
 	// [Runner.EventsConsumer] and [Runner.OutboxConsumer]); nil means the
-	// event store, which must then be an [eventstore.CheckpointStore].
-	Checkpoints eventstore.CheckpointStore
+	// event store, which must then be an [storekit.CheckpointStore].
+	Checkpoints storekit.CheckpointStore
 	// DeadLetters keeps the stored events that reach no instance (they do
 	// not decode, or their mapping finds no instance ID); nil means
-	// Checkpoints, when it is a [eventstore.DeadLetterStore]. Without one,
+	// Checkpoints, when it is a [storekit.DeadLetterStore]. Without one,
 	// such an event stops Run.
-	DeadLetters eventstore.DeadLetterStore
+	DeadLetters storekit.DeadLetterStore
 	// Exclusive makes each of the runner's consumers hold a lease, so that
 	// of several processes running the saga type one reads each log at a
 	// time. The leases are kept in Leases, or when that is nil in the
-	// checkpoint store, which must then be an [eventstore.LeaseStore] (all
+	// checkpoint store, which must then be an [storekit.LeaseStore] (all
 	// of Cairn's are). Correctness does not depend on it: two runners that
 	// step one instance at once end with one step (the append's expected
 	// version and the watermarks decide).
 	Exclusive bool
 	// Leases keeps the leases; setting it implies Exclusive. Set it only
 	// to keep leases apart from the checkpoints.
-	Leases eventstore.LeaseStore
+	Leases storekit.LeaseStore
 	// LeaseTTL and Holder are the leases' (see projection.Options).
 	LeaseTTL time.Duration
 	Holder   string
@@ -179,7 +180,7 @@ type Runner[S any] struct {
 	startOnce   sync.Once
 	startErr    error
 	consumers   atomic.Pointer[consumers]
-	deadLetters eventstore.DeadLetterStore
+	deadLetters storekit.DeadLetterStore
 
 	// scans runs the scans of the deadline index one at a time (see
 	// Runner.scan).
@@ -229,7 +230,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	}
 	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(e.anyOrder), reports: lru.New[cachedReport](reportCacheSize), opts: opts, workers: opts.Workers, segments: segments}
 	if opts.Exclusive && opts.Leases == nil {
-		leases, ok := r.checkpoints().(eventstore.LeaseStore)
+		leases, ok := r.checkpoints().(storekit.LeaseStore)
 		if !ok {
 			return nil, &SetupError{Saga: t.name, Reason: "RunnerOptions.Exclusive needs RunnerOptions.Leases: the checkpoint store keeps no leases"}
 		}
@@ -247,7 +248,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 type Delivery struct {
 	// Source names where the event comes from (a topic, a partition, the
 	// sender's stream), by the rules of a stream name: not empty, at most
-	// [eventstore.MaxStreamLen] bytes of printable UTF-8, not starting with
+	// [storekit.MaxStreamLen] bytes of printable UTF-8, not starting with
 	// "$". Deliveries and the store's events share one namespace of
 	// sources: a delivery source must not be named as a stream whose
 	// events the saga maps.
@@ -312,7 +313,7 @@ func (o Outcome) String() string {
 // acknowledge the message to its broker.
 //
 // The source is checked as a stream name is (not empty, at most
-// [eventstore.MaxStreamLen] bytes of printable UTF-8, not starting with
+// [storekit.MaxStreamLen] bytes of printable UTF-8, not starting with
 // "$"), and the metadata as an append checks it: a bad one is an
 // [*eventstore.InvalidArgumentError] naming the field. An event of an
 // unmapped type, or one whose mapping finds no instance, is a
@@ -323,7 +324,7 @@ func (o Outcome) String() string {
 // is stored.
 func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	t := r.e.t
-	if err := eventstore.ValidateStream(d.Source); err != nil {
+	if err := storekit.ValidateStream(d.Source); err != nil {
 		var bad *eventstore.InvalidArgumentError
 		if errors.As(err, &bad) {
 			named := *bad
@@ -332,7 +333,7 @@ func (r *Runner[S]) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 		}
 		return 0, err
 	}
-	if err := eventstore.ValidateMetadata(d.Metadata); err != nil {
+	if err := storekit.ValidateMetadata(d.Metadata); err != nil {
 		return 0, err
 	}
 	id, err := r.InstanceFrom(d.Event, Origin{Source: d.Source, Sequence: d.Sequence, Metadata: d.Metadata})

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // StreamPrefix starts the name of every saga instance stream. Aggregate
@@ -75,7 +76,7 @@ func New[S any](name string, reg *codec.Registry, opts Options[S]) (*Type[S], er
 	case reg == nil:
 		return nil, bad("no codec registry")
 	}
-	if err := eventstore.ValidateStream(StreamPrefix + name + "-x"); err != nil {
+	if err := storekit.ValidateStream(StreamPrefix + name + "-x"); err != nil {
 		return nil, bad(fmt.Sprintf("the saga type name does not make valid stream names: %v", err))
 	}
 	if _, _, ok := codec.NameOf[S](reg); !ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 	"github.com/cairn-es/cairn/internal/reservation"
 	"github.com/cairn-es/cairn/saga"
@@ -110,7 +111,7 @@ func TestSegmentConsumerNames(t *testing.T) {
 	// them.
 	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true})
 	require.NoError(t, err, "memory.Consumers keeps leases")
-	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true, Checkpoints: struct{ eventstore.CheckpointStore }{memory.NewConsumers()}})
+	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true, Checkpoints: struct{ storekit.CheckpointStore }{memory.NewConsumers()}})
 	var setup *saga.SetupError
 	require.ErrorAs(t, err, &setup)
 	assert.Contains(t, setup.Reason, "Exclusive")

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // HandleStored steps one stored event as the runner's own consumer of the
@@ -31,7 +32,7 @@ import (
 // nothing is stored: the caller parks it wherever its consumer keeps
 // failures.
 func (r *Runner[S]) HandleStored(ctx context.Context, ev eventstore.Event) (Outcome, error) {
-	if err := eventstore.ValidateStream(ev.StreamID); err != nil {
+	if err := storekit.ValidateStream(ev.StreamID); err != nil {
 		return 0, err
 	}
 	if !r.e.t.storedTypes()[ev.Type] {

@@ -10,7 +10,7 @@
 //		})
 //	}
 //
-// A store that also implements [eventstore.SnapshotStore] keeps the
+// A store that also implements [storekit.SnapshotStore] keeps the
 // snapshots; otherwise the suite keeps them in memory.
 package commandtest
 
@@ -30,6 +30,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // Factory returns a new store for one test and registers its cleanup with
@@ -98,7 +99,7 @@ type test struct {
 type env struct {
 	t      *testing.T
 	store  eventstore.Store
-	snaps  eventstore.SnapshotStore
+	snaps  storekit.SnapshotStore
 	reg    *codec.Registry
 	prefix string // unique per test, so that a shared store works
 	seq    int    // numbers the commands of increments
@@ -111,7 +112,7 @@ func newEnv(t *testing.T, s eventstore.Store) *env {
 	require.NoError(t, err)
 	e := &env{t: t, store: s, reg: newRegistry(t), prefix: "t" + hex.EncodeToString(b[:]) + "_",
 		log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if ss, ok := s.(eventstore.SnapshotStore); ok {
+	if ss, ok := s.(storekit.SnapshotStore); ok {
 		e.snaps = ss
 	} else {
 		e.snaps = memory.NewSnapshotStore()

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 var snapshotTests = []test{
@@ -27,7 +27,7 @@ func (e *env) increments(b *command.Bus, id string, n int) {
 	}
 }
 
-func (e *env) snapshot(id string) (eventstore.Snapshot, bool) {
+func (e *env) snapshot(id string) (storekit.Snapshot, bool) {
 	e.t.Helper()
 	snap, ok, err := e.snaps.LoadSnapshot(context.Background(), "counter-"+id)
 	require.NoError(e.t, err)
@@ -74,7 +74,7 @@ func testSnapshotUsed(t *testing.T, e *env) {
 
 func (e *env) plant(id string, version uint64, data string, schema uint32) {
 	e.t.Helper()
-	require.NoError(e.t, e.snaps.SaveSnapshot(context.Background(), eventstore.Snapshot{
+	require.NoError(e.t, e.snaps.SaveSnapshot(context.Background(), storekit.Snapshot{
 		Stream: "counter-" + id, Version: version, Type: "counter.state", SchemaVersion: schema, Data: []byte(data),
 	}))
 }
@@ -98,7 +98,7 @@ func testSnapshotFallback(t *testing.T, e *env) {
 		t.Run(tc.name, func(t *testing.T) {
 			id := e.id("fb" + tc.name)
 			e.increments(e.bus(command.Options{}, 0), id, 10)
-			require.NoError(t, e.snaps.SaveSnapshot(context.Background(), eventstore.Snapshot{
+			require.NoError(t, e.snaps.SaveSnapshot(context.Background(), storekit.Snapshot{
 				Stream: "counter-" + id, Version: tc.version, Type: tc.typ, SchemaVersion: tc.schema, Data: []byte(tc.data),
 			}))
 			res, err := e.bus(command.Options{CacheSize: -1}, 1000).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})

@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // Consumers keeps what consumers need besides the events: checkpoints,
@@ -20,10 +21,10 @@ import (
 // when the process ends. The zero value is not usable; call [NewConsumers].
 type Consumers struct {
 	mu          sync.Mutex
-	checkpoints map[string]eventstore.Checkpoint
+	checkpoints map[string]storekit.Checkpoint
 	dead        map[string]map[string]eventstore.DeadLetter // consumer -> ID -> dead letter
-	leases      map[string]eventstore.Lease
-	fences      map[string]eventstore.Fence // highest fence ever handed out, per name
+	leases      map[string]storekit.Lease
+	fences      map[string]storekit.Fence // highest fence ever handed out, per name
 	values      map[string][]byte
 	rowLocks    map[string]chan struct{} // per checkpoint, and per consumer's dead letters (lettersRow): held by the transaction that writes them
 	now         func() time.Time
@@ -32,10 +33,10 @@ type Consumers struct {
 // NewConsumers returns empty consumer storage.
 func NewConsumers() *Consumers {
 	return &Consumers{
-		checkpoints: make(map[string]eventstore.Checkpoint),
+		checkpoints: make(map[string]storekit.Checkpoint),
 		dead:        make(map[string]map[string]eventstore.DeadLetter),
-		leases:      make(map[string]eventstore.Lease),
-		fences:      make(map[string]eventstore.Fence),
+		leases:      make(map[string]storekit.Lease),
+		fences:      make(map[string]storekit.Fence),
 		values:      make(map[string][]byte),
 		rowLocks:    make(map[string]chan struct{}),
 		now:         func() time.Time { return time.Now().UTC() },
@@ -43,31 +44,31 @@ func NewConsumers() *Consumers {
 }
 
 var (
-	_ eventstore.TxCheckpointStore[*Tx] = (*Consumers)(nil)
-	_ eventstore.TxLeaseStore[*Tx]      = (*Consumers)(nil)
-	_ eventstore.DeadLetterStore        = (*Consumers)(nil)
-	_ eventstore.LeaseStore             = (*Consumers)(nil)
+	_ storekit.TxCheckpointStore[*Tx] = (*Consumers)(nil)
+	_ storekit.TxLeaseStore[*Tx]      = (*Consumers)(nil)
+	_ storekit.DeadLetterStore        = (*Consumers)(nil)
+	_ storekit.LeaseStore             = (*Consumers)(nil)
 )
 
-// Checkpoint implements [eventstore.CheckpointStore.Checkpoint].
-func (c *Consumers) Checkpoint(ctx context.Context, name string) (eventstore.Checkpoint, error) {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
-		return eventstore.Checkpoint{}, err
+// Checkpoint implements [storekit.CheckpointStore.Checkpoint].
+func (c *Consumers) Checkpoint(ctx context.Context, name string) (storekit.Checkpoint, error) {
+	if err := storekit.ValidateConsumerName(name); err != nil {
+		return storekit.Checkpoint{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.Checkpoint{}, err
+		return storekit.Checkpoint{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.checkpoints[name], nil
 }
 
-// SaveCheckpoint implements [eventstore.CheckpointStore.SaveCheckpoint].
-func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+// SaveCheckpoint implements [storekit.CheckpointStore.SaveCheckpoint].
+func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
-	if err := eventstore.CheckFence(name, fence); err != nil {
+	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -78,17 +79,17 @@ func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, n
 	return c.saveLocked(name, expected, next, fence)
 }
 
-func (c *Consumers) saveLocked(name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.CheckSave(name, c.checkpoints[name], expected, fence); err != nil {
+func (c *Consumers) saveLocked(name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.CheckSave(name, c.checkpoints[name], expected, fence); err != nil {
 		return err
 	}
-	c.checkpoints[name] = eventstore.Checkpoint{Position: next, Fence: fence}
+	c.checkpoints[name] = storekit.Checkpoint{Position: next, Fence: fence}
 	return nil
 }
 
-// ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter].
+// ParkDeadLetter implements [storekit.DeadLetterStore.ParkDeadLetter].
 func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetter(d); err != nil {
+	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -103,21 +104,21 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 }
 
 // parkableLocked refuses a dead letter whose ID names another event's dead
-// letter (see [eventstore.CheckDeadLetterID]), or, for a compare-and-set
+// letter (see [storekit.CheckDeadLetterID]), or, for a compare-and-set
 // (d.Generation set), one that changed since it was read (see
-// [eventstore.CheckDeadLetterGeneration]).
+// [storekit.CheckDeadLetterGeneration]).
 func (c *Consumers) parkableLocked(d eventstore.DeadLetter) error {
 	old, ok := c.dead[d.Consumer][d.ID]
 	if d.Generation != 0 {
-		var stored *eventstore.DeadLetterKey
+		var stored *storekit.DeadLetterKey
 		if ok {
-			k := old.Key()
+			k := storekit.KeyOf(old)
 			stored = &k
 		}
-		return eventstore.CheckDeadLetterGeneration(d, stored)
+		return storekit.CheckDeadLetterGeneration(d, stored)
 	}
 	if ok && d.ID != "" {
-		return eventstore.CheckDeadLetterID(d, old.Event.StreamID, old.Event.ID, old.Part)
+		return storekit.CheckDeadLetterID(d, old.Event.StreamID, old.Event.ID, old.Part)
 	}
 	return nil
 }
@@ -154,9 +155,9 @@ func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 	return d
 }
 
-// DeadLetters implements [eventstore.DeadLetterStore.DeadLetters].
+// DeadLetters implements [storekit.DeadLetterStore.DeadLetters].
 func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) {
+	return storekit.ListSeq(func() ([]eventstore.DeadLetter, error) {
 		if err := c.readable(ctx, consumer); err != nil {
 			return nil, err
 		}
@@ -173,31 +174,31 @@ func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[
 
 // readable checks what a read of consumer's dead letters is asked with.
 func (c *Consumers) readable(ctx context.Context, consumer string) error {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return err
 	}
 	return ctx.Err()
 }
 
-// DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys].
-func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
-	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) {
+// DeadLetterKeys implements [storekit.DeadLetterStore.DeadLetterKeys].
+func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[storekit.DeadLetterKey, error] {
+	return storekit.ListSeq(func() ([]storekit.DeadLetterKey, error) {
 		if err := c.readable(ctx, consumer); err != nil {
 			return nil, err
 		}
 		c.mu.Lock()
-		var keys []eventstore.DeadLetterKey
+		var keys []storekit.DeadLetterKey
 		for _, d := range c.dead[consumer] {
-			keys = append(keys, d.Key())
+			keys = append(keys, storekit.KeyOf(d))
 		}
 		c.mu.Unlock()
-		return eventstore.SortDeadLetterKeys(keys, after, through), nil
+		return storekit.SortDeadLetterKeys(keys, after, through), nil
 	})
 }
 
-// DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
+// DeadLetter implements [storekit.DeadLetterStore.DeadLetter].
 func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -207,12 +208,12 @@ func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (events
 	defer c.mu.Unlock()
 	d, ok := c.dead[consumer][id]
 	if !ok {
-		return eventstore.DeadLetter{}, &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		return eventstore.DeadLetter{}, &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	return copyLetter(d), nil
 }
 
-// CountDeadLetters implements [eventstore.DeadLetterStore.CountDeadLetters].
+// CountDeadLetters implements [storekit.DeadLetterStore.CountDeadLetters].
 func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
 	if err := c.readable(ctx, consumer); err != nil {
 		return 0, err
@@ -222,9 +223,9 @@ func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int,
 	return len(c.dead[consumer]), nil
 }
 
-// DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
+// DeleteDeadLetter implements [storekit.DeadLetterStore.DeleteDeadLetter].
 func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -244,7 +245,7 @@ func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) e
 
 func (c *Consumers) deleteLocked(consumer, id string) error {
 	if _, ok := c.dead[consumer][id]; !ok {
-		return &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		return &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	delete(c.dead[consumer], id)
 	return nil
@@ -255,13 +256,13 @@ func copyLetter(d eventstore.DeadLetter) eventstore.DeadLetter {
 	return d
 }
 
-// AcquireLease implements [eventstore.LeaseStore.AcquireLease].
-func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
-	if err := eventstore.ValidateLease(name, holder, ttl); err != nil {
-		return eventstore.Lease{}, false, err
+// AcquireLease implements [storekit.LeaseStore.AcquireLease].
+func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
+	if err := storekit.ValidateLease(name, holder, ttl); err != nil {
+		return storekit.Lease{}, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.Lease{}, false, err
+		return storekit.Lease{}, false, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -272,50 +273,50 @@ func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl t
 	}
 	if !held || l.Holder != holder {
 		c.fences[name]++
-		l = eventstore.Lease{Name: name, Holder: holder, Fence: c.fences[name]}
+		l = storekit.Lease{Name: name, Holder: holder, Fence: c.fences[name]}
 	}
 	l.Expires = now.Add(ttl)
 	c.leases[name] = l
 	return l, true, nil
 }
 
-// RenewLease implements [eventstore.LeaseStore.RenewLease].
-func (c *Consumers) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
-		return eventstore.Lease{}, err
+// RenewLease implements [storekit.LeaseStore.RenewLease].
+func (c *Consumers) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return storekit.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.heldLocked(l); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	return c.renewLocked(l, ttl), nil
 }
 
-// heldLocked returns a [*eventstore.LeaseLostError] unless l is the lease
+// heldLocked returns a [*storekit.LeaseLostError] unless l is the lease
 // held now (lapsed or not, while nobody else acquired it).
-func (c *Consumers) heldLocked(l eventstore.Lease) error {
+func (c *Consumers) heldLocked(l storekit.Lease) error {
 	cur, held := c.leases[l.Name]
 	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
-		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+		return &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	return nil
 }
 
 // renewLocked extends the held lease l by ttl from now.
-func (c *Consumers) renewLocked(l eventstore.Lease, ttl time.Duration) eventstore.Lease {
+func (c *Consumers) renewLocked(l storekit.Lease, ttl time.Duration) storekit.Lease {
 	cur := c.leases[l.Name]
 	cur.Expires = c.now().Add(ttl)
 	c.leases[l.Name] = cur
 	return cur
 }
 
-// ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
-func (c *Consumers) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
-	if err := eventstore.ValidateHeldLease(l); err != nil {
+// ReleaseLease implements [storekit.LeaseStore.ReleaseLease].
+func (c *Consumers) ReleaseLease(ctx context.Context, l storekit.Lease) error {
+	if err := storekit.ValidateHeldLease(l); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

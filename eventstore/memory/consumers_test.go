@@ -3,21 +3,21 @@ package memory_test
 import (
 	"testing"
 
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
 func TestCheckpointConformance(t *testing.T) {
-	storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore { return memory.NewConsumers() })
+	storetest.RunCheckpoints(t, func(t *testing.T) storekit.CheckpointStore { return memory.NewConsumers() })
 }
 
 func TestDeadLetterConformance(t *testing.T) {
-	storetest.RunDeadLetters(t, func(t *testing.T) eventstore.DeadLetterStore { return memory.NewConsumers() })
+	storetest.RunDeadLetters(t, func(t *testing.T) storekit.DeadLetterStore { return memory.NewConsumers() })
 }
 
 func TestLeaseConformance(t *testing.T) {
-	storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore { return memory.NewConsumers() })
+	storetest.RunLeases(t, func(t *testing.T) storekit.LeaseStore { return memory.NewConsumers() })
 }
 
 func TestTxDeadLetterConformance(t *testing.T) {

@@ -10,11 +10,12 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
 func TestSnapshotConformance(t *testing.T) {
-	storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore {
+	storetest.RunSnapshots(t, func(t *testing.T) storekit.SnapshotStore {
 		return memory.NewSnapshotStore()
 	})
 }

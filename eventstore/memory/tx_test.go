@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 func TestTxCommitsEverythingOrNothing(t *testing.T) {
@@ -38,7 +39,7 @@ func TestTxCommitsEverythingOrNothing(t *testing.T) {
 	assert.False(t, ok)
 	cp, err := c.Checkpoint(ctx, "p")
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Checkpoint{}, cp)
+	assert.Equal(t, storekit.Checkpoint{}, cp)
 	_, err = c.DeadLetter(ctx, "p", d.ID)
 	require.NoError(t, err)
 
@@ -68,7 +69,7 @@ func TestTxCommitsEverythingOrNothing(t *testing.T) {
 	assert.False(t, ok)
 	cp, err = c.Checkpoint(ctx, "p")
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Checkpoint{Position: eventstore.Position{Major: 9}, Fence: 2}, cp)
+	assert.Equal(t, storekit.Checkpoint{Position: eventstore.Position{Major: 9}, Fence: 2}, cp)
 	_, err = c.DeadLetter(ctx, "p", d.ID)
 	require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
@@ -14,7 +14,7 @@ import (
 // events, each test on a store in a fresh schema.
 
 func TestSnapshots(t *testing.T) {
-	storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore {
+	storetest.RunSnapshots(t, func(t *testing.T) storekit.SnapshotStore {
 		return newStore(t, postgres.Options{})
 	})
 }
@@ -26,19 +26,19 @@ func TestCommandIndex(t *testing.T) {
 }
 
 func TestCheckpoints(t *testing.T) {
-	storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore {
+	storetest.RunCheckpoints(t, func(t *testing.T) storekit.CheckpointStore {
 		return newStore(t, postgres.Options{})
 	})
 }
 
 func TestDeadLetters(t *testing.T) {
-	storetest.RunDeadLetters(t, func(t *testing.T) eventstore.DeadLetterStore {
+	storetest.RunDeadLetters(t, func(t *testing.T) storekit.DeadLetterStore {
 		return newStore(t, postgres.Options{})
 	})
 }
 
 func TestLeases(t *testing.T) {
-	storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore {
+	storetest.RunLeases(t, func(t *testing.T) storekit.LeaseStore {
 		return newStore(t, postgres.Options{})
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
@@ -18,10 +19,10 @@ func TestQueryModes(t *testing.T) {
 				return newStoreAt(t, withParam(server.URL, "default_query_exec_mode", mode), postgres.Options{})
 			}
 			storetest.Run(t, func(t *testing.T) eventstore.Store { return open(t) })
-			storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore { return open(t) })
-			storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore { return open(t) })
-			storetest.RunDeadLetters(t, func(t *testing.T) eventstore.DeadLetterStore { return open(t) })
-			storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore { return open(t) })
+			storetest.RunSnapshots(t, func(t *testing.T) storekit.SnapshotStore { return open(t) })
+			storetest.RunCheckpoints(t, func(t *testing.T) storekit.CheckpointStore { return open(t) })
+			storetest.RunDeadLetters(t, func(t *testing.T) storekit.DeadLetterStore { return open(t) })
+			storetest.RunLeases(t, func(t *testing.T) storekit.LeaseStore { return open(t) })
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // Append implements [eventstore.Store.Append]. The append joins the writer's
@@ -60,7 +61,7 @@ func newAppendJob(ctx context.Context, stream string, expected eventstore.Expect
 			break
 		}
 	}
-	prepared, err := eventstore.PrepareAppend(ctx, stream, events)
+	prepared, err := storekit.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return nil, err
 	}
@@ -128,9 +129,9 @@ func (j *appendJob) run(tx *writeTx) error {
 	if exists {
 		next = last + 1
 	}
-	repeat.Current = eventstore.StreamState(last, exists)
+	repeat.Current = storekit.StreamState(last, exists)
 	if len(repeat.Stored) > 0 {
-		first, found, err := eventstore.CheckRepeat(j.stream, j.expected, j.events, repeat)
+		first, found, err := storekit.CheckRepeat(j.stream, j.expected, j.events, repeat)
 		if err != nil {
 			return err
 		}
@@ -155,8 +156,8 @@ func (j *appendJob) run(tx *writeTx) error {
 
 // state reads, in one statement, the stream's last version and the
 // versions at which it holds the append's caller-chosen event IDs.
-func (j *appendJob) state(tx *writeTx) (last uint64, exists bool, repeat eventstore.Repeat, err error) {
-	fail := func(err error) (uint64, bool, eventstore.Repeat, error) {
+func (j *appendJob) state(tx *writeTx) (last uint64, exists bool, repeat storekit.Repeat, err error) {
+	fail := func(err error) (uint64, bool, storekit.Repeat, error) {
 		return 0, false, repeat, fmt.Errorf("sqlite: append to stream %q: read its state: %w", j.stream, err)
 	}
 	query, args := sqlLastVersion, []any{j.stream}

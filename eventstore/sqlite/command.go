@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // sqlCommandResult names its index: for min(version) SQLite would rather
@@ -22,7 +23,7 @@ const sqlCommandResult = `SELECT min(version), max(version), max(position)
 // It assumes, as the command bus guarantees, that one command's events are
 // appended together.
 func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (r eventstore.AppendResult, found bool, err error) {
-	if ask, err := eventstore.CheckCommandLookup(stream, commandID); !ask {
+	if ask, err := storekit.CheckCommandLookup(stream, commandID); !ask {
 		return r, false, err // no command: events without one are nobody's
 	}
 	if err := s.readable(ctx); err != nil {

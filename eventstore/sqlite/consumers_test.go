@@ -4,15 +4,15 @@ import (
 	"database/sql"
 	"testing"
 
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
 // The consumer and aggregate contracts, on a store of their own each, as
 // the suites ask.
 func TestSnapshotConformance(t *testing.T) {
-	storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore { return openTemp(t, sqlite.Options{}) })
+	storetest.RunSnapshots(t, func(t *testing.T) storekit.SnapshotStore { return openTemp(t, sqlite.Options{}) })
 }
 
 func TestCommandIndexConformance(t *testing.T) {
@@ -20,15 +20,15 @@ func TestCommandIndexConformance(t *testing.T) {
 }
 
 func TestCheckpointConformance(t *testing.T) {
-	storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore { return openTemp(t, sqlite.Options{}) })
+	storetest.RunCheckpoints(t, func(t *testing.T) storekit.CheckpointStore { return openTemp(t, sqlite.Options{}) })
 }
 
 func TestDeadLetterConformance(t *testing.T) {
-	storetest.RunDeadLetters(t, func(t *testing.T) eventstore.DeadLetterStore { return openTemp(t, sqlite.Options{}) })
+	storetest.RunDeadLetters(t, func(t *testing.T) storekit.DeadLetterStore { return openTemp(t, sqlite.Options{}) })
 }
 
 func TestLeaseConformance(t *testing.T) {
-	storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore { return openTemp(t, sqlite.Options{}) })
+	storetest.RunLeases(t, func(t *testing.T) storekit.LeaseStore { return openTemp(t, sqlite.Options{}) })
 }
 
 func TestTxDeadLetterConformance(t *testing.T) {

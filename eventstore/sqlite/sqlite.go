@@ -36,6 +36,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 )
 
@@ -72,7 +73,7 @@ type Options struct {
 	BusyTimeout time.Duration
 	// PollInterval is how often subscribers look for events appended by
 	// other processes; commits by this store wake them at once. Zero means
-	// [eventstore.DefaultPollInterval]; a negative value turns polling off
+	// [storekit.DefaultPollInterval]; a negative value turns polling off
 	// when no other process writes to the file.
 	PollInterval time.Duration
 	// MaxReaders bounds each pool of read connections: the one that reads
@@ -108,7 +109,7 @@ func (o Options) withDefaults() Options {
 		o.BusyTimeout = 5 * time.Second
 	}
 	if o.PollInterval == 0 {
-		o.PollInterval = eventstore.DefaultPollInterval
+		o.PollInterval = storekit.DefaultPollInterval
 	}
 	if o.MaxReaders <= 0 {
 		o.MaxReaders = 4
@@ -128,7 +129,7 @@ type Store struct {
 	w       *writer
 	events  *eventReaders
 
-	changes   eventstore.Notifier
+	changes   storekit.Notifier
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
@@ -309,7 +310,7 @@ func (s *Store) Path() string { return s.path }
 // store wake subscribers at once; appends by other processes are seen
 // within [Options.PollInterval].
 func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return eventstore.Follow(ctx, after, filter, s.readPage, eventstore.FollowOptions{
+	return storekit.Follow(ctx, after, filter, s.readPage, storekit.FollowOptions{
 		Changed:      s.changes.Changed,
 		PollInterval: max(s.opts.PollInterval, 0),
 		Closed:       s.done,
@@ -320,7 +321,7 @@ func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter
 
 // ReadAll implements [eventstore.Store.ReadAll].
 func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return eventstore.ReadPages(ctx, after, filter, s.readPage, 0)
+	return storekit.ReadPages(ctx, after, filter, s.readPage, 0)
 }
 
 // Close implements [eventstore.Store.Close]. Appends still waiting for the

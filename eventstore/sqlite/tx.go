@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 var (
-	_ eventstore.CheckpointStore            = (*Store)(nil)
-	_ eventstore.TxCheckpointStore[*sql.Tx] = (*Store)(nil)
+	_ storekit.CheckpointStore            = (*Store)(nil)
+	_ storekit.TxCheckpointStore[*sql.Tx] = (*Store)(nil)
 )
 
-// InTx implements [eventstore.TxCheckpointStore.InTx]: fn runs in a
+// InTx implements [storekit.TxCheckpointStore.InTx]: fn runs in a
 // transaction of the store's one writer connection, which commits when fn
 // returns nil. Read models kept in the store's file, written through tx,
 // commit with the checkpoint that [Store.SaveCheckpointTx] moves, or not at
@@ -212,10 +213,10 @@ func savepoint(tx execer, name string, fn func() error) error {
 	return nil
 }
 
-// SaveCheckpointTx implements [eventstore.TxCheckpointStore.SaveCheckpointTx].
+// SaveCheckpointTx implements [storekit.TxCheckpointStore.SaveCheckpointTx].
 // The move is visible to others when tx commits.
-func (s *Store) SaveCheckpointTx(ctx context.Context, tx *sql.Tx, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+func (s *Store) SaveCheckpointTx(ctx context.Context, tx *sql.Tx, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -227,9 +228,9 @@ func (s *Store) SaveCheckpointTx(ctx context.Context, tx *sql.Tx, name string, e
 	return saveCheckpoint(tx, name, expected, next, fence)
 }
 
-// DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].
+// DeleteDeadLetterTx implements [storekit.TxCheckpointStore.DeleteDeadLetterTx].
 func (s *Store) DeleteDeadLetterTx(ctx context.Context, tx *sql.Tx, consumer, id string) error {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // The bad-input tables of the consumer stores: leases, dead letters,
@@ -36,10 +37,10 @@ func RequireInvalid(t testing.TB, err error, field, what string) *eventstore.Inv
 	return bad
 }
 
-func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
+func testLeaseBadTable(t *testing.T, s storekit.LeaseStore) {
 	ctx := context.Background()
 	name := consumerName(t, "lease")
-	long := strings.Repeat("h", eventstore.MaxStreamLen+1)
+	long := strings.Repeat("h", storekit.MaxStreamLen+1)
 	for _, c := range []struct {
 		what, holder string
 		ttl          time.Duration
@@ -47,14 +48,14 @@ func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
 	}{
 		{"TTL of 250 years", "A", 250 * 365 * 24 * time.Hour, "lease TTL"},
 		{"largest TTL", "A", math.MaxInt64, "lease TTL"},
-		{"TTL just above the maximum", "A", eventstore.MaxLeaseTTL + 1, "lease TTL"},
+		{"TTL just above the maximum", "A", storekit.MaxLeaseTTL + 1, "lease TTL"},
 		{"NUL byte in holder", "A\x00", time.Minute, "lease holder"},
 		{"invalid UTF-8 holder", "A\xff", time.Minute, "lease holder"},
 		{"overlong holder", long, time.Minute, "lease holder"},
 	} {
 		_, _, err := s.AcquireLease(ctx, name, c.holder, c.ttl)
 		RequireInvalid(t, err, c.field, "acquire: "+c.what)
-		_, err = s.RenewLease(ctx, eventstore.Lease{Name: name, Holder: c.holder, Fence: 1}, c.ttl)
+		_, err = s.RenewLease(ctx, storekit.Lease{Name: name, Holder: c.holder, Fence: 1}, c.ttl)
 		RequireInvalid(t, err, c.field, "renew: "+c.what)
 	}
 	// Nothing was taken: another holder gets the lease at once.
@@ -73,14 +74,14 @@ func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
 
 	for _, c := range []struct {
 		what  string
-		l     eventstore.Lease
+		l     storekit.Lease
 		field string
 	}{
-		{"zero lease", eventstore.Lease{}, "consumer name"},
-		{"NUL byte in name", eventstore.Lease{Name: "a\x00", Holder: "A", Fence: 1}, "consumer name"},
-		{"empty holder", eventstore.Lease{Name: l.Name, Fence: l.Fence}, "lease holder"},
-		{"NUL byte in holder", eventstore.Lease{Name: l.Name, Holder: "A\x00", Fence: l.Fence}, "lease holder"},
-		{"invalid UTF-8 holder", eventstore.Lease{Name: l.Name, Holder: "A\xff", Fence: l.Fence}, "lease holder"},
+		{"zero lease", storekit.Lease{}, "consumer name"},
+		{"NUL byte in name", storekit.Lease{Name: "a\x00", Holder: "A", Fence: 1}, "consumer name"},
+		{"empty holder", storekit.Lease{Name: l.Name, Fence: l.Fence}, "lease holder"},
+		{"NUL byte in holder", storekit.Lease{Name: l.Name, Holder: "A\x00", Fence: l.Fence}, "lease holder"},
+		{"invalid UTF-8 holder", storekit.Lease{Name: l.Name, Holder: "A\xff", Fence: l.Fence}, "lease holder"},
 	} {
 		RequireInvalid(t, s.ReleaseLease(ctx, c.l), c.field, "release: "+c.what)
 	}
@@ -88,7 +89,7 @@ func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
 	assert.False(t, ok, "a refused release released the lease")
 }
 
-func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterBadTable(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "badtable")
 	year := func(y int) time.Time { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC) }
 	for _, c := range []struct {
@@ -108,12 +109,12 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 		{"NUL byte in correlation ID", func(d *eventstore.DeadLetter) { d.Event.Metadata.CorrelationID = "c\x00" }, "dead letter event correlation ID"},
 		{"invalid UTF-8 causation ID", func(d *eventstore.DeadLetter) { d.Event.Metadata.CausationID = "c\xff" }, "dead letter event causation ID"},
 		{"overlong command ID", func(d *eventstore.DeadLetter) {
-			d.Event.Metadata.CommandID = strings.Repeat("c", eventstore.MaxCommandIDLen+1)
+			d.Event.Metadata.CommandID = strings.Repeat("c", storekit.MaxCommandIDLen+1)
 		}, "dead letter event command ID"},
 		{"NUL byte in metadata value", func(d *eventstore.DeadLetter) { d.Event.Metadata.Extra = map[string]string{"k": "v\x00"} }, "dead letter event metadata"},
 		{"invalid UTF-8 metadata value", func(d *eventstore.DeadLetter) { d.Event.Metadata.Extra = map[string]string{"k": "v\xff"} }, "dead letter event metadata"},
 		{"empty metadata key", func(d *eventstore.DeadLetter) { d.Event.Metadata.Extra = map[string]string{"": "v"} }, "dead letter event metadata"},
-		{"oversize event", func(d *eventstore.DeadLetter) { d.Event.Data = make([]byte, eventstore.MaxEventSize+1) }, "dead letter event data"},
+		{"oversize event", func(d *eventstore.DeadLetter) { d.Event.Data = make([]byte, storekit.MaxEventSize+1) }, "dead letter event data"},
 		{"largest version", func(d *eventstore.DeadLetter) { d.Event.Version = math.MaxUint64 }, "dead letter version"},
 		{"largest position", func(d *eventstore.DeadLetter) { d.Event.Position.Major = math.MaxUint64 }, "dead letter position"},
 		{"last failure in 3000", func(d *eventstore.DeadLetter) { d.LastFailure = year(3000) }, "dead letter time"},
@@ -142,7 +143,7 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 	sameLetter(t, d, all[0])
 }
 
-func testDeadLetterIDTaken(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterIDTaken(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "idtaken")
 	first := mustPark(t, s, deadLetter(name, 1, 0))
 	other := deadLetter(name, 2, 0)
@@ -161,13 +162,13 @@ func testDeadLetterIDTaken(t *testing.T, s eventstore.DeadLetterStore) {
 	assert.Equal(t, first.ID, mustPark(t, s, again).ID)
 }
 
-func testDeadLetterLookups(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterLookups(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "lookup")
 	mustPark(t, s, deadLetter(name, 1, 0))
 	for _, id := range []string{"", "\x00", "\xff", "nope", strings.Repeat("x", 4<<10), ulid.Make().String()} {
 		_, err := s.DeadLetter(ctx, name, id)
 		require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound, "DeadLetter(%q)", id)
-		var nf *eventstore.DeadLetterNotFoundError
+		var nf *storekit.DeadLetterNotFoundError
 		require.ErrorAs(t, err, &nf)
 		assert.Equal(t, name, nf.Consumer)
 		assert.LessOrEqual(t, len(err.Error()), 512)
@@ -178,18 +179,18 @@ func testDeadLetterLookups(t *testing.T, s eventstore.DeadLetterStore) {
 	assert.Len(t, listDeadLetters(t, s, name), 1)
 }
 
-func testSnapshotBadTable(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotBadTable(t *testing.T, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("badtable")
 	for _, c := range []struct {
 		what  string
-		snap  eventstore.Snapshot
+		snap  storekit.Snapshot
 		field string
 	}{
-		{"NUL byte in type", eventstore.Snapshot{Stream: stream, Type: "st\x00ate", Data: []byte("x")}, "snapshot type"},
-		{"invalid UTF-8 type", eventstore.Snapshot{Stream: stream, Type: "st\xffate", Data: []byte("x")}, "snapshot type"},
-		{"newline in type", eventstore.Snapshot{Stream: stream, Type: "st\nate", Data: []byte("x")}, "snapshot type"},
-		{"largest version", eventstore.Snapshot{Stream: stream, Version: math.MaxUint64, Type: "t", Data: []byte("x")}, "snapshot version"},
-		{"version 2^63", eventstore.Snapshot{Stream: stream, Version: 1 << 63, Type: "t", Data: []byte("x")}, "snapshot version"},
+		{"NUL byte in type", storekit.Snapshot{Stream: stream, Type: "st\x00ate", Data: []byte("x")}, "snapshot type"},
+		{"invalid UTF-8 type", storekit.Snapshot{Stream: stream, Type: "st\xffate", Data: []byte("x")}, "snapshot type"},
+		{"newline in type", storekit.Snapshot{Stream: stream, Type: "st\nate", Data: []byte("x")}, "snapshot type"},
+		{"largest version", storekit.Snapshot{Stream: stream, Version: math.MaxUint64, Type: "t", Data: []byte("x")}, "snapshot version"},
+		{"version 2^63", storekit.Snapshot{Stream: stream, Version: 1 << 63, Type: "t", Data: []byte("x")}, "snapshot version"},
 	} {
 		RequireInvalid(t, s.SaveSnapshot(context.Background(), c.snap), c.field, c.what)
 	}
@@ -198,13 +199,13 @@ func testSnapshotBadTable(t *testing.T, s eventstore.SnapshotStore) {
 	assert.False(t, ok, "a rejected snapshot must not be stored")
 }
 
-func testCheckpointBadFences(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointBadFences(t *testing.T, s storekit.CheckpointStore) {
 	name := consumerName(t, "fence")
-	for _, fence := range []eventstore.Fence{1 << 63, math.MaxUint64} {
+	for _, fence := range []storekit.Fence{1 << 63, math.MaxUint64} {
 		err := s.SaveCheckpoint(context.Background(), name, eventstore.Start, checkpointAt(1, 0), fence)
 		RequireInvalid(t, err, "checkpoint fence", fmt.Sprintf("fence %d", fence))
 	}
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a refused save moved the checkpoint")
+	assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name), "a refused save moved the checkpoint")
 }
 
 func testCommandUnstorableID(t *testing.T, s IndexedStore) {
@@ -216,9 +217,9 @@ func testCommandUnstorableID(t *testing.T, s IndexedStore) {
 		assert.False(t, found, "command %q", id)
 	}
 	_, err := s.Append(context.Background(), stream, eventstore.Any,
-		commandEvents(strings.Repeat("c", eventstore.MaxCommandIDLen+1), 1)...)
+		commandEvents(strings.Repeat("c", storekit.MaxCommandIDLen+1), 1)...)
 	RequireInvalid(t, err, "command ID", "an overlong command ID")
-	evs := commandEvents(strings.Repeat("c", eventstore.MaxCommandIDLen), 1)
+	evs := commandEvents(strings.Repeat("c", storekit.MaxCommandIDLen), 1)
 	evs[0].ID = uuid.New()
 	mustAppend(t, s, stream, eventstore.Any, evs...)
 }

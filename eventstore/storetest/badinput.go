@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 var badInputTests = []test{
@@ -44,14 +45,14 @@ func testBadAppends(t *testing.T, s eventstore.Store) {
 	}{
 		{"empty stream name", "", []eventstore.EventData{good()}, "stream", -1},
 		{"reserved stream name", "$" + n.stream("sys"), []eventstore.EventData{good()}, "stream", -1},
-		{"overlong stream name", n.stream(strings.Repeat("s", eventstore.MaxStreamLen)), []eventstore.EventData{good()}, "stream", -1},
+		{"overlong stream name", n.stream(strings.Repeat("s", storekit.MaxStreamLen)), []eventstore.EventData{good()}, "stream", -1},
 		{"control character in stream name", n.stream("a\x00b"), []eventstore.EventData{good()}, "stream", -1},
 		{"no events", n.stream("none"), nil, "events", -1},
 		{"empty type", n.stream("t"), withEvent(1, func(e *eventstore.EventData) { e.Type = "" }), "type", 1},
-		{"overlong type", n.stream("t"), withEvent(2, func(e *eventstore.EventData) { e.Type = strings.Repeat("t", eventstore.MaxTypeLen+1) }), "type", 2},
+		{"overlong type", n.stream("t"), withEvent(2, func(e *eventstore.EventData) { e.Type = strings.Repeat("t", storekit.MaxTypeLen+1) }), "type", 2},
 		{"invalid UTF-8 type", n.stream("t"), withEvent(0, func(e *eventstore.EventData) { e.Type = "bad\xff" }), "type", 0},
 		{"nil data", n.stream("d"), withEvent(1, func(e *eventstore.EventData) { e.Data = nil }), "data", 1},
-		{"oversize data", n.stream("d"), withEvent(2, func(e *eventstore.EventData) { e.Data = make([]byte, eventstore.MaxEventSize+1) }), "data", 2},
+		{"oversize data", n.stream("d"), withEvent(2, func(e *eventstore.EventData) { e.Data = make([]byte, storekit.MaxEventSize+1) }), "data", 2},
 		{"empty metadata key", n.stream("m"), withEvent(0, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"": "v"} }), "metadata", 0},
 		{"invalid UTF-8 metadata value", n.stream("m"), withEvent(1, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"k": "bad\xff"} }), "metadata", 1},
 		{"control character in metadata key", n.stream("m"), withEvent(2, func(e *eventstore.EventData) { e.Metadata.Extra = map[string]string{"a\nb": "v"} }), "metadata", 2},
@@ -65,7 +66,7 @@ func testBadAppends(t *testing.T, s eventstore.Store) {
 			e.Metadata = eventstore.Metadata{CausationID: "y\xff", CommandID: "z\x00"}
 		}), "causation ID", 0},
 		{"overlong command ID", n.stream("m"), withEvent(1, func(e *eventstore.EventData) {
-			e.Metadata.CommandID = strings.Repeat("c", eventstore.MaxCommandIDLen+1)
+			e.Metadata.CommandID = strings.Repeat("c", storekit.MaxCommandIDLen+1)
 		}), "command ID", 1},
 		{"repeated ID in one append", n.stream("id"), dup, "id", 2},
 	}

@@ -10,17 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // CheckpointFactory returns a new checkpoint store for one test and
 // registers its cleanup with t.Cleanup.
-type CheckpointFactory func(t *testing.T) eventstore.CheckpointStore
+type CheckpointFactory func(t *testing.T) storekit.CheckpointStore
 
-// RunCheckpoints runs the conformance suite of [eventstore.CheckpointStore]
+// RunCheckpoints runs the conformance suite of [storekit.CheckpointStore]
 // against the stores that newStore makes, each test on a store of its own.
 // Consumer names are unique per test, so a shared database works too.
 func RunCheckpoints(t *testing.T, newStore CheckpointFactory) {
-	runCases(t, newStore, []testCase[eventstore.CheckpointStore]{
+	runCases(t, newStore, []testCase[storekit.CheckpointStore]{
 		{"MissingIsStart", testCheckpointMissing},
 		{"SaveMovesAndRoundTrips", testCheckpointRoundTrip},
 		{"CompareAndSet", testCheckpointCompareAndSet},
@@ -42,49 +43,49 @@ func checkpointAt(major, minor uint64) eventstore.Position {
 	return eventstore.Position{Major: major, Minor: minor}
 }
 
-func mustCheckpoint(t *testing.T, s eventstore.CheckpointStore, name string) eventstore.Checkpoint {
+func mustCheckpoint(t *testing.T, s storekit.CheckpointStore, name string) storekit.Checkpoint {
 	t.Helper()
 	cp, err := s.Checkpoint(context.Background(), name)
 	require.NoError(t, err, "reading the checkpoint of %q", name)
 	return cp
 }
 
-func testCheckpointMissing(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointMissing(t *testing.T, s storekit.CheckpointStore) {
 	cp := mustCheckpoint(t, s, consumerName(t, "never-saved"))
-	assert.Equal(t, eventstore.Checkpoint{}, cp)
+	assert.Equal(t, storekit.Checkpoint{}, cp)
 }
 
-func testCheckpointRoundTrip(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointRoundTrip(t *testing.T, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "round-trip")
 	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(7, 3), 0))
-	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(7, 3)}, mustCheckpoint(t, s, name))
+	assert.Equal(t, storekit.Checkpoint{Position: checkpointAt(7, 3)}, mustCheckpoint(t, s, name))
 	// Both halves of a position survive, up to their largest values.
 	big := checkpointAt(1<<64-1, 1<<64-2)
 	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(7, 3), big, 4))
-	assert.Equal(t, eventstore.Checkpoint{Position: big, Fence: 4}, mustCheckpoint(t, s, name))
+	assert.Equal(t, storekit.Checkpoint{Position: big, Fence: 4}, mustCheckpoint(t, s, name))
 	// A claim: the same position under a higher fence.
 	require.NoError(t, s.SaveCheckpoint(ctx, name, big, big, 1<<62))
-	assert.Equal(t, eventstore.Checkpoint{Position: big, Fence: 1 << 62}, mustCheckpoint(t, s, name))
+	assert.Equal(t, storekit.Checkpoint{Position: big, Fence: 1 << 62}, mustCheckpoint(t, s, name))
 }
 
-func testCheckpointCompareAndSet(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointCompareAndSet(t *testing.T, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "cas")
 	// No row yet: only a save that expects the start goes through.
 	err := s.SaveCheckpoint(ctx, name, checkpointAt(1, 0), checkpointAt(2, 0), 0)
-	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{})
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a refused save wrote something")
+	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, storekit.Checkpoint{})
+	assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name), "a refused save wrote something")
 
 	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(5, 0), 0))
 	err = s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(9, 0), 0)
-	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{Position: checkpointAt(5, 0)})
+	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, storekit.Checkpoint{Position: checkpointAt(5, 0)})
 	err = s.SaveCheckpoint(ctx, name, checkpointAt(5, 1), checkpointAt(9, 0), 0)
-	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, eventstore.Checkpoint{Position: checkpointAt(5, 0)})
+	requireConflict(t, err, eventstore.ErrCheckpointMoved, name, storekit.Checkpoint{Position: checkpointAt(5, 0)})
 	assert.Equal(t, checkpointAt(5, 0), mustCheckpoint(t, s, name).Position)
 	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(5, 0), checkpointAt(9, 0), 0))
 	assert.Equal(t, checkpointAt(9, 0), mustCheckpoint(t, s, name).Position)
 }
 
-func testCheckpointFencing(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointFencing(t *testing.T, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "fence")
 	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(10, 0), 3))
 	// A newer holder claims the checkpoint where it is.
@@ -92,37 +93,37 @@ func testCheckpointFencing(t *testing.T, s eventstore.CheckpointStore) {
 	// The former holder, paused, wakes up and tries to move it: refused,
 	// although its expected position is right.
 	err := s.SaveCheckpoint(ctx, name, checkpointAt(10, 0), checkpointAt(20, 0), 3)
-	requireConflict(t, err, eventstore.ErrFenced, name, eventstore.Checkpoint{Position: checkpointAt(10, 0), Fence: 4})
+	requireConflict(t, err, eventstore.ErrFenced, name, storekit.Checkpoint{Position: checkpointAt(10, 0), Fence: 4})
 	// Unfenced saves cannot move a fenced checkpoint either.
 	err = s.SaveCheckpoint(ctx, name, checkpointAt(10, 0), checkpointAt(20, 0), 0)
-	requireConflict(t, err, eventstore.ErrFenced, name, eventstore.Checkpoint{Position: checkpointAt(10, 0), Fence: 4})
-	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(10, 0), Fence: 4}, mustCheckpoint(t, s, name))
+	requireConflict(t, err, eventstore.ErrFenced, name, storekit.Checkpoint{Position: checkpointAt(10, 0), Fence: 4})
+	assert.Equal(t, storekit.Checkpoint{Position: checkpointAt(10, 0), Fence: 4}, mustCheckpoint(t, s, name))
 	// The holder of the newest fence moves it.
 	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(10, 0), checkpointAt(20, 0), 4))
-	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(20, 0), Fence: 4}, mustCheckpoint(t, s, name))
+	assert.Equal(t, storekit.Checkpoint{Position: checkpointAt(20, 0), Fence: 4}, mustCheckpoint(t, s, name))
 }
 
-func testCheckpointReset(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointReset(t *testing.T, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "reset")
 	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(100, 0), 1))
 	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(100, 0), checkpointAt(40, 0), 1))
 	assert.Equal(t, checkpointAt(40, 0), mustCheckpoint(t, s, name).Position)
 	require.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(40, 0), eventstore.Start, 1))
-	assert.Equal(t, eventstore.Checkpoint{Fence: 1}, mustCheckpoint(t, s, name), "a reset keeps the fence")
+	assert.Equal(t, storekit.Checkpoint{Fence: 1}, mustCheckpoint(t, s, name), "a reset keeps the fence")
 	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 1))
 }
 
-func testCheckpointNames(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointNames(t *testing.T, s storekit.CheckpointStore) {
 	ctx := context.Background()
 	a, b := consumerName(t, "a"), consumerName(t, "b")
 	require.NoError(t, s.SaveCheckpoint(ctx, a, eventstore.Start, checkpointAt(3, 0), 2))
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, b))
+	assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, b))
 	require.NoError(t, s.SaveCheckpoint(ctx, b, eventstore.Start, checkpointAt(8, 0), 0))
-	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(3, 0), Fence: 2}, mustCheckpoint(t, s, a))
-	assert.Equal(t, eventstore.Checkpoint{Position: checkpointAt(8, 0)}, mustCheckpoint(t, s, b))
+	assert.Equal(t, storekit.Checkpoint{Position: checkpointAt(3, 0), Fence: 2}, mustCheckpoint(t, s, a))
+	assert.Equal(t, storekit.Checkpoint{Position: checkpointAt(8, 0)}, mustCheckpoint(t, s, b))
 }
 
-func testCheckpointRace(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointRace(t *testing.T, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "race")
 	require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 0))
 	const racers = 8
@@ -149,9 +150,9 @@ func testCheckpointRace(t *testing.T, s eventstore.CheckpointStore) {
 	assert.Equal(t, checkpointAt(uint64(10+won), 0), mustCheckpoint(t, s, name).Position)
 }
 
-func testCheckpointBadNames(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointBadNames(t *testing.T, s storekit.CheckpointStore) {
 	ctx := context.Background()
-	for _, name := range []string{"", "bad\x00name", strings.Repeat("x", eventstore.MaxStreamLen+1)} {
+	for _, name := range []string{"", "bad\x00name", strings.Repeat("x", storekit.MaxStreamLen+1)} {
 		_, err := s.Checkpoint(ctx, name)
 		assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "Checkpoint(%q)", name)
 		err = s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 0)
@@ -159,18 +160,18 @@ func testCheckpointBadNames(t *testing.T, s eventstore.CheckpointStore) {
 	}
 }
 
-func testCheckpointCanceled(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointCanceled(t *testing.T, s storekit.CheckpointStore) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	name := consumerName(t, "canceled")
 	assert.ErrorIs(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 0), context.Canceled)
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name))
+	assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name))
 }
 
-func requireConflict(t *testing.T, err error, sentinel error, name string, actual eventstore.Checkpoint) {
+func requireConflict(t *testing.T, err error, sentinel error, name string, actual storekit.Checkpoint) {
 	t.Helper()
 	require.ErrorIs(t, err, sentinel)
-	var ce *eventstore.CheckpointConflictError
+	var ce *storekit.CheckpointConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, name, ce.Consumer)
 	assert.Equal(t, actual, ce.Actual)

@@ -10,20 +10,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // IndexedStore is an event store with a command index: the command bus
 // asks it whether a redelivered command already appended to a stream.
 type IndexedStore interface {
 	eventstore.Store
-	eventstore.CommandIndex
+	storekit.CommandIndex
 }
 
 // CommandIndexFactory returns a new store for one test and registers its
 // cleanup with t.Cleanup.
 type CommandIndexFactory func(t *testing.T) IndexedStore
 
-// RunCommandIndex runs the conformance suite of [eventstore.CommandIndex]
+// RunCommandIndex runs the conformance suite of [storekit.CommandIndex]
 // against the stores that newStore makes, each test on a store of its own.
 // The command bus trusts the index's answer for exactly-once: a command
 // reported absent is decided and appended again, so every store must
@@ -157,7 +158,7 @@ func eventsOf(recorded []eventstore.Event) []eventstore.EventData {
 
 func testCommandBadStream(t *testing.T, s IndexedStore) {
 	n := newNames(t)
-	for _, stream := range []string{"", "$all", "$" + n.stream("sys"), n.stream(strings.Repeat("s", eventstore.MaxStreamLen)), n.stream("a\x00b")} {
+	for _, stream := range []string{"", "$all", "$" + n.stream("sys"), n.stream(strings.Repeat("s", storekit.MaxStreamLen)), n.stream("a\x00b")} {
 		for _, id := range []string{"c1", ""} {
 			_, found, err := s.CommandResult(context.Background(), stream, id)
 			require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "stream %q, command %q", stream, id)

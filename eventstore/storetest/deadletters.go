@@ -11,16 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // DeadLetterFactory returns a new dead letter store for one test and
 // registers its cleanup with t.Cleanup.
-type DeadLetterFactory func(t *testing.T) eventstore.DeadLetterStore
+type DeadLetterFactory func(t *testing.T) storekit.DeadLetterStore
 
-// RunDeadLetters runs the conformance suite of [eventstore.DeadLetterStore]
+// RunDeadLetters runs the conformance suite of [storekit.DeadLetterStore]
 // against the stores that newStore makes, each test on a store of its own.
 func RunDeadLetters(t *testing.T, newStore DeadLetterFactory) {
-	runCases(t, newStore, []testCase[eventstore.DeadLetterStore]{
+	runCases(t, newStore, []testCase[storekit.DeadLetterStore]{
 		{"RoundTripsEveryField", testDeadLetterRoundTrip},
 		{"ParkingAgainUpdates", testDeadLetterRepark},
 		{"SameEventIDInTwoStreams", testDeadLetterSameIDTwoStreams},
@@ -49,14 +50,14 @@ func deadLetter(consumer string, version uint64, part int) eventstore.DeadLetter
 	}
 }
 
-func mustPark(t *testing.T, s eventstore.DeadLetterStore, d eventstore.DeadLetter) eventstore.DeadLetter {
+func mustPark(t *testing.T, s storekit.DeadLetterStore, d eventstore.DeadLetter) eventstore.DeadLetter {
 	t.Helper()
 	got, err := s.ParkDeadLetter(context.Background(), d)
 	require.NoError(t, err, "parking event %d part %d", d.Event.Version, d.Part)
 	return got
 }
 
-func listDeadLetters(t *testing.T, s eventstore.DeadLetterStore, consumer string) []eventstore.DeadLetter {
+func listDeadLetters(t *testing.T, s storekit.DeadLetterStore, consumer string) []eventstore.DeadLetter {
 	t.Helper()
 	var out []eventstore.DeadLetter
 	for d, err := range s.DeadLetters(context.Background(), consumer) {
@@ -86,7 +87,7 @@ func sameLetter(t *testing.T, want, got eventstore.DeadLetter) {
 	assert.Equal(t, want.Generation, got.Generation, "generation")
 }
 
-func testDeadLetterRoundTrip(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterRoundTrip(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "dl")
 	d := deadLetter(name, 3, 1)
 	parked := mustPark(t, s, d)
@@ -110,7 +111,7 @@ func testDeadLetterRoundTrip(t *testing.T, s eventstore.DeadLetterStore) {
 	assert.Equal(t, "v", again.Event.Metadata.Extra["k"])
 }
 
-func testDeadLetterRepark(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterRepark(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "repark")
 	d := deadLetter(name, 3, 0)
 	first := mustPark(t, s, d)
@@ -138,7 +139,7 @@ func testDeadLetterRepark(t *testing.T, s eventstore.DeadLetterStore) {
 // testDeadLetterSameIDTwoStreams: event IDs are unique per stream only, so
 // the same ID and part in two streams are two dead letters: parking the
 // second must not overwrite the first, and re-parking each updates only it.
-func testDeadLetterSameIDTwoStreams(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterSameIDTwoStreams(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "twostreams")
 	a := deadLetter(name, 3, 0)
 	b := a
@@ -175,7 +176,7 @@ func testDeadLetterSameIDTwoStreams(t *testing.T, s eventstore.DeadLetterStore) 
 	assert.Equal(t, 2, n)
 }
 
-func testDeadLetterList(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterList(t *testing.T, s storekit.DeadLetterStore) {
 	ctx := context.Background()
 	a, b := consumerName(t, "a"), consumerName(t, "b")
 	var want []string
@@ -198,14 +199,14 @@ func testDeadLetterList(t *testing.T, s eventstore.DeadLetterStore) {
 	}
 }
 
-func testDeadLetterDelete(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterDelete(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "delete")
 	d := mustPark(t, s, deadLetter(name, 1, 0))
 	keep := mustPark(t, s, deadLetter(name, 2, 0))
 	require.NoError(t, s.DeleteDeadLetter(ctx, name, d.ID))
 	err := s.DeleteDeadLetter(ctx, name, d.ID)
 	require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
-	var nf *eventstore.DeadLetterNotFoundError
+	var nf *storekit.DeadLetterNotFoundError
 	require.ErrorAs(t, err, &nf)
 	assert.Equal(t, name, nf.Consumer)
 	assert.Equal(t, d.ID, nf.ID)
@@ -220,7 +221,7 @@ func testDeadLetterDelete(t *testing.T, s eventstore.DeadLetterStore) {
 	assert.Equal(t, keep.ID, all[0].ID)
 }
 
-func testDeadLetterBadInput(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterBadInput(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "bad")
 	for what, mutate := range map[string]func(*eventstore.DeadLetter){
 		"empty consumer": func(d *eventstore.DeadLetter) { d.Consumer = "" },
@@ -247,7 +248,7 @@ func testDeadLetterBadInput(t *testing.T, s eventstore.DeadLetterStore) {
 // event ID and part in another stream adds a dead letter instead of
 // changing want, want is found by its position, and a compare-and-set on
 // it works.
-func CheckMigratedDeadLetter(t *testing.T, s eventstore.DeadLetterStore, want eventstore.DeadLetter) {
+func CheckMigratedDeadLetter(t *testing.T, s storekit.DeadLetterStore, want eventstore.DeadLetter) {
 	t.Helper()
 	ctx := context.Background()
 	want.Generation = 1 // what every migrated dead letter is at
@@ -272,12 +273,12 @@ func CheckMigratedDeadLetter(t *testing.T, s eventstore.DeadLetterStore, want ev
 
 	// It is found by its position, and a retry's compare-and-set on its
 	// first generation updates it.
-	var keys []eventstore.DeadLetterKey
+	var keys []storekit.DeadLetterKey
 	for k, err := range s.DeadLetterKeys(ctx, want.Consumer, eventstore.Start, want.Event.Position) {
 		require.NoError(t, err)
 		keys = append(keys, k)
 	}
-	assert.Contains(t, keys, want.Key(), "the migrated dead letter by position")
+	assert.Contains(t, keys, storekit.KeyOf(want), "the migrated dead letter by position")
 	got.Error, got.ClaimedUntil = "retried after the migration", time.Now().Add(time.Minute)
 	again, err := s.ParkDeadLetter(ctx, got)
 	require.NoError(t, err)

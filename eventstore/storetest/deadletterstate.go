@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // testDeadLetterGenerations: every park of a dead letter is a generation
 // of it, and a park with the generation it read (a failed retry recording
 // its failure) is a compare-and-set: it updates only that state, and
 // brings back neither a dead letter parked again since nor one deleted.
-func testDeadLetterGenerations(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterGenerations(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "generations")
 	d := deadLetter(name, 3, 0)
 	first := mustPark(t, s, d)
@@ -47,9 +48,9 @@ func testDeadLetterGenerations(t *testing.T, s eventstore.DeadLetterStore) {
 	_, err = s.ParkDeadLetter(ctx, read)
 	require.ErrorIs(t, err, eventstore.ErrDeadLetterChanged)
 	assert.NotErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
-	var changed *eventstore.DeadLetterChangedError
+	var changed *storekit.DeadLetterChangedError
 	require.ErrorAs(t, err, &changed)
-	assert.Equal(t, eventstore.DeadLetterChangedError{Consumer: name, ID: first.ID, Stream: d.Event.StreamID,
+	assert.Equal(t, storekit.DeadLetterChangedError{Consumer: name, ID: first.ID, Stream: d.Event.StreamID,
 		Version: d.Event.Version, Part: d.Part, Generation: 2, Actual: 3}, *changed)
 	got, err = s.DeadLetter(ctx, name, first.ID)
 	require.NoError(t, err)
@@ -87,7 +88,7 @@ func testDeadLetterGenerations(t *testing.T, s eventstore.DeadLetterStore) {
 // within a range of positions, in position order, without payloads, for
 // positions whose halves span the whole of uint64 (below 2^63 for the
 // major, as every stored event's).
-func testDeadLetterKeys(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterKeys(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "keys")
 	pos := func(major, minor uint64) eventstore.Position { return eventstore.Position{Major: major, Minor: minor} }
 	var parked []eventstore.DeadLetter
@@ -105,24 +106,24 @@ func testDeadLetterKeys(t *testing.T, s eventstore.DeadLetterStore) {
 	again.Generation = 0
 	parked[3] = mustPark(t, s, again) // generation 2
 
-	keys := func(after, through eventstore.Position) []eventstore.DeadLetterKey {
+	keys := func(after, through eventstore.Position) []storekit.DeadLetterKey {
 		t.Helper()
-		var out []eventstore.DeadLetterKey
+		var out []storekit.DeadLetterKey
 		for k, err := range s.DeadLetterKeys(ctx, name, after, through) {
 			require.NoError(t, err)
 			out = append(out, k)
 		}
 		return out
 	}
-	key := func(i int) eventstore.DeadLetterKey { return parked[i].Key() }
+	key := func(i int) storekit.DeadLetterKey { return storekit.KeyOf(parked[i]) }
 	end := pos(math.MaxUint64, math.MaxUint64)
-	assert.Equal(t, []eventstore.DeadLetterKey{key(0), key(1), key(2), key(5), key(3), key(4)}, keys(eventstore.Start, end),
+	assert.Equal(t, []storekit.DeadLetterKey{key(0), key(1), key(2), key(5), key(3), key(4)}, keys(eventstore.Start, end),
 		"every key, by position and part")
 	assert.Equal(t, uint64(2), keys(pos(11, 0), pos(12, 0))[0].Generation)
-	assert.Equal(t, []eventstore.DeadLetterKey{key(1), key(2), key(5)}, keys(pos(5, 0), pos(9, math.MaxUint64)),
+	assert.Equal(t, []storekit.DeadLetterKey{key(1), key(2), key(5)}, keys(pos(5, 0), pos(9, math.MaxUint64)),
 		"after the first, through the third: minors count")
-	assert.Equal(t, []eventstore.DeadLetterKey{key(0)}, keys(pos(4, math.MaxUint64), pos(5, 6)))
-	assert.Equal(t, []eventstore.DeadLetterKey{key(4)}, keys(pos(12, 0), end))
+	assert.Equal(t, []storekit.DeadLetterKey{key(0)}, keys(pos(4, math.MaxUint64), pos(5, 6)))
+	assert.Equal(t, []storekit.DeadLetterKey{key(4)}, keys(pos(12, 0), end))
 	assert.Empty(t, keys(pos(12, 0), pos(12, 0)), "an empty range")
 	assert.Empty(t, keys(pos(13, 0), pos(12, 0)), "a range that ends before it starts")
 	assert.Empty(t, keys(pos(math.MaxInt64, math.MaxUint64), end))
@@ -138,7 +139,7 @@ func testDeadLetterKeys(t *testing.T, s eventstore.DeadLetterStore) {
 // testDeadLetterClaims: a dead letter keeps the claim each park gives it
 // (a retry's, until a time), to the millisecond, on the first park, on a
 // compare-and-set and on an upsert, and a park without one clears it.
-func testDeadLetterClaims(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterClaims(t *testing.T, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "claims")
 	d := deadLetter(name, 3, 0)
 	first := mustPark(t, s, d)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // testBadFilters checks that every store refuses the same filters, on
@@ -33,13 +34,13 @@ func testBadFilters(t *testing.T, s eventstore.Store) {
 		{"empty type", eventstore.Filter{Types: []string{"x", ""}}, "filter type"},
 		{"NUL in type", eventstore.Filter{Types: []string{"x\x00y"}}, "filter type"},
 		{"invalid UTF-8 type", eventstore.Filter{Types: []string{"bad\xff"}}, "filter type"},
-		{"overlong type", eventstore.Filter{Types: []string{strings.Repeat("t", eventstore.MaxTypeLen+1)}}, "filter type"},
-		{"too many types", eventstore.Filter{Types: tooMany(eventstore.MaxFilterTypes, func(i int) string { return fmt.Sprint("t", i) })}, "filter types"},
+		{"overlong type", eventstore.Filter{Types: []string{strings.Repeat("t", storekit.MaxTypeLen+1)}}, "filter type"},
+		{"too many types", eventstore.Filter{Types: tooMany(storekit.MaxFilterTypes, func(i int) string { return fmt.Sprint("t", i) })}, "filter types"},
 		{"NUL in prefix", eventstore.Filter{StreamPrefixes: []string{n.category + "\x00"}}, "filter stream prefix"},
 		{"invalid UTF-8 prefix", eventstore.Filter{StreamPrefixes: []string{"\xc3"}}, "filter stream prefix"},
-		{"overlong prefix", eventstore.Filter{StreamPrefixes: []string{strings.Repeat("p", eventstore.MaxStreamLen+1)}}, "filter stream prefix"},
+		{"overlong prefix", eventstore.Filter{StreamPrefixes: []string{strings.Repeat("p", storekit.MaxStreamLen+1)}}, "filter stream prefix"},
 		{"system prefix", eventstore.Filter{StreamPrefixes: []string{"$ce-"}}, "filter stream prefix"},
-		{"too many prefixes", eventstore.Filter{StreamPrefixes: tooMany(eventstore.MaxFilterPrefixes, func(i int) string { return fmt.Sprint("p", i, "-") })}, "filter stream prefixes"},
+		{"too many prefixes", eventstore.Filter{StreamPrefixes: tooMany(storekit.MaxFilterPrefixes, func(i int) string { return fmt.Sprint("p", i, "-") })}, "filter stream prefixes"},
 	}
 	for _, c := range cases {
 		for _, read := range []struct {
@@ -83,12 +84,12 @@ func testLongFilters(t *testing.T, s eventstore.Store) {
 	mustAppend(t, s, n.stream("b"), eventstore.NoStream, event("wanted", "3"))
 	mustAppend(t, s, "x"+n.stream("c"), eventstore.NoStream, event("wanted", "4"))
 
-	types := make([]string, eventstore.MaxFilterTypes)
+	types := make([]string, storekit.MaxFilterTypes)
 	for i := range types {
 		types[i] = fmt.Sprintf("%s-unused-%d", n.category, i)
 	}
 	types[len(types)/2] = "wanted"
-	prefixes := make([]string, eventstore.MaxFilterPrefixes)
+	prefixes := make([]string, storekit.MaxFilterPrefixes)
 	for i := range prefixes {
 		prefixes[i] = fmt.Sprintf("%s-none%d-", n.category, i)
 	}

@@ -16,7 +16,7 @@ import (
 // testLargeEventsArePagedByBytes: reads came in pages of
 // DefaultPageSize events whatever their size, so a reader of large events
 // held up to 512 of them (512 MiB) at once. Pages now stop at
-// eventstore.MaxPageBytes: 40 events of 900 KiB are read whole, in order,
+// storekit.MaxPageBytes: 40 events of 900 KiB are read whole, in order,
 // by ReadAll, ReadStream both ways and Subscribe (which must not take a
 // page cut by its bytes for the end of the log), and a reader that holds
 // the first of them holds a few pages' worth, not all 36 MB.

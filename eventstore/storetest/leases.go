@@ -10,17 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // LeaseFactory returns a new lease store for one test and registers its
 // cleanup with t.Cleanup.
-type LeaseFactory func(t *testing.T) eventstore.LeaseStore
+type LeaseFactory func(t *testing.T) storekit.LeaseStore
 
-// RunLeases runs the conformance suite of [eventstore.LeaseStore] against
+// RunLeases runs the conformance suite of [storekit.LeaseStore] against
 // the stores that newStore makes, each test on a store of its own. Its
 // expiry tests wait for short leases (a few hundred milliseconds) to lapse.
 func RunLeases(t *testing.T, newStore LeaseFactory) {
-	runCases(t, newStore, []testCase[eventstore.LeaseStore]{
+	runCases(t, newStore, []testCase[storekit.LeaseStore]{
 		{"OneHolderAtATime", testLeaseExclusive},
 		{"RenewKeepsFence", testLeaseRenew},
 		{"ExpiredLeaseChangesHands", testLeaseExpiry},
@@ -31,14 +32,14 @@ func RunLeases(t *testing.T, newStore LeaseFactory) {
 	})
 }
 
-func mustAcquire(t *testing.T, s eventstore.LeaseStore, name, holder string, ttl time.Duration) (eventstore.Lease, bool) {
+func mustAcquire(t *testing.T, s storekit.LeaseStore, name, holder string, ttl time.Duration) (storekit.Lease, bool) {
 	t.Helper()
 	l, ok, err := s.AcquireLease(context.Background(), name, holder, ttl)
 	require.NoError(t, err, "%s acquiring %q", holder, name)
 	return l, ok
 }
 
-func testLeaseExclusive(t *testing.T, s eventstore.LeaseStore) {
+func testLeaseExclusive(t *testing.T, s storekit.LeaseStore) {
 	name := consumerName(t, "lease")
 	a, ok := mustAcquire(t, s, name, "A", time.Minute)
 	require.True(t, ok)
@@ -59,7 +60,7 @@ func testLeaseExclusive(t *testing.T, s eventstore.LeaseStore) {
 	assert.Equal(t, a.Fence, again.Fence)
 }
 
-func testLeaseRenew(t *testing.T, s eventstore.LeaseStore) {
+func testLeaseRenew(t *testing.T, s storekit.LeaseStore) {
 	ctx, name := context.Background(), consumerName(t, "renew")
 	a, ok := mustAcquire(t, s, name, "A", time.Minute)
 	require.True(t, ok)
@@ -68,18 +69,18 @@ func testLeaseRenew(t *testing.T, s eventstore.LeaseStore) {
 	assert.Equal(t, a.Fence, r.Fence)
 	assert.True(t, r.Expires.After(a.Expires), "renewal did not extend the lease")
 	// Someone else's lease, or a forged fence, cannot be renewed.
-	_, err = s.RenewLease(ctx, eventstore.Lease{Name: name, Holder: "B", Fence: a.Fence}, time.Minute)
+	_, err = s.RenewLease(ctx, storekit.Lease{Name: name, Holder: "B", Fence: a.Fence}, time.Minute)
 	requireLost(t, err, name)
-	_, err = s.RenewLease(ctx, eventstore.Lease{Name: name, Holder: "A", Fence: a.Fence + 1}, time.Minute)
+	_, err = s.RenewLease(ctx, storekit.Lease{Name: name, Holder: "A", Fence: a.Fence + 1}, time.Minute)
 	requireLost(t, err, name)
 }
 
-func testLeaseExpiry(t *testing.T, s eventstore.LeaseStore) {
+func testLeaseExpiry(t *testing.T, s storekit.LeaseStore) {
 	ctx, name := context.Background(), consumerName(t, "expiry")
 	const ttl = 300 * time.Millisecond
 	a, ok := mustAcquire(t, s, name, "A", ttl)
 	require.True(t, ok)
-	var b eventstore.Lease
+	var b storekit.Lease
 	require.Eventually(t, func() bool {
 		b, ok = mustAcquire(t, s, name, "B", time.Minute)
 		return ok
@@ -93,7 +94,7 @@ func testLeaseExpiry(t *testing.T, s eventstore.LeaseStore) {
 	assert.False(t, ok)
 }
 
-func testLeaseRelease(t *testing.T, s eventstore.LeaseStore) {
+func testLeaseRelease(t *testing.T, s storekit.LeaseStore) {
 	ctx, name := context.Background(), consumerName(t, "release")
 	a, ok := mustAcquire(t, s, name, "A", time.Hour)
 	require.True(t, ok)
@@ -110,7 +111,7 @@ func testLeaseRelease(t *testing.T, s eventstore.LeaseStore) {
 	assert.Greater(t, a2.Fence, b.Fence)
 }
 
-func testLeaseRace(t *testing.T, s eventstore.LeaseStore) {
+func testLeaseRace(t *testing.T, s storekit.LeaseStore) {
 	name := consumerName(t, "race")
 	const racers = 8
 	won := make([]bool, racers)
@@ -134,7 +135,7 @@ func testLeaseRace(t *testing.T, s eventstore.LeaseStore) {
 	assert.Equal(t, 1, winners)
 }
 
-func testLeaseBadRequests(t *testing.T, s eventstore.LeaseStore) {
+func testLeaseBadRequests(t *testing.T, s storekit.LeaseStore) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name, holder string
@@ -144,7 +145,7 @@ func testLeaseBadRequests(t *testing.T, s eventstore.LeaseStore) {
 		{"bad\x00name", "A", time.Minute},
 		{"lease", "", time.Minute},
 		{"lease", "A", 0},
-		{"lease", "A", eventstore.MinLeaseTTL - 1},
+		{"lease", "A", storekit.MinLeaseTTL - 1},
 	} {
 		_, _, err := s.AcquireLease(ctx, c.name, c.holder, c.ttl)
 		assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "acquire %q for %q, TTL %s", c.name, c.holder, c.ttl)
@@ -159,7 +160,7 @@ func testLeaseBadRequests(t *testing.T, s eventstore.LeaseStore) {
 func requireLost(t *testing.T, err error, name string) {
 	t.Helper()
 	require.ErrorIs(t, err, eventstore.ErrLeaseLost)
-	var le *eventstore.LeaseLostError
+	var le *storekit.LeaseLostError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, name, le.Name)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 var readTests = []test{
@@ -201,7 +202,7 @@ func testReadAllAfter(t *testing.T, s eventstore.Store) {
 func testReadLimit(t *testing.T, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("limited")
-	const total = eventstore.DefaultPageSize + 88
+	const total = storekit.DefaultPageSize + 88
 	for i := 0; i < total; i += 100 {
 		mustAppend(t, s, stream, eventstore.Any, events("x", min(100, total-i))...)
 	}
@@ -218,7 +219,7 @@ func testReadLimit(t *testing.T, s eventstore.Store) {
 	for _, c := range cases {
 		assert.Equal(t, c.want, versionsOf(readStream(t, s, stream, c.opts)), "%+v", c.opts)
 	}
-	across := readStream(t, s, stream, eventstore.ReadOptions{From: 0, Limit: eventstore.DefaultPageSize + 10})
-	assert.Len(t, across, eventstore.DefaultPageSize+10, "a limit beyond one page reads exactly that many")
+	across := readStream(t, s, stream, eventstore.ReadOptions{From: 0, Limit: storekit.DefaultPageSize + 10})
+	assert.Len(t, across, storekit.DefaultPageSize+10, "a limit beyond one page reads exactly that many")
 	assert.Len(t, readStream(t, s, stream, eventstore.ReadOptions{Limit: -1}), total, "a limit that is not positive reads everything")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/trusted"
 )
 
@@ -20,10 +21,10 @@ import (
 func testReservedNames(t *testing.T, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
-	saga := eventstore.ReservedStreamPrefix + n.stream("forged")
-	reservedType := event(eventstore.ReservedTypePrefix+"command-rejected", "forged")
+	saga := storekit.ReservedStreamPrefix + n.stream("forged")
+	reservedType := event(storekit.ReservedTypePrefix+"command-rejected", "forged")
 	reservedKey := event("x", "ok")
-	reservedKey.Metadata.Extra = map[string]string{"k": "v", eventstore.ReservedTypePrefix + "command": "Charge"}
+	reservedKey.Metadata.Extra = map[string]string{"k": "v", storekit.ReservedTypePrefix + "command": "Charge"}
 	for _, c := range []struct {
 		name, stream string
 		event        eventstore.EventData

@@ -11,18 +11,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // SnapshotFactory returns a new snapshot store for one test and registers
 // its cleanup with t.Cleanup.
-type SnapshotFactory func(t *testing.T) eventstore.SnapshotStore
+type SnapshotFactory func(t *testing.T) storekit.SnapshotStore
 
-// RunSnapshots runs the conformance suite of [eventstore.SnapshotStore]
+// RunSnapshots runs the conformance suite of [storekit.SnapshotStore]
 // against the stores that newStore makes, each test on a store of its own.
 // It is separate from [Run] because a backend's snapshot store may be a
 // value of its own.
 func RunSnapshots(t *testing.T, newStore SnapshotFactory) {
-	runCases(t, newStore, []testCase[eventstore.SnapshotStore]{
+	runCases(t, newStore, []testCase[storekit.SnapshotStore]{
 		{"MissingIsNotAnError", testSnapshotMissing},
 		{"RoundTrip", testSnapshotRoundTrip},
 		{"LastSaveWins", testSnapshotLastSaveWins},
@@ -35,11 +36,11 @@ func RunSnapshots(t *testing.T, newStore SnapshotFactory) {
 	})
 }
 
-func snapshotOf(stream string, version uint64, data string) eventstore.Snapshot {
-	return eventstore.Snapshot{Stream: stream, Version: version, Type: "test.state", SchemaVersion: 3, Data: []byte(data)}
+func snapshotOf(stream string, version uint64, data string) storekit.Snapshot {
+	return storekit.Snapshot{Stream: stream, Version: version, Type: "test.state", SchemaVersion: 3, Data: []byte(data)}
 }
 
-func mustLoadSnapshot(t *testing.T, s eventstore.SnapshotStore, stream string) eventstore.Snapshot {
+func mustLoadSnapshot(t *testing.T, s storekit.SnapshotStore, stream string) storekit.Snapshot {
 	t.Helper()
 	got, ok, err := s.LoadSnapshot(context.Background(), stream)
 	require.NoError(t, err, "loading the snapshot of %q", stream)
@@ -47,14 +48,14 @@ func mustLoadSnapshot(t *testing.T, s eventstore.SnapshotStore, stream string) e
 	return got
 }
 
-func testSnapshotMissing(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotMissing(t *testing.T, s storekit.SnapshotStore) {
 	got, ok, err := s.LoadSnapshot(context.Background(), newNames(t).stream("none"))
 	require.NoError(t, err)
 	assert.False(t, ok)
 	assert.Zero(t, got)
 }
 
-func testSnapshotRoundTrip(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotRoundTrip(t *testing.T, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
 	before := time.Now().UTC().Add(-time.Minute)
 	want := snapshotOf(stream, 41, `{"count":42}`)
@@ -77,7 +78,7 @@ func testSnapshotRoundTrip(t *testing.T, s eventstore.SnapshotStore) {
 	assert.Empty(t, got.Data)
 }
 
-func testSnapshotLastSaveWins(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotLastSaveWins(t *testing.T, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
 	require.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, 10, "ten")))
 	require.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, 20, "twenty")))
@@ -95,7 +96,7 @@ func testSnapshotLastSaveWins(t *testing.T, s eventstore.SnapshotStore) {
 	assert.Equal(t, []byte("five"), got.Data)
 }
 
-func testSnapshotStreamsIndependent(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotStreamsIndependent(t *testing.T, s storekit.SnapshotStore) {
 	n := newNames(t)
 	for i := range 5 {
 		require.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(n.stream(fmt.Sprint(i)), uint64(i), fmt.Sprint("state ", i))))
@@ -111,7 +112,7 @@ func testSnapshotStreamsIndependent(t *testing.T, s eventstore.SnapshotStore) {
 	assert.False(t, ok)
 }
 
-func testSnapshotSharesNoMemory(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotSharesNoMemory(t *testing.T, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
 	in := snapshotOf(stream, 1, "abc")
 	require.NoError(t, s.SaveSnapshot(context.Background(), in))
@@ -122,16 +123,16 @@ func testSnapshotSharesNoMemory(t *testing.T, s eventstore.SnapshotStore) {
 	assert.Equal(t, []byte("abc"), mustLoadSnapshot(t, s, stream).Data, "changing a loaded slice must not change the store")
 }
 
-func testSnapshotBadInput(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotBadInput(t *testing.T, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("bad")
-	cases := map[string]eventstore.Snapshot{
+	cases := map[string]storekit.Snapshot{
 		"empty stream":     snapshotOf("", 1, "x"),
 		"system stream":    snapshotOf("$"+stream, 1, "x"),
 		"empty type":       {Stream: stream, Version: 1, SchemaVersion: 1, Data: []byte("x")},
 		"nil data":         {Stream: stream, Version: 1, Type: "t", SchemaVersion: 1},
-		"oversized data":   {Stream: stream, Version: 1, Type: "t", SchemaVersion: 1, Data: make([]byte, eventstore.MaxEventSize+1)},
-		"oversized type":   {Stream: stream, Version: 1, Type: string(make([]byte, eventstore.MaxTypeLen+1)), Data: []byte("x")},
-		"long stream name": snapshotOf(string(make([]byte, eventstore.MaxStreamLen+1)), 1, "x"),
+		"oversized data":   {Stream: stream, Version: 1, Type: "t", SchemaVersion: 1, Data: make([]byte, storekit.MaxEventSize+1)},
+		"oversized type":   {Stream: stream, Version: 1, Type: string(make([]byte, storekit.MaxTypeLen+1)), Data: []byte("x")},
+		"long stream name": snapshotOf(string(make([]byte, storekit.MaxStreamLen+1)), 1, "x"),
 	}
 	for name, snap := range cases {
 		err := s.SaveSnapshot(context.Background(), snap)
@@ -145,7 +146,7 @@ func testSnapshotBadInput(t *testing.T, s eventstore.SnapshotStore) {
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "loading with an empty stream name")
 }
 
-func testSnapshotConcurrent(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotConcurrent(t *testing.T, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("hot")
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -165,7 +166,7 @@ func testSnapshotConcurrent(t *testing.T, s eventstore.SnapshotStore) {
 	assert.Equal(t, fmt.Sprint(got.Version), string(got.Data), "a snapshot must never mix two saves")
 }
 
-func testSnapshotCanceled(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotCanceled(t *testing.T, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("canceled")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

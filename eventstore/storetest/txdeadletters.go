@@ -10,17 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // TxDeadLetterStore is a store whose transactions hold dead letters as well
 // as checkpoints, as a transactional consumer uses it.
 type TxDeadLetterStore[Tx any] interface {
-	eventstore.TxCheckpointStore[Tx]
-	eventstore.DeadLetterStore
+	storekit.TxCheckpointStore[Tx]
+	storekit.DeadLetterStore
 }
 
 // RunTxDeadLetters runs the conformance suite of the dead-letter methods of
-// [eventstore.TxCheckpointStore] against the stores that newStore makes,
+// [storekit.TxCheckpointStore] against the stores that newStore makes,
 // each test on a store of its own: a dead letter parked or deleted in a
 // transaction changes when, and only when, the transaction commits, and
 // together with its checkpoint move.
@@ -49,7 +50,7 @@ func testTxParkWithCheckpoint[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 	})
 	require.ErrorIs(t, err, errRollBack)
 	assert.Empty(t, listDeadLetters(t, s, name), "a dead letter of a rolled-back transaction")
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name))
+	assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name))
 
 	var parked eventstore.DeadLetter
 	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
@@ -62,7 +63,7 @@ func testTxParkWithCheckpoint[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 	require.Len(t, all, 1)
 	d.ID, d.Generation = parked.ID, 1
 	sameLetter(t, d, all[0])
-	assert.Equal(t, eventstore.Checkpoint{Position: next, Fence: 1}, mustCheckpoint(t, s, name))
+	assert.Equal(t, storekit.Checkpoint{Position: next, Fence: 1}, mustCheckpoint(t, s, name))
 
 	// Bad input is refused as ParkDeadLetter refuses it.
 	bad := deadLetter(name, 4, -1)
@@ -134,7 +135,7 @@ func testTxPanic[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 			panic("read model bug")
 		})
 	}()
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a panicking transaction moved the checkpoint")
+	assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name), "a panicking transaction moved the checkpoint")
 	assert.Empty(t, listDeadLetters(t, s, name), "a panicking transaction parked a dead letter")
 
 	bounded, cancel := context.WithTimeout(ctx, waitLimit)
@@ -142,7 +143,7 @@ func testTxPanic[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 	require.NoError(t, s.InTx(bounded, func(ctx context.Context, tx Tx) error {
 		return s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, d.Event.Position, 1)
 	}), "the checkpoint stays locked after a transaction that panicked")
-	assert.Equal(t, eventstore.Checkpoint{Position: d.Event.Position, Fence: 1}, mustCheckpoint(t, s, name))
+	assert.Equal(t, storekit.Checkpoint{Position: d.Event.Position, Fence: 1}, mustCheckpoint(t, s, name))
 }
 
 // testTxRepark: ParkDeadLetterTx with the generation read is the

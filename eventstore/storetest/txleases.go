@@ -9,17 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // TxLeaseStore is a store whose transactions renew leases, as an exclusive
 // transactional consumer uses it.
 type TxLeaseStore[Tx any] interface {
-	eventstore.TxCheckpointStore[Tx]
-	eventstore.LeaseStore
-	eventstore.TxLeaseStore[Tx]
+	storekit.TxCheckpointStore[Tx]
+	storekit.LeaseStore
+	storekit.TxLeaseStore[Tx]
 }
 
-// RunTxLeases runs the conformance suite of [eventstore.TxLeaseStore]
+// RunTxLeases runs the conformance suite of [storekit.TxLeaseStore]
 // against the stores that newStore makes, each test on a store of its own:
 // a renewal in a transaction holds when, and only when, the transaction
 // commits, and a transaction that renews a lease commits only while it is
@@ -79,10 +80,10 @@ func testTxLeaseLost[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 		return err
 	})
 	require.ErrorIs(t, err, eventstore.ErrLeaseLost)
-	var lost *eventstore.LeaseLostError
+	var lost *storekit.LeaseLostError
 	require.ErrorAs(t, err, &lost)
-	assert.Equal(t, eventstore.LeaseLostError{Name: name, Holder: "A", Fence: a.Fence}, *lost)
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "the transaction of a lost lease committed")
+	assert.Equal(t, storekit.LeaseLostError{Name: name, Holder: "A", Fence: a.Fence}, *lost)
+	assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name), "the transaction of a lost lease committed")
 }
 
 // testTxLeaseRace: A renews its lapsed lease in a transaction while B
@@ -111,7 +112,7 @@ func testTxLeaseRace[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 	bWon := <-acquired
 	if bWon {
 		require.ErrorIs(t, err, eventstore.ErrLeaseLost, "B acquired the lease, and A's transaction committed with it renewed")
-		assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name))
+		assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name))
 		return
 	}
 	require.NoError(t, err, "B was refused the lease, and A's transaction did not commit")

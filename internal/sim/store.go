@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // faultStore is the event store as the code under test sees it: the
@@ -23,8 +24,8 @@ type faultStore struct {
 }
 
 var (
-	_ eventstore.Store        = (*faultStore)(nil)
-	_ eventstore.CommandIndex = (*faultStore)(nil)
+	_ eventstore.Store      = (*faultStore)(nil)
+	_ storekit.CommandIndex = (*faultStore)(nil)
 )
 
 // Append fails before the write (nothing is stored) or after it (the
@@ -55,10 +56,10 @@ type faultCheckpoints struct {
 	inj *injector
 }
 
-var _ eventstore.CheckpointStore = (*faultCheckpoints)(nil)
+var _ storekit.CheckpointStore = (*faultCheckpoints)(nil)
 
 // SaveCheckpoint fails before or after the write.
-func (c *faultCheckpoints) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+func (c *faultCheckpoints) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if f, _ := c.inj.fault(CheckpointBefore); f {
 		return fmt.Errorf("%w: saving checkpoint %q failed before the write", ErrInjected, name)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -181,7 +182,7 @@ func (w *tabWorld) plan() {
 			item := TabItem{Tab: t.id, K: k, Account: w.account(t, 10, 7), Legacy: w.work.IntN(5) == 0, Flaw: w.flaw()}
 			switch p := w.work.IntN(200); {
 			case p < 2: // near the store's limit on an event
-				item.Pad = strings.Repeat("n", eventstore.MaxEventSize-4<<10)
+				item.Pad = strings.Repeat("n", storekit.MaxEventSize-4<<10)
 			case p < 5: // over a step record's budget
 				item.Pad = strings.Repeat("o", 800<<10)
 			}
@@ -197,7 +198,7 @@ func (w *tabWorld) plan() {
 				case p < 1 || i == heavy && p < 60: // three of them held make a record over the budget
 					pad = strings.Repeat("h", 270<<10)
 				case p < 2: // over the store's limit on an event
-					pad = strings.Repeat("H", eventstore.MaxEventSize+8<<10)
+					pad = strings.Repeat("H", storekit.MaxEventSize+8<<10)
 				}
 				if w.work.IntN(100) < 40 {
 					if len(pad) > 600<<10 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/upcast"
 )
@@ -78,7 +79,7 @@ func (s hangingStore[Tx]) DeleteDeadLetterTx(ctx context.Context, tx Tx, consume
 
 // hangingLetters is a dead letter store apart from the checkpoint's that
 // hangs right after a dead letter is parked in it.
-type hangingLetters struct{ eventstore.DeadLetterStore }
+type hangingLetters struct{ storekit.DeadLetterStore }
 
 func (s hangingLetters) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	got, err := s.DeadLetterStore.ParkDeadLetter(ctx, d)
@@ -102,7 +103,7 @@ func lettersDir(dir string) string { return filepath.Join(dir, "letters") }
 // dlConsumer builds the crash tests' consumer on st: item 5 fails while
 // down; a plain consumer writes its effects to the file effects, a line per
 // item.
-func dlConsumer[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], consumers ConsumerStore[Tx], letters eventstore.DeadLetterStore,
+func dlConsumer[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], consumers ConsumerStore[Tx], letters storekit.DeadLetterStore,
 	reg *codec.Registry, mode, effects string, down bool) *projection.Consumer {
 	fail := func(n int) error {
 		if down && n == 5 {
@@ -171,7 +172,7 @@ func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			dir := t.TempDir()
 			st := h.Open(t, dir)
 			effects := filepath.Join(dir, "effects.log")
-			var letters eventstore.DeadLetterStore
+			var letters storekit.DeadLetterStore
 			if mode == "park-foreign" {
 				require.NoError(t, os.Mkdir(lettersDir(dir), 0o700))
 				letters = h.Open(t, lettersDir(dir)).Consumers

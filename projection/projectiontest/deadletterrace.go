@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -92,7 +93,7 @@ func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
 // foreignParkHook is a dead letter store apart from the consumer's that
 // runs before, once, when a dead letter is parked in it.
 type foreignParkHook struct {
-	eventstore.DeadLetterStore
+	storekit.DeadLetterStore
 	once   sync.Once
 	before func()
 }
@@ -127,7 +128,7 @@ func testRacingForeignLetters[Tx any](t *testing.T, h Harness[Tx]) {
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
 	letters := h.New(t).Consumers
-	opts := func(dl eventstore.DeadLetterStore) projection.Options {
+	opts := func(dl storekit.DeadLetterStore) projection.Options {
 		return projection.Options{BatchSize: 4, Retry: projection.Retry{Attempts: 1}, DeadLetters: dl, Logger: quiet()}
 	}
 	sw := &crashSwitch{}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -49,14 +50,14 @@ func (s crashAfterPark[Tx]) ParkDeadLetterTx(ctx context.Context, tx Tx, d event
 	return got, err
 }
 
-func (s crashAfterPark[Tx]) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+func (s crashAfterPark[Tx]) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if s.sw.crashed.Load() {
 		return errCrashed
 	}
 	return s.ConsumerStore.SaveCheckpoint(ctx, name, expected, next, fence)
 }
 
-func (s crashAfterPark[Tx]) SaveCheckpointTx(ctx context.Context, tx Tx, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+func (s crashAfterPark[Tx]) SaveCheckpointTx(ctx context.Context, tx Tx, name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if s.sw.crashed.Load() {
 		return errCrashed
 	}
@@ -84,7 +85,7 @@ func (s crashAfterPark[Tx]) InTx(ctx context.Context, fn func(ctx context.Contex
 // lettersCrash is a dead letter store of its own (not the checkpoint's)
 // that flips sw once a dead letter is parked in it.
 type lettersCrash struct {
-	eventstore.DeadLetterStore
+	storekit.DeadLetterStore
 	sw *crashSwitch
 }
 
@@ -112,14 +113,14 @@ func testParkThenCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
 			sw := &crashSwitch{}
 			dying := crashAfterPark[Tx]{ConsumerStore: st.Consumers, sw: sw}
-			var letters eventstore.DeadLetterStore // nil: the checkpoint store's
-			var dyingLetters eventstore.DeadLetterStore
+			var letters storekit.DeadLetterStore // nil: the checkpoint store's
+			var dyingLetters storekit.DeadLetterStore
 			if mode == "foreign" {
 				letters = h.New(t).Consumers
 				dyingLetters = lettersCrash{DeadLetterStore: letters, sw: sw}
 			}
 			got := newSeen()
-			build := func(consumers ConsumerStore[Tx], dl eventstore.DeadLetterStore, down bool) *projection.Consumer {
+			build := func(consumers ConsumerStore[Tx], dl storekit.DeadLetterStore, down bool) *projection.Consumer {
 				fail := func(n int) error {
 					if down && n == 5 {
 						return errors.New("the payment service is down")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -87,11 +88,11 @@ func testLeaseHandOver[Tx any](t *testing.T, h Harness[Tx]) {
 // VM): while frozen, its renewals seem to succeed but change nothing, so
 // its lease lapses without it noticing.
 type frozenLeases struct {
-	eventstore.LeaseStore
+	storekit.LeaseStore
 	frozen atomic.Bool
 }
 
-func (f *frozenLeases) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+func (f *frozenLeases) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	if f.frozen.Load() {
 		return l, nil
 	}
@@ -219,7 +220,7 @@ func testSessionBesideRunWaits[Tx any](t *testing.T, h Harness[Tx]) {
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
 			require.Eventually(t, func() bool { return got.len() == 10 && r.leader(t) }, waitLimit, 5*time.Millisecond)
 			// The store names Run's session: the process, and the session's ID.
-			l, taken, err := st.Consumers.AcquireLease(context.Background(), "beside", "observer", eventstore.MinLeaseTTL)
+			l, taken, err := st.Consumers.AcquireLease(context.Background(), "beside", "observer", storekit.MinLeaseTTL)
 			require.NoError(t, err)
 			require.False(t, taken)
 			assert.NotEqual(t, "P1", l.Holder)

@@ -29,15 +29,16 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/upcast"
 )
 
 // ConsumerStore is everything a consumer keeps besides events, in one
 // store: checkpoints with the transactional hook, dead letters and leases.
 type ConsumerStore[Tx any] interface {
-	eventstore.TxCheckpointStore[Tx]
-	eventstore.DeadLetterStore
-	eventstore.LeaseStore
+	storekit.TxCheckpointStore[Tx]
+	storekit.DeadLetterStore
+	storekit.LeaseStore
 }
 
 // Stores are one backend's stores for one test.

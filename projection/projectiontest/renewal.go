@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -25,16 +26,16 @@ const hungLeaseTTL = 2 * time.Second
 // database), and so do later acquisitions, which only record that the
 // consumer went back to waiting.
 type hungLeases struct {
-	eventstore.LeaseStore
+	storekit.LeaseStore
 	mu        sync.Mutex
-	granted   eventstore.Lease // the store's answer, with its own expiry
-	hangSince time.Time        // when the first renewal started
+	granted   storekit.Lease // the store's answer, with its own expiry
+	hangSince time.Time      // when the first renewal started
 	acquired  bool
 	waiting   chan struct{} // closed when the consumer asks for the lease again
 	once      sync.Once
 }
 
-func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
+func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
 	h.mu.Lock()
 	first := !h.acquired
 	h.acquired = true
@@ -42,7 +43,7 @@ func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl 
 	if !first {
 		h.once.Do(func() { close(h.waiting) })
 		<-ctx.Done()
-		return eventstore.Lease{}, false, ctx.Err()
+		return storekit.Lease{}, false, ctx.Err()
 	}
 	l, ok, err := h.LeaseStore.AcquireLease(ctx, name, holder, ttl)
 	h.mu.Lock()
@@ -51,14 +52,14 @@ func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl 
 	return l, ok, err
 }
 
-func (h *hungLeases) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+func (h *hungLeases) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	h.mu.Lock()
 	if h.hangSince.IsZero() {
 		h.hangSince = time.Now()
 	}
 	h.mu.Unlock()
 	<-ctx.Done()
-	return eventstore.Lease{}, ctx.Err()
+	return storekit.Lease{}, ctx.Err()
 }
 
 // testHungRenewal runs a plain consumer, which has no transaction that a

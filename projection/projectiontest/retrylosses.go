@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -85,10 +86,10 @@ func testRetryRefusesADeadLetterClaimedElsewhere[Tx any](t *testing.T, h Harness
 }
 
 // losingLeases is a lease store whose renewals find the lease lost.
-type losingLeases struct{ eventstore.LeaseStore }
+type losingLeases struct{ storekit.LeaseStore }
 
-func (s losingLeases) RenewLease(_ context.Context, l eventstore.Lease, _ time.Duration) (eventstore.Lease, error) {
-	return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+func (s losingLeases) RenewLease(_ context.Context, l storekit.Lease, _ time.Duration) (storekit.Lease, error) {
+	return storekit.Lease{}, &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 }
 
 // testRetryThatLosesItsLeaseIsRefused: a retry takes the lease for itself
@@ -124,7 +125,7 @@ func testRetryThatLosesItsLeaseIsRefused[Tx any](t *testing.T, h Harness[Tx]) {
 // stallingLetters is a dead letter store whose claim renewals wait, for the
 // retries whose context carries stallRenewals, until stall is closed.
 type stallingLetters struct {
-	eventstore.DeadLetterStore
+	storekit.DeadLetterStore
 	stall   chan struct{}
 	stalled atomic.Int32
 }

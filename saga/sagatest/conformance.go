@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/reservation"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -27,8 +28,8 @@ type Stores struct {
 
 // ConsumerStore keeps a runner's checkpoints and dead letters.
 type ConsumerStore interface {
-	eventstore.CheckpointStore
-	eventstore.DeadLetterStore
+	storekit.CheckpointStore
+	storekit.DeadLetterStore
 }
 
 // Factory returns fresh stores for one test, and registers their cleanup

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -66,7 +67,7 @@ func WriteHistory(w io.Writer, history iter.Seq2[eventstore.Event, error]) error
 func ReadHistory(r io.Reader) iter.Seq2[eventstore.Event, error] {
 	return func(yield func(eventstore.Event, error) bool) {
 		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 2*eventstore.MaxEventSize)
+		sc.Buffer(nil, 2*storekit.MaxEventSize)
 		for line := 1; sc.Scan(); line++ {
 			var e eventstore.Event
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {

@@ -1,10 +1,11 @@
-package eventstore
+package storekit
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/clip"
 	"github.com/cairn-es/cairn/internal/trusted"
 )
@@ -27,18 +28,18 @@ const (
 
 // checkReserved refuses, unless ctx is an append of Cairn's own, a stream
 // or an event type or metadata key that only Cairn may write.
-func checkReserved(ctx context.Context, stream string, events []EventData) error {
+func checkReserved(ctx context.Context, stream string, events []eventstore.EventData) error {
 	if trusted.IsWriter(ctx) {
 		return nil
 	}
 	if strings.HasPrefix(stream, ReservedStreamPrefix) {
-		return &InvalidArgumentError{Stream: stream, Index: -1, Field: "stream",
+		return &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "stream",
 			Reason: fmt.Sprintf("starts with %q: saga instance streams are written by their runners only", ReservedStreamPrefix)}
 	}
 	for i := range events {
 		e := &events[i]
 		if strings.HasPrefix(e.Type, ReservedTypePrefix) {
-			return &InvalidArgumentError{Stream: stream, Index: i, Field: "type",
+			return &eventstore.InvalidArgumentError{Stream: stream, Index: i, Field: "type",
 				Reason: fmt.Sprintf("%s starts with %q, which is reserved for the records Cairn writes itself", clip.Quote(e.Type), ReservedTypePrefix)}
 		}
 		// The least reserved key, so that one input gets one message,
@@ -50,7 +51,7 @@ func checkReserved(ctx context.Context, stream string, events []EventData) error
 			}
 		}
 		if reserved != "" {
-			return &InvalidArgumentError{Stream: stream, Index: i, Field: "metadata",
+			return &eventstore.InvalidArgumentError{Stream: stream, Index: i, Field: "metadata",
 				Reason: fmt.Sprintf("key %s starts with %q, which is reserved for the metadata Cairn sets itself", clip.Quote(reserved), ReservedTypePrefix)}
 		}
 	}

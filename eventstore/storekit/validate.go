@@ -1,4 +1,4 @@
-package eventstore
+package storekit
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/names"
 
 	"github.com/google/uuid"
 
@@ -18,14 +21,18 @@ import (
 // append size is 1 MiB; the others follow it.
 const (
 	// MaxStreamLen is the longest stream name, in bytes.
-	MaxStreamLen = 512
+	MaxStreamLen = names.MaxStreamLen
 	// MaxTypeLen is the longest event type name, in bytes.
-	MaxTypeLen = 256
+	MaxTypeLen = names.MaxTypeLen
 	// MaxEventSize is the largest event, in bytes of data plus metadata.
 	MaxEventSize = 1 << 20
 	// MaxAppendEvents is the largest number of events in one append.
 	MaxAppendEvents = 10_000
-	// MaxCommandIDLen is the longest command ID ([Metadata.CommandID]), in
+	// MaxFilterTypes is the most event types one filter may list.
+	MaxFilterTypes = names.MaxFilterTypes
+	// MaxFilterPrefixes is the most stream prefixes one filter may list.
+	MaxFilterPrefixes = names.MaxFilterPrefixes
+	// MaxCommandIDLen is the longest command ID ([eventstore.Metadata.CommandID]), in
 	// bytes. PostgreSQL indexes a stream's command IDs, and a B-tree entry
 	// of (stream, command ID) must stay under its 2,704-byte limit for the
 	// longest stream name; a queue's message ID is far shorter.
@@ -35,32 +42,32 @@ const (
 // PrepareAppend checks an append's arguments and returns the events to
 // write: copies that share no memory with the caller's, with a new UUIDv7
 // for every zero ID. Every store calls it first, with the append's ctx, so
-// that all reject the same input with the same [*InvalidArgumentError]:
+// that all reject the same input with the same [*eventstore.InvalidArgumentError]:
 // among it, a saga stream ([ReservedStreamPrefix]) or a type or metadata
 // key with [ReservedTypePrefix], which only Cairn's own writers append.
-func PrepareAppend(ctx context.Context, stream string, events []EventData) ([]EventData, error) {
+func PrepareAppend(ctx context.Context, stream string, events []eventstore.EventData) ([]eventstore.EventData, error) {
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
 	}
 	if len(events) == 0 {
-		return nil, &InvalidArgumentError{Stream: stream, Index: -1, Field: "events", Reason: "is empty: an append needs at least one event"}
+		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "events", Reason: "is empty: an append needs at least one event"}
 	}
 	if len(events) > MaxAppendEvents {
-		return nil, &InvalidArgumentError{Stream: stream, Index: -1, Field: "events",
+		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "events",
 			Reason: fmt.Sprintf("has %d events, more than the limit of %d", len(events), MaxAppendEvents)}
 	}
-	out := make([]EventData, len(events))
+	out := make([]eventstore.EventData, len(events))
 	seen := make(map[uuid.UUID]int, len(events))
 	for i, e := range events {
 		bad := func(field, reason string) error {
-			return &InvalidArgumentError{Stream: stream, Index: i, Field: field, Reason: reason}
+			return &eventstore.InvalidArgumentError{Stream: stream, Index: i, Field: field, Reason: reason}
 		}
 		if field, reason := eventDataProblem(&e); reason != "" {
 			return nil, bad(field, reason)
 		}
 		e = e.Clone()
 		if e.ID == (uuid.UUID{}) {
-			e.ID = NewEventID()
+			e.ID = eventstore.NewEventID()
 		}
 		if j, dup := seen[e.ID]; dup {
 			return nil, bad("id", fmt.Sprintf("%s repeats the ID of event %d in the same append", e.ID, j))
@@ -79,8 +86,8 @@ func PrepareAppend(ctx context.Context, stream string, events []EventData) ([]Ev
 // PrepareAppend and CheckDeadLetter apply the one rule. Metadata is checked
 // in a fixed order (correlation ID, causation ID, command ID, then Extra by
 // sorted key), so that one input always gets one message.
-func eventDataProblem(e *EventData) (field, reason string) {
-	if reason := typeNameProblem(e.Type); reason != "" {
+func eventDataProblem(e *eventstore.EventData) (field, reason string) {
+	if reason := names.TypeProblem(e.Type); reason != "" {
 		return "type", reason
 	}
 	if e.Data == nil {
@@ -89,7 +96,7 @@ func eventDataProblem(e *EventData) (field, reason string) {
 	if field, reason := metadataProblem(&e.Metadata); reason != "" {
 		return field, reason
 	}
-	if size := e.bytes(); size > MaxEventSize {
+	if size := eventBytes(e); size > MaxEventSize {
 		return "data", fmt.Sprintf("with metadata is %d bytes, more than the limit of %d", size, MaxEventSize)
 	}
 	return "", ""
@@ -101,22 +108,22 @@ func eventDataProblem(e *EventData) (field, reason string) {
 // order, each valid UTF-8 without NUL bytes (and keys printable and not
 // empty), and a command ID of at most [MaxCommandIDLen] bytes. The error's
 // Field is "correlation ID", "causation ID", "command ID" or "metadata".
-func ValidateMetadata(md Metadata) error {
+func ValidateMetadata(md eventstore.Metadata) error {
 	if field, reason := metadataProblem(&md); reason != "" {
-		return &InvalidArgumentError{Index: -1, Field: field, Reason: reason}
+		return &eventstore.InvalidArgumentError{Index: -1, Field: field, Reason: reason}
 	}
 	return nil
 }
 
 // metadataProblem is the metadata part of eventDataProblem, in its fixed
 // order.
-func metadataProblem(md *Metadata) (field, reason string) {
+func metadataProblem(md *eventstore.Metadata) (field, reason string) {
 	for _, id := range [...]struct{ name, v string }{
 		{"correlation ID", md.CorrelationID},
 		{"causation ID", md.CausationID},
 		{"command ID", md.CommandID},
 	} {
-		if !storableText(id.v) {
+		if !names.StorableText(id.v) {
 			return id.name, fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(id.v))
 		}
 	}
@@ -128,9 +135,9 @@ func metadataProblem(md *Metadata) (field, reason string) {
 		switch {
 		case k == "":
 			return "metadata", "has an empty key"
-		case !utf8.ValidString(k) || strings.ContainsFunc(k, isControl):
+		case !utf8.ValidString(k) || strings.ContainsFunc(k, names.IsControl):
 			return "metadata", fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k))
-		case !storableText(v):
+		case !names.StorableText(v):
 			return "metadata", fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k))
 		}
 	}
@@ -139,7 +146,7 @@ func metadataProblem(md *Metadata) (field, reason string) {
 
 // bytes is what e counts against [MaxEventSize] (and a page against
 // [MaxPageBytes]): its data and metadata.
-func (e *EventData) bytes() int {
+func eventBytes(e *eventstore.EventData) int {
 	md := &e.Metadata
 	size := len(e.Data) + len(md.CorrelationID) + len(md.CausationID) + len(md.CommandID)
 	for k, v := range md.Extra {
@@ -152,55 +159,19 @@ func (e *EventData) bytes() int {
 // bytes of printable UTF-8, and not starting with "$", which KurrentDB
 // reserves for its own streams.
 func ValidateStream(stream string) error {
-	if reason := streamNameProblem(stream); reason != "" {
-		return &InvalidArgumentError{Stream: stream, Index: -1, Field: "stream name", Reason: reason}
+	if reason := names.StreamProblem(stream); reason != "" {
+		return &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "stream name", Reason: reason}
 	}
 	return nil
 }
 
-// streamNameProblem says what is wrong with a stream name, or "".
-func streamNameProblem(stream string) string {
-	switch {
-	case stream == "":
-		return "is empty"
-	case len(stream) > MaxStreamLen:
-		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(stream), MaxStreamLen)
-	case !utf8.ValidString(stream) || strings.ContainsFunc(stream, isControl):
-		return "is not printable UTF-8"
-	case strings.HasPrefix(stream, "$"):
-		return `starts with "$", which is reserved for system streams`
-	}
-	return ""
-}
-
-// ValidateType checks an event type name as [Store.Append] takes it: not
+// ValidateType checks an event type name as [eventstore.Store.Append] takes it: not
 // empty, at most [MaxTypeLen] bytes of printable UTF-8. The codec checks
 // registered names, and upcasters' names, with it, so that every name it
 // accepts can be stored; snapshots' types follow the same rule.
 func ValidateType(typ string) error {
-	if reason := typeNameProblem(typ); reason != "" {
-		return &InvalidArgumentError{Index: -1, Field: "type", Reason: reason}
+	if reason := names.TypeProblem(typ); reason != "" {
+		return &eventstore.InvalidArgumentError{Index: -1, Field: "type", Reason: reason}
 	}
 	return nil
 }
-
-// typeNameProblem says what is wrong with an event type name, or "" when
-// nothing is: appends and filters apply the one rule.
-func typeNameProblem(typ string) string {
-	switch {
-	case typ == "":
-		return "is empty"
-	case len(typ) > MaxTypeLen:
-		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(typ), MaxTypeLen)
-	case !utf8.ValidString(typ) || strings.ContainsFunc(typ, isControl):
-		return fmt.Sprintf("%s is not printable UTF-8", clip.Quote(typ))
-	}
-	return ""
-}
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
-
-// storableText reports whether s can be stored as text by every store:
-// valid UTF-8 (SQLite's JSON, PostgreSQL's text and jsonb) and no NUL byte,
-// which PostgreSQL's text cannot hold.
-func storableText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }

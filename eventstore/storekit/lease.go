@@ -1,10 +1,12 @@
-package eventstore
+package storekit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/names"
 
 	"github.com/cairn-es/cairn/internal/clip"
 )
@@ -27,16 +29,13 @@ type Lease struct {
 // StoredLease is the lease that a SQL store read back for name: its
 // holder, its fence as the store keeps it (see [Fence.Int64]), and when it
 // expires (the zero time once released: it has lapsed). A fence below 1,
-// which no store writes, is reported as [ErrCorrupt].
+// which no store writes, is reported as [eventstore.ErrCorrupt].
 func StoredLease(name, holder string, fence int64, expires time.Time) (Lease, error) {
 	if fence <= 0 {
-		return Lease{}, fmt.Errorf("%w: lease %q has fence %d", ErrCorrupt, name, fence)
+		return Lease{}, fmt.Errorf("%w: lease %q has fence %d", eventstore.ErrCorrupt, name, fence)
 	}
 	return Lease{Name: name, Holder: holder, Fence: Fence(fence), Expires: expires}, nil
 }
-
-// ErrLeaseLost matches a [*LeaseLostError].
-var ErrLeaseLost = errors.New("lease lost")
 
 // LeaseLostError reports a renewal or release of a lease that the caller no
 // longer holds: it expired and another holder acquired it, or it was
@@ -52,7 +51,7 @@ func (e *LeaseLostError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrLeaseLost) true.
-func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+func (e *LeaseLostError) Is(target error) bool { return target == eventstore.ErrLeaseLost }
 
 // LeaseStore hands out one lease per consumer name, so that of several
 // processes running the same consumer only one applies effects.
@@ -115,7 +114,7 @@ func ValidateLease(name, holder string, ttl time.Duration) error {
 		return err
 	}
 	bad := func(reason string) error {
-		return &InvalidArgumentError{Consumer: name, Index: -1, Field: "lease TTL", Reason: reason}
+		return &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "lease TTL", Reason: reason}
 	}
 	switch {
 	case ttl < MinLeaseTTL:
@@ -135,14 +134,14 @@ func ValidateHeldLease(l Lease) error {
 		return err
 	}
 	bad := func(reason string) error {
-		return &InvalidArgumentError{Consumer: l.Name, Index: -1, Field: "lease holder", Reason: reason}
+		return &eventstore.InvalidArgumentError{Consumer: l.Name, Index: -1, Field: "lease holder", Reason: reason}
 	}
 	switch {
 	case l.Holder == "":
 		return bad("is empty")
 	case len(l.Holder) > MaxStreamLen:
 		return bad(fmt.Sprintf("is %d bytes long, more than the limit of %d", len(l.Holder), MaxStreamLen))
-	case !storableText(l.Holder):
+	case !names.StorableText(l.Holder):
 		return bad(fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(l.Holder)))
 	}
 	return nil

@@ -1,56 +1,22 @@
-package eventstore
+package storekit
 
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/names"
+
 	"github.com/google/uuid"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/internal/clip"
 )
-
-// DeadLetter is an event that a consumer's handler kept failing on, parked
-// so that the events after it are not held up.
-type DeadLetter struct {
-	// ID identifies the dead letter: a ULID in text form (26 characters),
-	// so that dead letters sort by when they were first parked.
-	ID string
-	// Consumer is the name of the consumer that parked it.
-	Consumer string
-	// Event is the whole stored event, as the store returned it (before
-	// upcasting), so that a retry decodes it with the code of its time.
-	Event Event
-	// Part is the index of the failed value among those the event decodes
-	// into (see codec.Decoded); 0 for events that are not split.
-	Part int
-	// Error is the text of the last failure.
-	Error string
-	// Attempts counts the handler runs that failed, retries included.
-	Attempts int
-	// FirstFailure and LastFailure are when the first and the last failed
-	// attempt ended, in UTC.
-	FirstFailure, LastFailure time.Time
-	// Generation counts the times the dead letter was stored: 1 when it
-	// was first parked, one more each time it was parked again. Set, in a
-	// dead letter to park, it makes the park a compare-and-set on it (see
-	// [DeadLetterStore.ParkDeadLetter]).
-	Generation uint64
-	// ClaimedUntil is when the claim of a retry running on the dead letter
-	// expires; zero when none claims it. A retry claims the dead letter
-	// before it applies anything, renews the claim while it runs and
-	// clears it when it records a failure, so that a second retry of the
-	// same dead letter meanwhile is refused instead of applying its event
-	// again; the claim of a retry that crashed lapses at this time. Stores
-	// keep it as each park gives it.
-	ClaimedUntil time.Time
-}
 
 // DeadLetterKey is what identifies a dead letter and the state it is in,
 // without its event's payload: what a consumer needs to resolve the dead
@@ -64,19 +30,10 @@ type DeadLetterKey struct {
 	EventID uuid.UUID
 	Part    int
 	// Position is the event's.
-	Position Position
-	// Generation is the dead letter's (see [DeadLetter.Generation]).
+	Position eventstore.Position
+	// Generation is the dead letter's (see [eventstore.DeadLetter.Generation]).
 	Generation uint64
 }
-
-// Key returns the key of d.
-func (d DeadLetter) Key() DeadLetterKey {
-	return DeadLetterKey{ID: d.ID, Stream: d.Event.StreamID, EventID: d.Event.ID, Part: d.Part,
-		Position: d.Event.Position, Generation: d.Generation}
-}
-
-// ErrDeadLetterNotFound matches a [*DeadLetterNotFoundError].
-var ErrDeadLetterNotFound = errors.New("dead letter not found")
 
 // DeadLetterNotFoundError reports a dead letter ID that a consumer does not
 // have (never parked, or already retried or skipped).
@@ -90,16 +47,15 @@ func (e *DeadLetterNotFoundError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrDeadLetterNotFound) true.
-func (e *DeadLetterNotFoundError) Is(target error) bool { return target == ErrDeadLetterNotFound }
-
-// ErrDeadLetterChanged matches a [*DeadLetterChangedError].
-var ErrDeadLetterChanged = errors.New("dead letter changed since it was read")
+func (e *DeadLetterNotFoundError) Is(target error) bool {
+	return target == eventstore.ErrDeadLetterNotFound
+}
 
 // DeadLetterChangedError reports a park that was a compare-and-set on a
 // dead letter's generation (a failed retry recording its failure) and
 // found the dead letter changed since it was read: parked again (Actual is
 // its generation now), or deleted (Actual is 0; the error then also
-// matches [ErrDeadLetterNotFound]), by a concurrent retry, a skip or the
+// matches [eventstore.ErrDeadLetterNotFound]), by a concurrent retry, a skip or the
 // consumer. Nothing was written.
 type DeadLetterChangedError struct {
 	Consumer string
@@ -121,10 +77,10 @@ func (e *DeadLetterChangedError) Error() string {
 		clip.Quote(e.Consumer), clip.Quote(e.ID), e.Version, clip.Quote(e.Stream), e.Part, now, e.Generation)
 }
 
-// Is makes errors.Is match [ErrDeadLetterChanged], and
-// [ErrDeadLetterNotFound] when the dead letter is gone.
+// Is makes errors.Is match [eventstore.ErrDeadLetterChanged], and
+// [eventstore.ErrDeadLetterNotFound] when the dead letter is gone.
 func (e *DeadLetterChangedError) Is(target error) bool {
-	return target == ErrDeadLetterChanged || (e.Actual == 0 && target == ErrDeadLetterNotFound)
+	return target == eventstore.ErrDeadLetterChanged || (e.Actual == 0 && target == eventstore.ErrDeadLetterNotFound)
 }
 
 // DeadLetterStore keeps parked events per consumer.
@@ -153,20 +109,20 @@ type DeadLetterStore interface {
 	// dead letter d.ID (which must be set, and be of d's event and part)
 	// only while it is at that generation, and otherwise writes nothing
 	// and returns a [*DeadLetterChangedError] (see [CheckDeadLetterGeneration]).
-	ParkDeadLetter(ctx context.Context, d DeadLetter) (DeadLetter, error)
+	ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error)
 	// DeadLetters yields the dead letters of consumer, oldest first (by ID).
-	DeadLetters(ctx context.Context, consumer string) iter.Seq2[DeadLetter, error]
+	DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error]
 	// DeadLetterKeys yields the keys of consumer's dead letters whose events
 	// lie after after and not after through, in the order of their events'
 	// positions (then parts), without reading their payloads: a consumer
 	// resuming from a checkpoint asks for the dead letters of the events it
 	// is to handle again, a bounded range, and needs no more. Positions
-	// compare as [Position.Compare] says; a store with a SQL column for the
+	// compare as [eventstore.Position.Compare] says; a store with a SQL column for the
 	// major half can select on it and refine in Go ([DeadLetterKeyRange],
 	// [SortDeadLetterKeys]).
-	DeadLetterKeys(ctx context.Context, consumer string, after, through Position) iter.Seq2[DeadLetterKey, error]
+	DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[DeadLetterKey, error]
 	// DeadLetter returns one dead letter, or a [*DeadLetterNotFoundError].
-	DeadLetter(ctx context.Context, consumer, id string) (DeadLetter, error)
+	DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error)
 	// CountDeadLetters returns how many dead letters consumer has.
 	CountDeadLetters(ctx context.Context, consumer string) (int, error)
 	// DeleteDeadLetter removes a dead letter (it was retried successfully or
@@ -176,12 +132,12 @@ type DeadLetterStore interface {
 
 // CheckDeadLetter checks a dead letter to park, as every
 // [DeadLetterStore] does first, so that all of them store the same dead
-// letters and refuse the others with the same [*InvalidArgumentError]:
+// letters and refuse the others with the same [*eventstore.InvalidArgumentError]:
 //
 //   - a valid consumer name, and an ID that is empty or a ULID;
 //   - an event that a store could have returned: an ID, a position other
 //     than the start, a version and a position major below 2^63, a valid
-//     stream name, and a type, metadata and size as [Store.Append] takes
+//     stream name, and a type, metadata and size as [eventstore.Store.Append] takes
 //     them (nil Data counts as empty);
 //   - a Part and Attempts from 0 to 2^31-1;
 //   - a Generation below 2^63, and an ID when it is set;
@@ -192,12 +148,12 @@ type DeadLetterStore interface {
 //
 // The Field of the error names the dead letter's field: "dead letter part",
 // "dead letter event type", "dead letter time", ...
-func CheckDeadLetter(d DeadLetter) error {
+func CheckDeadLetter(d eventstore.DeadLetter) error {
 	if err := ValidateConsumerName(d.Consumer); err != nil {
 		return err
 	}
 	bad := func(field, reason string) error {
-		return &InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: "dead letter " + field, Reason: reason}
+		return &eventstore.InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: "dead letter " + field, Reason: reason}
 	}
 	e := d.Event
 	switch {
@@ -219,10 +175,10 @@ func CheckDeadLetter(d DeadLetter) error {
 		return bad("generation", fmt.Sprintf("is %d, beyond any stored dead letter's (below 2^63)", d.Generation))
 	case d.Generation != 0 && d.ID == "":
 		return bad("ID", "is empty, and a park with a generation updates the dead letter that its ID names")
-	case !storableText(d.Error):
+	case !names.StorableText(d.Error):
 		return bad("error", fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(d.Error)))
 	}
-	if reason := streamNameProblem(e.StreamID); reason != "" {
+	if reason := names.StreamProblem(e.StreamID); reason != "" {
 		return bad("stream", reason)
 	}
 	if e.Data == nil {
@@ -250,21 +206,21 @@ func CheckDeadLetter(d DeadLetter) error {
 
 // CheckDeadLetterID decides a park of d whose ID the store already holds for
 // the dead letter of (stream, eventID, part): nil when that is d's own key
-// (parking it again updates it); otherwise an [*InvalidArgumentError] with
+// (parking it again updates it); otherwise an [*eventstore.InvalidArgumentError] with
 // Field "dead letter ID", since one ID cannot name two dead letters. Every
 // store calls it, and writes nothing when it refuses.
-func CheckDeadLetterID(d DeadLetter, stream string, eventID uuid.UUID, part int) error {
+func CheckDeadLetterID(d eventstore.DeadLetter, stream string, eventID uuid.UUID, part int) error {
 	if stream == d.Event.StreamID && eventID == d.Event.ID && part == d.Part {
 		return nil
 	}
-	return &InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: "dead letter ID",
+	return &eventstore.InvalidArgumentError{Stream: d.Event.StreamID, Consumer: d.Consumer, Index: -1, Field: "dead letter ID",
 		Reason: fmt.Sprintf("%s is already used by the dead letter of event %s (stream %s, part %d), not of event %s part %d",
 			clip.Quote(d.ID), eventID, clip.Quote(stream), part, d.Event.ID, d.Part)}
 }
 
 // CheckDeadLetterLookup checks the arguments of [DeadLetterStore.DeadLetter]
 // and [DeadLetterStore.DeleteDeadLetter] as every store does first: a
-// consumer name that is not valid is an [*InvalidArgumentError]; an ID that
+// consumer name that is not valid is an [*eventstore.InvalidArgumentError]; an ID that
 // is not a ULID, which no stored dead letter has, is a
 // [*DeadLetterNotFoundError] without asking the store (which might not even
 // be able to compare it, as PostgreSQL cannot text with a NUL byte).
@@ -282,10 +238,10 @@ func CheckDeadLetterLookup(consumer, id string) error {
 // (the compare-and-set of [DeadLetterStore.ParkDeadLetter]) against the
 // dead letter that the store holds under d.ID, stored (nil when it holds
 // none): nil when stored is d's event part at d.Generation; an
-// [*InvalidArgumentError] when d.ID names the dead letter of another event
+// [*eventstore.InvalidArgumentError] when d.ID names the dead letter of another event
 // part (see [CheckDeadLetterID]); otherwise a [*DeadLetterChangedError].
 // Every store calls it, and writes nothing when it refuses.
-func CheckDeadLetterGeneration(d DeadLetter, stored *DeadLetterKey) error {
+func CheckDeadLetterGeneration(d eventstore.DeadLetter, stored *DeadLetterKey) error {
 	changed := &DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
 		Version: d.Event.Version, Part: d.Part, Generation: d.Generation}
 	if stored == nil {
@@ -328,7 +284,7 @@ func ListSeq[T any](list func() ([]T, error)) iter.Seq2[T, error] {
 // majors are below 2^63, see [CheckDeadLetter]), and false when none can
 // be in it. The rows selected so still need [SortDeadLetterKeys], which
 // drops those that the minor halves put outside the range.
-func DeadLetterKeyRange(after, through Position) (lo, hi int64, ok bool) {
+func DeadLetterKeyRange(after, through eventstore.Position) (lo, hi int64, ok bool) {
 	if after.Major > math.MaxInt64 || !after.Before(through) {
 		return 0, 0, false
 	}
@@ -338,7 +294,7 @@ func DeadLetterKeyRange(after, through Position) (lo, hi int64, ok bool) {
 // SortDeadLetterKeys keeps the keys whose positions are after after and
 // not after through, in the order DeadLetterKeys yields them: by
 // position, then part, then ID.
-func SortDeadLetterKeys(keys []DeadLetterKey, after, through Position) []DeadLetterKey {
+func SortDeadLetterKeys(keys []DeadLetterKey, after, through eventstore.Position) []DeadLetterKey {
 	keys = slices.DeleteFunc(keys, func(k DeadLetterKey) bool {
 		return !after.Before(k.Position) || through.Before(k.Position)
 	})
@@ -346,4 +302,10 @@ func SortDeadLetterKeys(keys []DeadLetterKey, after, through Position) []DeadLet
 		return cmp.Or(a.Position.Compare(b.Position), cmp.Compare(a.Part, b.Part), cmp.Compare(a.ID, b.ID))
 	})
 	return keys
+}
+
+// KeyOf returns the key of dead letter d.
+func KeyOf(d eventstore.DeadLetter) DeadLetterKey {
+	return DeadLetterKey{ID: d.ID, Stream: d.Event.StreamID, EventID: d.Event.ID, Part: d.Part,
+		Position: d.Event.Position, Generation: d.Generation}
 }

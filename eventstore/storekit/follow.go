@@ -1,4 +1,4 @@
-package eventstore
+package storekit
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/cairn-es/cairn/eventstore"
 )
 
 // Page is one read of a store's global log, the primitive on which
@@ -13,12 +15,12 @@ import (
 type Page struct {
 	// Events are the matching events after the read's start, in position
 	// order, at most the read's limit.
-	Events []Event
+	Events []eventstore.Event
 	// Through is the position through which the read looked: every matching
 	// event after the read's start, up to and including Through, is in
 	// Events. When the page is Full, Through is the last event's position;
 	// otherwise it is the end of the log as the read saw it.
-	Through Position
+	Through eventstore.Position
 	// Full reports a read that stopped at its limit of events, or at
 	// [MaxPageBytes]: more events may follow Through.
 	Full bool
@@ -32,7 +34,7 @@ const MaxPageBytes = 4 << 20
 
 // PageBytes counts e against [MaxPageBytes]: its data and metadata, as
 // [MaxEventSize] counts them.
-func PageBytes(e *Event) int { return e.bytes() }
+func PageBytes(e *eventstore.Event) int { return eventBytes(&e.EventData) }
 
 // PageFull reports whether a page of n events holding size bytes (the sum
 // of their [PageBytes]) is full under a limit of limit events: a page
@@ -40,29 +42,29 @@ func PageBytes(e *Event) int { return e.bytes() }
 func PageFull(n, limit, size int) bool { return n >= limit || size >= MaxPageBytes }
 
 // PageReader reads one [Page] of at most limit events after position after.
-type PageReader func(ctx context.Context, after Position, filter Filter, limit int) (Page, error)
+type PageReader func(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (Page, error)
 
 // DefaultPageSize is the number of events a page read asks for when the
 // caller does not say.
 const DefaultPageSize = 512
 
-// ReadPages implements [Store.ReadAll] on a [PageReader]: it checks the
-// filter (see [Filter.Validate]), then reads page after page until one
+// ReadPages implements [eventstore.Store.ReadAll] on a [PageReader]: it checks the
+// filter (see [eventstore.Filter.Validate]), then reads page after page until one
 // comes back not Full, so memory stays flat however long the log is and
 // however large its events.
-func ReadPages(ctx context.Context, after Position, filter Filter, read PageReader, pageSize int) iter.Seq2[Event, error] {
+func ReadPages(ctx context.Context, after eventstore.Position, filter eventstore.Filter, read PageReader, pageSize int) iter.Seq2[eventstore.Event, error] {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
-	return func(yield func(Event, error) bool) {
+	return func(yield func(eventstore.Event, error) bool) {
 		if err := filter.Validate(); err != nil {
-			yield(Event{}, err)
+			yield(eventstore.Event{}, err)
 			return
 		}
 		for {
 			page, err := read(ctx, after, filter, pageSize)
 			if err != nil {
-				yield(Event{}, err)
+				yield(eventstore.Event{}, err)
 				return
 			}
 			for _, e := range page.Events {
@@ -93,7 +95,7 @@ type FollowOptions struct {
 	// process's). Zero means [DefaultPollInterval] without Changed and no
 	// polling with it.
 	PollInterval time.Duration
-	// Closed is closed when the store closes; Follow then yields [ErrClosed].
+	// Closed is closed when the store closes; Follow then yields [eventstore.ErrClosed].
 	Closed <-chan struct{}
 	// Transient reports read errors worth retrying (a dropped connection).
 	// Follow logs them, waits PollInterval (or one second) and reads again
@@ -107,11 +109,11 @@ type FollowOptions struct {
 // it.
 const DefaultPollInterval = 100 * time.Millisecond
 
-// Follow implements [Store.Subscribe] on a [PageReader]: it checks the
-// filter (see [Filter.Validate]), then reads pages until it is caught up,
+// Follow implements [eventstore.Store.Subscribe] on a [PageReader]: it checks the
+// filter (see [eventstore.Filter.Validate]), then reads pages until it is caught up,
 // then waits for a wake-up, a poll tick, the end of ctx or the store's
 // closing, and reads again from the last position it looked through. It never skips an event that the reader's pages report.
-func Follow(ctx context.Context, after Position, filter Filter, read PageReader, opts FollowOptions) iter.Seq2[Event, error] {
+func Follow(ctx context.Context, after eventstore.Position, filter eventstore.Filter, read PageReader, opts FollowOptions) iter.Seq2[eventstore.Event, error] {
 	pageSize := opts.PageSize
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
@@ -124,9 +126,9 @@ func Follow(ctx context.Context, after Position, filter Filter, read PageReader,
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return func(yield func(Event, error) bool) {
+	return func(yield func(eventstore.Event, error) bool) {
 		if err := filter.Validate(); err != nil {
-			yield(Event{}, err)
+			yield(eventstore.Event{}, err)
 			return
 		}
 		var timer *time.Timer
@@ -143,14 +145,14 @@ func Follow(ctx context.Context, after Position, filter Filter, read PageReader,
 			caughtUp := true
 			switch {
 			case err != nil && ctx.Err() != nil:
-				yield(Event{}, ctx.Err())
+				yield(eventstore.Event{}, ctx.Err())
 				return
 			case err != nil && opts.Transient != nil && opts.Transient(err):
 				logger.WarnContext(ctx, "eventstore: subscription read failed; retrying",
 					slog.String("after", after.String()), slog.Any("error", err))
 				wake = nil // wait for the timer, not a commit, before retrying
 			case err != nil:
-				yield(Event{}, err)
+				yield(eventstore.Event{}, err)
 				return
 			default:
 				for _, e := range page.Events {
@@ -165,7 +167,7 @@ func Follow(ctx context.Context, after Position, filter Filter, read PageReader,
 			}
 			if !caughtUp {
 				if ctx.Err() != nil {
-					yield(Event{}, ctx.Err())
+					yield(eventstore.Event{}, ctx.Err())
 					return
 				}
 				continue
@@ -179,10 +181,10 @@ func Follow(ctx context.Context, after Position, filter Filter, read PageReader,
 			}
 			select {
 			case <-ctx.Done():
-				yield(Event{}, ctx.Err())
+				yield(eventstore.Event{}, ctx.Err())
 				return
 			case <-opts.Closed:
-				yield(Event{}, ErrClosed)
+				yield(eventstore.Event{}, eventstore.ErrClosed)
 				return
 			case <-wake:
 			case <-tick:

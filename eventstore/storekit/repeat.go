@@ -1,6 +1,9 @@
-package eventstore
+package storekit
 
-import "github.com/google/uuid"
+import (
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/google/uuid"
+)
 
 // Repeat is what a store knows about an append whose event IDs it already
 // holds: the stream versions at which it found them.
@@ -8,8 +11,8 @@ type Repeat struct {
 	// Stored maps each event ID of the append that the stream already holds
 	// to its stream version. Stores look up only the append's own IDs.
 	Stored map[uuid.UUID]uint64
-	// Current is the stream's state: [NoStream] or its last version.
-	Current ExpectedVersion
+	// Current is the stream's state: [eventstore.NoStream] or its last version.
+	Current eventstore.ExpectedVersion
 }
 
 // CheckRepeat decides what an append means when the stream already holds
@@ -17,10 +20,10 @@ type Repeat struct {
 // them (the append proceeds as usual); found true with the version of the
 // first event when it holds all of them, in order, at consecutive versions,
 // at the place the expected version names (the append is a repeat: write
-// nothing and report a duplicate); or an [*EventIDConflictError] otherwise:
+// nothing and report a duplicate); or an [*eventstore.EventIDConflictError] otherwise:
 // for a partial repeat, and for an exact repeat that the expected version
 // puts at another place (Displaced set).
-func CheckRepeat(stream string, expected ExpectedVersion, events []EventData, r Repeat) (first uint64, found bool, err error) {
+func CheckRepeat(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData, r Repeat) (first uint64, found bool, err error) {
 	if len(r.Stored) == 0 {
 		return 0, false, nil
 	}
@@ -32,12 +35,12 @@ func CheckRepeat(stream string, expected ExpectedVersion, events []EventData, r 
 	if !ok {
 		for i, e := range events {
 			if v, held := r.Stored[e.ID]; held {
-				return 0, false, &EventIDConflictError{Stream: stream, EventID: e.ID, Index: i, StoredVersion: v}
+				return 0, false, &eventstore.EventIDConflictError{Stream: stream, EventID: e.ID, Index: i, StoredVersion: v}
 			}
 		}
 	}
 	if !repeatFits(expected, first) {
-		return 0, false, &EventIDConflictError{Stream: stream, EventID: events[0].ID, Index: 0, StoredVersion: first,
+		return 0, false, &eventstore.EventIDConflictError{Stream: stream, EventID: events[0].ID, Index: 0, StoredVersion: first,
 			Displaced: true, Expected: expected}
 	}
 	return first, true, nil
@@ -45,7 +48,7 @@ func CheckRepeat(stream string, expected ExpectedVersion, events []EventData, r 
 
 // repeatFits reports whether an append with expected version e would have
 // written its first event at version first.
-func repeatFits(e ExpectedVersion, first uint64) bool {
+func repeatFits(e eventstore.ExpectedVersion, first uint64) bool {
 	switch {
 	case e.IsNoStream():
 		return first == 0
@@ -55,4 +58,14 @@ func repeatFits(e ExpectedVersion, first uint64) bool {
 		v, exact := e.Version()
 		return !exact || v+1 == first
 	}
+}
+
+// StreamState returns the ExpectedVersion that describes a stream whose
+// last event has version last, or [eventstore.NoStream] when exists is false. Stores
+// use it to report the actual state in a [*eventstore.WrongVersionError].
+func StreamState(last uint64, exists bool) eventstore.ExpectedVersion {
+	if !exists {
+		return eventstore.NoStream
+	}
+	return eventstore.Exact(last)
 }

@@ -1,10 +1,13 @@
-package eventstore
+package storekit
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/names"
 )
 
 // Snapshot is the state of one aggregate after the event at Version of its
@@ -35,7 +38,7 @@ type SnapshotStore interface {
 	// stored before, whatever its version: the last save wins. Saving is
 	// best-effort for callers (a lost snapshot costs a longer replay), so a
 	// store need not make it durable before it returns. Malformed input
-	// returns an [*InvalidArgumentError] and stores nothing.
+	// returns an [*eventstore.InvalidArgumentError] and stores nothing.
 	SaveSnapshot(ctx context.Context, s Snapshot) error
 
 	// LoadSnapshot returns the snapshot of stream and true, or false when
@@ -45,18 +48,18 @@ type SnapshotStore interface {
 
 // ValidateSnapshot checks a snapshot to save: a valid stream name, a
 // version that a stream can reach (below 2^63, as SQL stores keep
-// versions), a type name as [Store.Append] takes one (see [ValidateType]),
+// versions), a type name as [eventstore.Store.Append] takes one (see [ValidateType]),
 // non-nil data and a size within [MaxEventSize]. Every snapshot store calls
 // it first, so that all reject the same input with the same
-// [*InvalidArgumentError].
+// [*eventstore.InvalidArgumentError].
 func ValidateSnapshot(s Snapshot) error {
 	if err := ValidateStream(s.Stream); err != nil {
 		return err
 	}
 	bad := func(field, reason string) error {
-		return &InvalidArgumentError{Stream: s.Stream, Index: -1, Field: "snapshot " + field, Reason: reason}
+		return &eventstore.InvalidArgumentError{Stream: s.Stream, Index: -1, Field: "snapshot " + field, Reason: reason}
 	}
-	if reason := typeNameProblem(s.Type); reason != "" {
+	if reason := names.TypeProblem(s.Type); reason != "" {
 		return bad("type", reason)
 	}
 	switch {

@@ -1,4 +1,4 @@
-package eventstore_test
+package storekit_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // fakeLog is a page reader over a slice, with injectable failures.
@@ -32,16 +33,16 @@ func (l *fakeLog) add(n int) {
 	}
 }
 
-func (l *fakeLog) read(_ context.Context, after eventstore.Position, f eventstore.Filter, limit int) (eventstore.Page, error) {
+func (l *fakeLog) read(_ context.Context, after eventstore.Position, f eventstore.Filter, limit int) (storekit.Page, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reads++
 	if len(l.failures) > 0 {
 		err := l.failures[0]
 		l.failures = l.failures[1:]
-		return eventstore.Page{}, err
+		return storekit.Page{}, err
 	}
-	page := eventstore.Page{Through: after}
+	page := storekit.Page{Through: after}
 	for _, e := range l.events {
 		if !after.Before(e.Position) || !f.Match(&e) {
 			continue
@@ -80,7 +81,7 @@ func majors(t *testing.T, seq func(func(eventstore.Event, error) bool), n int) (
 func TestReadPagesReadsPastPageBoundaries(t *testing.T) {
 	l := &fakeLog{}
 	l.add(25)
-	got, err := majors(t, eventstore.ReadPages(context.Background(), eventstore.Position{Major: 3}, eventstore.Filter{}, l.read, 4), -1)
+	got, err := majors(t, storekit.ReadPages(context.Background(), eventstore.Position{Major: 3}, eventstore.Filter{}, l.read, 4), -1)
 	require.NoError(t, err)
 	assert.Len(t, got, 22)
 	assert.Equal(t, uint64(4), got[0])
@@ -94,7 +95,7 @@ func TestFollowRetriesTransientErrorsWithoutSkipping(t *testing.T) {
 	l.failures = []error{flaky, flaky}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	seq := eventstore.Follow(ctx, eventstore.Start, eventstore.Filter{}, l.read, eventstore.FollowOptions{
+	seq := storekit.Follow(ctx, eventstore.Start, eventstore.Filter{}, l.read, storekit.FollowOptions{
 		PageSize:     2,
 		PollInterval: time.Millisecond,
 		Transient:    func(err error) bool { return errors.Is(err, flaky) },
@@ -109,7 +110,7 @@ func TestFollowEndsOnPermanentErrors(t *testing.T) {
 	l := &fakeLog{}
 	broken := errors.New("disk on fire")
 	l.failures = []error{broken}
-	seq := eventstore.Follow(context.Background(), eventstore.Start, eventstore.Filter{}, l.read, eventstore.FollowOptions{
+	seq := storekit.Follow(context.Background(), eventstore.Start, eventstore.Filter{}, l.read, storekit.FollowOptions{
 		PollInterval: time.Millisecond,
 		Transient:    func(error) bool { return false },
 	})
@@ -119,9 +120,9 @@ func TestFollowEndsOnPermanentErrors(t *testing.T) {
 
 func TestFollowWakesOnChangeAndEndsOnClose(t *testing.T) {
 	l := &fakeLog{}
-	var changes eventstore.Notifier
+	var changes storekit.Notifier
 	closed := make(chan struct{})
-	seq := eventstore.Follow(context.Background(), eventstore.Start, eventstore.Filter{}, l.read, eventstore.FollowOptions{
+	seq := storekit.Follow(context.Background(), eventstore.Start, eventstore.Filter{}, l.read, storekit.FollowOptions{
 		Changed: changes.Changed,
 		Closed:  closed,
 	})
@@ -162,7 +163,7 @@ func TestFollowStopsWhenTheContextEnds(t *testing.T) {
 	defer cancel()
 	var got []uint64
 	var last error
-	for e, err := range eventstore.Follow(ctx, eventstore.Start, eventstore.Filter{}, l.read, eventstore.FollowOptions{}) {
+	for e, err := range storekit.Follow(ctx, eventstore.Start, eventstore.Filter{}, l.read, storekit.FollowOptions{}) {
 		if err != nil {
 			last = err
 			break

@@ -1,12 +1,14 @@
-package eventstore
+package storekit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/names"
 )
 
 // Fence is a lease's fencing token: it grows each time a lease changes
@@ -33,30 +35,19 @@ func (f Fence) Int64() int64 {
 type Checkpoint struct {
 	// Position is the global position of the last stored event whose
 	// effects are applied; the consumer resumes after it.
-	Position Position
+	Position eventstore.Position
 	// Fence is the highest fence that saved this checkpoint.
 	Fence Fence
 }
 
-var (
-	// ErrFenced matches a [*CheckpointConflictError] whose fence is lower
-	// than the stored one: another holder of the consumer's lease has taken
-	// over.
-	ErrFenced = errors.New("checkpoint is fenced by a newer lease holder")
-	// ErrCheckpointMoved matches a [*CheckpointConflictError] whose expected
-	// previous position is not the stored one: someone else moved the
-	// checkpoint since the consumer read it.
-	ErrCheckpointMoved = errors.New("checkpoint moved since it was read")
-)
-
 // CheckpointConflictError reports a refused [CheckpointStore.SaveCheckpoint].
-// Nothing was written. It matches [ErrFenced] when the fence was stale,
-// otherwise [ErrCheckpointMoved].
+// Nothing was written. It matches [eventstore.ErrFenced] when the fence was stale,
+// otherwise [eventstore.ErrCheckpointMoved].
 type CheckpointConflictError struct {
 	// Consumer is the checkpoint's name.
 	Consumer string
 	// Expected and Fence are what the save asked for.
-	Expected Position
+	Expected eventstore.Position
 	Fence    Fence
 	// Actual is the stored checkpoint (zero when there is none).
 	Actual Checkpoint
@@ -71,19 +62,19 @@ func (e *CheckpointConflictError) Error() string {
 		e.Consumer, e.Expected, e.Actual.Position)
 }
 
-// Is makes errors.Is match [ErrFenced] or [ErrCheckpointMoved].
+// Is makes errors.Is match [eventstore.ErrFenced] or [eventstore.ErrCheckpointMoved].
 func (e *CheckpointConflictError) Is(target error) bool {
 	if e.Fence < e.Actual.Fence {
-		return target == ErrFenced
+		return target == eventstore.ErrFenced
 	}
-	return target == ErrCheckpointMoved
+	return target == eventstore.ErrCheckpointMoved
 }
 
 // CheckSave decides a [CheckpointStore.SaveCheckpoint] against the stored
 // checkpoint (the zero Checkpoint when there is none), so that every store
 // applies the same rule: the save goes ahead when stored.Position equals
 // expected and stored.Fence is not above fence.
-func CheckSave(consumer string, stored Checkpoint, expected Position, fence Fence) error {
+func CheckSave(consumer string, stored Checkpoint, expected eventstore.Position, fence Fence) error {
 	if stored.Position != expected || fence < stored.Fence {
 		return &CheckpointConflictError{Consumer: consumer, Expected: expected, Fence: fence, Actual: stored}
 	}
@@ -96,7 +87,7 @@ func CheckSave(consumer string, stored Checkpoint, expected Position, fence Fenc
 // 64-bit column and no store keeps a fence that another could not.
 func CheckFence(consumer string, fence Fence) error {
 	if fence > math.MaxInt64 {
-		return &InvalidArgumentError{Consumer: consumer, Index: -1, Field: "checkpoint fence",
+		return &eventstore.InvalidArgumentError{Consumer: consumer, Index: -1, Field: "checkpoint fence",
 			Reason: fmt.Sprintf("is %d, not below 2^63", fence)}
 	}
 	return nil
@@ -119,14 +110,14 @@ func CheckFence(consumer string, fence Fence) error {
 // (a claim: expected = next = stored position).
 type CheckpointStore interface {
 	// Checkpoint returns the stored checkpoint of consumer name; the zero
-	// Checkpoint (position [Start], fence 0) when it has none.
+	// Checkpoint (position [eventstore.Start], fence 0) when it has none.
 	Checkpoint(ctx context.Context, name string) (Checkpoint, error)
 	// SaveCheckpoint moves the checkpoint of consumer name from expected to
 	// next, and records fence, when the stored position is expected and the
 	// stored fence is not above fence (see [CheckSave]). Otherwise it writes
 	// nothing and returns a [*CheckpointConflictError]. next may be before
 	// expected: that resets a consumer for a rebuild.
-	SaveCheckpoint(ctx context.Context, name string, expected, next Position, fence Fence) error
+	SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence Fence) error
 }
 
 // TxCheckpointStore is the transactional-projection hook of a store whose
@@ -155,12 +146,12 @@ type TxCheckpointStore[Tx any] interface {
 	InTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// SaveCheckpointTx is [CheckpointStore.SaveCheckpoint] inside tx: the
 	// move becomes visible when, and only when, tx commits.
-	SaveCheckpointTx(ctx context.Context, tx Tx, name string, expected, next Position, fence Fence) error
+	SaveCheckpointTx(ctx context.Context, tx Tx, name string, expected, next eventstore.Position, fence Fence) error
 	// ParkDeadLetterTx is [DeadLetterStore.ParkDeadLetter] inside tx: the
 	// dead letter is stored (or the one with the same key updated) when,
 	// and only when, tx commits. The record it returns is what the commit
 	// stores, unless another transaction parks the same key first.
-	ParkDeadLetterTx(ctx context.Context, tx Tx, d DeadLetter) (DeadLetter, error)
+	ParkDeadLetterTx(ctx context.Context, tx Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error)
 	// DeleteDeadLetterTx is [DeadLetterStore.DeleteDeadLetter] inside tx,
 	// so that a dead letter retried into a read model is resolved exactly
 	// when its effect commits.
@@ -170,17 +161,17 @@ type TxCheckpointStore[Tx any] interface {
 // ValidateConsumerName checks the name of a consumer, as checkpoint, dead
 // letter and lease stores take it: not empty, at most [MaxStreamLen] bytes
 // of printable UTF-8. Every such store calls it first, so that all reject
-// the same names with the same [*InvalidArgumentError].
+// the same names with the same [*eventstore.InvalidArgumentError].
 func ValidateConsumerName(name string) error {
 	bad := func(reason string) error {
-		return &InvalidArgumentError{Consumer: name, Index: -1, Field: "consumer name", Reason: reason}
+		return &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "consumer name", Reason: reason}
 	}
 	switch {
 	case name == "":
 		return bad("is empty")
 	case len(name) > MaxStreamLen:
 		return bad(fmt.Sprintf("is %d bytes long, more than the limit of %d", len(name), MaxStreamLen))
-	case !utf8.ValidString(name) || strings.ContainsFunc(name, isControl):
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, names.IsControl):
 		return bad("is not printable UTF-8")
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-es/cairn/command/commandtest"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 )
 
 // TestBusOnPostgres runs the bus suite on the PostgreSQL store, with its

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-es/cairn/saga"
 )
 
-// Found by the widened simulation (internal/sim, the tabs workload), and
+// Found by the widened simulation (internal/testrig/sim, the tabs workload), and
 // by review: Redrive's set-back state must take every message once.
 
 // testRedriveFromTheFirstStepTakesTheStartFirst: an instance started by a

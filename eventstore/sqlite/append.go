@@ -32,20 +32,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err := s.w.submit(j, true); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	select {
-	case <-j.done:
-	case <-ctx.Done():
-		var abandoned bool
-		s.w.locked(func() {
-			if !j.claimed {
-				j.abandoned = true
-				abandoned = true
-			}
-		})
-		if abandoned {
-			return eventstore.AppendResult{}, ctx.Err()
-		}
-		<-j.done
+	if _, err := await(ctx, s.w, &j.handoff, j.done); err != nil {
+		return eventstore.AppendResult{}, err
 	}
 	return j.result, s.fileFailure("append to stream "+quote(stream), j.err)
 }
@@ -92,20 +80,11 @@ type appendJob struct {
 	extras    []any // Metadata.Extra of each event, encoded
 	callerIDs bool
 
-	// claimed and abandoned are guarded by the writer's lock.
-	claimed, abandoned bool
+	handoff
 
 	result eventstore.AppendResult
 	err    error
 	done   chan struct{}
-}
-
-func (j *appendJob) claim() bool {
-	if j.abandoned {
-		return false
-	}
-	j.claimed = true
-	return true
 }
 
 func (j *appendJob) finish(err error) {

@@ -51,23 +51,12 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 	if err := s.w.submit(j, false); err != nil {
 		return err
 	}
-	var err error
-	select {
-	case err = <-j.began:
-	case <-ctx.Done():
-		abandoned := false
-		s.w.locked(func() {
-			if !j.claimed {
-				j.abandoned, abandoned = true, true
-			}
-		})
-		if abandoned {
-			return ctx.Err()
-		}
-		err = <-j.began
-	}
+	began, err := await(ctx, s.w, &j.handoff, j.began)
 	if err != nil {
-		return s.fileFailure("begin a transaction", err)
+		return err
+	}
+	if began != nil {
+		return s.fileFailure("begin a transaction", began)
 	}
 	decided := false
 	defer func() {
@@ -100,22 +89,13 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 type txJob struct {
 	w *writer
 
-	// claimed and abandoned are guarded by the writer's lock.
-	claimed, abandoned bool
+	handoff
 
 	tx       *sql.Tx
 	began    chan error // writer to caller: tx is ready, or why not
 	verdict  chan bool  // caller to writer: commit?
 	done     chan error // writer to caller: the commit's outcome
 	appended atomic.Bool
-}
-
-func (j *txJob) claim() bool {
-	if j.abandoned {
-		return false
-	}
-	j.claimed = true
-	return true
 }
 
 // finish reports a job that never ran: the store closed while it waited.

@@ -15,7 +15,6 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/internal/reservation"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -36,8 +35,8 @@ type ConsumerStore interface {
 // with t.Cleanup.
 type Factory func(t *testing.T) Stores
 
-// Run is the saga conformance suite: the reservation flow (orders,
-// reservations, payments and the sale that coordinates them) on the stores
+// Run is the saga conformance suite: a flow of its own (orders, their
+// payments and the sale that coordinates them) on the stores
 // that newStores makes, with the checks every store must pass: each order
 // ends as its inputs dictate, each command takes effect once, redelivered
 // events are absorbed, two runners at once make one effect, and deadlines
@@ -56,7 +55,7 @@ func Run(t *testing.T, newStores Factory) {
 	}
 }
 
-// flow is the reservation flow on one set of stores.
+// flow is the suite's flow (see conformanceflow.go) on one set of stores.
 type flow struct {
 	Stores
 	log    *slog.Logger
@@ -65,29 +64,29 @@ type flow struct {
 	clock  *Clock
 	orders []order
 	// The aggregates the flow's commands go to, to check how orders end.
-	orderRepo   *aggregate.Repository[reservation.Order, *reservation.Order]
-	seatsRepo   *aggregate.Repository[reservation.Seats, *reservation.Seats]
-	paymentRepo *aggregate.Repository[reservation.Payment, *reservation.Payment]
+	orderRepo   *aggregate.Repository[orderState, *orderState]
+	paymentRepo *aggregate.Repository[paymentState, *paymentState]
 }
 
 type order struct {
-	id            string
-	seats, amount int
+	id     string
+	amount int
 }
 
 func newFlow(t *testing.T, s Stores) *flow {
 	f := &flow{Stores: s, reg: codec.NewRegistry(codec.Options{}), clock: NewClock(Start)}
-	if err := reservation.Register(f.reg); err != nil {
-		t.Fatal(err)
-	}
 	f.bus = command.New(s.Events, f.reg, command.Options{})
-	if err := reservation.Route(f.bus); err != nil {
+	orders, oerr := aggregate.NewType[orderState]("order", aggregate.Options[orderState]{})
+	payments, perr := aggregate.NewType[paymentState]("payment", aggregate.Options[paymentState]{})
+	if err := errors.Join(oerr, perr); err != nil {
 		t.Fatal(err)
 	}
-	var errs [3]error
-	f.orderRepo, errs[0] = aggregate.NewRepository(s.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
-	f.seatsRepo, errs[1] = aggregate.NewRepository(s.Events, f.reg, reservation.Reserves, aggregate.RepositoryOptions{})
-	f.paymentRepo, errs[2] = aggregate.NewRepository(s.Events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
+	if err := registerFlow(f.reg, f.bus, orders, payments); err != nil {
+		t.Fatal(err)
+	}
+	var errs [2]error
+	f.orderRepo, errs[0] = aggregate.NewRepository(s.Events, f.reg, orders, aggregate.RepositoryOptions{})
+	f.paymentRepo, errs[1] = aggregate.NewRepository(s.Events, f.reg, payments, aggregate.RepositoryOptions{})
 	if err := errors.Join(errs[:]...); err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +95,13 @@ func newFlow(t *testing.T, s Stores) *flow {
 
 // runner returns a new runner of the sale on the flow's stores, as a new
 // process would make it.
-func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
+func (f *flow) runner(t *testing.T) *saga.Runner[sale] {
 	t.Helper()
-	sale, err := reservation.NewSale(f.reg)
+	typ, err := newSale(f.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := saga.NewRunner(sale, f.Events, f.bus, saga.RunnerOptions{Clock: f.clock, Checkpoints: f.Consumers,
+	r, err := saga.NewRunner(typ, f.Events, f.bus, saga.RunnerOptions{Clock: f.clock, Checkpoints: f.Consumers,
 		Logger: f.logger(), MaxBatchDelay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -110,51 +109,33 @@ func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
 	return r
 }
 
-// place places n orders whose seats and amounts cover every outcome.
+// place places n orders whose amounts cover every outcome.
 func (f *flow) place(t *testing.T, prefix string, n int) {
 	t.Helper()
 	for i := range n {
-		o := order{id: fmt.Sprintf("%s-%d", prefix, i), seats: 1 + i%12, amount: 100 + 97*i}
+		o := order{id: fmt.Sprintf("%s-%d", prefix, i), amount: 100 + 97*i}
 		f.orders = append(f.orders, o)
 		if _, err := f.bus.Dispatch(context.Background(), command.Message{ID: "place-" + o.id,
-			Command: reservation.PlaceOrder{OrderID: o.id, Seats: o.seats, Amount: o.amount}}); err != nil {
+			Command: placeOrder{OrderID: o.id, Amount: o.amount}}); err != nil {
 			t.Fatalf("placing order %s: %v", o.id, err)
 		}
 	}
 }
 
-// check checks that every order ended as its inputs dictate, with exactly
-// the events that end stores: none twice. withDeadlines says whether the
+// check checks that every order stands as its inputs dictate, with exactly
+// the events that make it so: none twice. withDeadlines says whether the
 // payment deadline has had time to fire.
 func (f *flow) check(t *testing.T, withDeadlines bool) {
 	t.Helper()
 	ctx := context.Background()
-	orders, seats, pays := f.orderRepo, f.seatsRepo, f.paymentRepo
 	for _, o := range f.orders {
-		want := reservation.Expect(o.seats, o.amount)
-		if want.AfterDeadline && !withDeadlines {
-			want = reservation.Outcome{Reserved: true}
-		}
-		oi, err := orders.Load(ctx, o.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		si, err := seats.Load(ctx, o.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pi, err := pays.Load(ctx, o.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := reservation.Outcome{Confirmed: oi.State.Confirmed, Rejected: oi.State.Rejected, Reason: oi.State.Reason,
-			Reserved: si.State.Reserved, Cancelled: si.State.Cancelled, Paid: pi.State.Accepted, AfterDeadline: want.AfterDeadline}
-		if got != want {
-			t.Errorf("order %s (seats %d, amount %d): got %+v, want %+v", o.id, o.seats, o.amount, got, want)
+		if got, want := f.standing(t, o.id), expect(o.amount, withDeadlines); got != want {
+			t.Errorf("order %s (amount %d): got %+v, want %+v", o.id, o.amount, got, want)
 		}
 		// Each command took effect once: an order has at most placed and
-		// one final event, a reservation at most two, a payment one.
-		for stream, most := range map[string]int{"order-" + o.id: 2, "seats-" + o.id: 2, "payment-" + o.id: 1} {
+		// one end, a payment at most pending and voided (a refused charge
+		// leaves the bus's record of the rejection).
+		for stream, most := range map[string]int{"order-" + o.id: 2, "payment-" + o.id: 2} {
 			n := 0
 			for _, err := range f.Events.ReadStream(ctx, stream, eventstore.Forward(0)) {
 				if err != nil {
@@ -169,7 +150,7 @@ func (f *flow) check(t *testing.T, withDeadlines bool) {
 	}
 }
 
-func catchUp(t *testing.T, r *saga.Runner[reservation.Sale]) {
+func catchUp(t *testing.T, r *saga.Runner[sale]) {
 	t.Helper()
 	if err := r.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
@@ -181,7 +162,7 @@ func testFlowEnds(t *testing.T, f *flow) {
 	f.place(t, "a", 36)
 	catchUp(t, r)
 	f.check(t, false)
-	f.clock.Advance(reservation.PaymentWindow)
+	f.clock.Advance(paymentWindow)
 	catchUp(t, r)
 	f.check(t, true)
 	st, err := r.Stats(context.Background())
@@ -197,7 +178,7 @@ func testRedelivered(t *testing.T, f *flow) {
 	r := f.runner(t)
 	f.place(t, "b", 24)
 	catchUp(t, r)
-	f.clock.Advance(reservation.PaymentWindow)
+	f.clock.Advance(paymentWindow)
 	catchUp(t, r)
 	f.check(t, true)
 
@@ -255,7 +236,7 @@ func testTwoRunners(t *testing.T, f *flow) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.clock.Advance(reservation.PaymentWindow)
+	f.clock.Advance(paymentWindow)
 	for !f.ended(t, true) {
 		if time.Now().After(deadline) {
 			break
@@ -309,45 +290,34 @@ func (f *flow) explainUnsettled(t *testing.T) {
 	}
 }
 
-// ended reports whether every order has ended as its inputs dictate
-// (with its reservation cancelled where it must be), leaving out, unless
-// withDeadlines, the orders that wait for their payment deadline: those
-// must only have their deadline set.
+// ended reports whether every order stands as its inputs dictate: ended,
+// or, unless withDeadlines, waiting for its payment deadline with its
+// payment pending (the step that sets the deadline also sends the charge,
+// so the deadline is set before the clock moves).
 func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
 	t.Helper()
-	ctx := context.Background()
 	for _, o := range f.orders {
-		want := reservation.Expect(o.seats, o.amount)
-		if want.AfterDeadline && !withDeadlines {
-			// Its deadline must be set before the clock moves: the step
-			// that sets it also sends the payment, which stays pending.
-			pi, err := f.paymentRepo.Load(ctx, o.id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !pi.State.Pending {
-				return false
-			}
-			continue
-		}
-		inst, err := f.orderRepo.Load(ctx, o.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !inst.State.Confirmed && !inst.State.Rejected {
+		if f.standing(t, o.id) != expect(o.amount, withDeadlines) {
 			return false
-		}
-		if want.Cancelled {
-			si, err := f.seatsRepo.Load(ctx, o.id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !si.State.Cancelled {
-				return false
-			}
 		}
 	}
 	return true
+}
+
+// standing returns how order id stands.
+func (f *flow) standing(t *testing.T, id string) outcome {
+	t.Helper()
+	ctx := context.Background()
+	oi, err := f.orderRepo.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pi, err := f.paymentRepo.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outcome{ended: oi.State.ended, reason: oi.State.reason,
+		taken: pi.State.taken, pending: pi.State.pending, voided: pi.State.voided}
 }
 
 func testDeadlineRestart(t *testing.T, f *flow) {
@@ -356,7 +326,7 @@ func testDeadlineRestart(t *testing.T, f *flow) {
 	catchUp(t, before)
 	// The process stops; a new one starts, and later the deadlines fall due.
 	after := f.runner(t)
-	f.clock.Advance(reservation.PaymentWindow)
+	f.clock.Advance(paymentWindow)
 	catchUp(t, after)
 	f.check(t, true)
 }

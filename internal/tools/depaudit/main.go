@@ -34,7 +34,7 @@ type module struct {
 }
 
 func main() {
-	list := "internal/depaudit/minimums.txt"
+	list := "internal/tools/depaudit/minimums.txt"
 	if len(os.Args) > 1 {
 		list = os.Args[1]
 	}

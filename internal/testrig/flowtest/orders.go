@@ -1,4 +1,4 @@
-// Package flowtest runs the reservation flow (internal/reservation) the way
+// Package flowtest runs the reservation flow (internal/testrig/reservation) the way
 // Cairn's crash and deployment tests need it: orders placed through the
 // bus as a queue consumer would, the Sale saga and a transactional read
 // model running beside them, in this process or in a child process that
@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/internal/testrig/reservation"
 )
 
 // Order is one order the flow places: its ID and the inputs that decide

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-es/cairn/internal/soak"
+	"github.com/cairn-es/cairn/internal/testrig/soak"
 )
 
 // report is what a soak found, judged.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/internal/testrig/reservation"
 )
 
 // The client's side of the soak: orders placed at a steady rate through

@@ -17,7 +17,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/internal/flowtest"
+	"github.com/cairn-es/cairn/internal/testrig/flowtest"
 	"github.com/cairn-es/cairn/saga"
 )
 

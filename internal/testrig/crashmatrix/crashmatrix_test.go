@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/internal/failpoint"
-	"github.com/cairn-es/cairn/internal/flowtest"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/flowtest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 )
 
 // Sizes. `make test` runs the small slice: every failpoint on SQLite with
@@ -56,7 +56,7 @@ var smallPostgres = []string{failpoint.BusAfterAppend, failpoint.SagaAfterStepAp
 func TestCrashMatrix(t *testing.T) {
 	if !failpoint.Enabled {
 		t.Skip("the crash matrix needs a test binary built with -tags " + failpoint.Tag +
-			"; `make test` runs it: go test -tags " + failpoint.Tag + " ./internal/crashmatrix/")
+			"; `make test` runs it: go test -tags " + failpoint.Tag + " ./internal/testrig/crashmatrix/")
 	}
 	if testing.Short() {
 		t.Skip("kills child processes; skipped in -short mode")
@@ -212,7 +212,7 @@ func hitsLine(out string) string {
 }
 
 func reproduce(spec, fp string, seed uint64) string {
-	return fmt.Sprintf("%s=%d %s=%s %s=%s go test -tags %s -count=1 -run 'TestCrashMatrix/%s/%s/seed=%d$' ./internal/crashmatrix/",
+	return fmt.Sprintf("%s=%d %s=%s %s=%s go test -tags %s -count=1 -run 'TestCrashMatrix/%s/%s/seed=%d$' ./internal/testrig/crashmatrix/",
 		envSeeds, seed, envStores, flowtest.StoreKind(spec), envFailpoints, fp, failpoint.Tag, flowtest.StoreKind(spec), fp, seed)
 }
 

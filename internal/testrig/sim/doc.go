@@ -1,5 +1,5 @@
 // Package sim is the deterministic simulation of Cairn's saga runner: the
-// reservation flow (internal/reservation) run by one goroutine from a
+// reservation flow (internal/testrig/reservation) run by one goroutine from a
 // seed, under faults, and checked afterwards.
 //
 // Everything between the store and the runner is the simulation's: a

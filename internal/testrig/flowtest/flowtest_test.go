@@ -12,8 +12,8 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
-	"github.com/cairn-es/cairn/internal/flowtest"
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/internal/testrig/flowtest"
+	"github.com/cairn-es/cairn/internal/testrig/reservation"
 )
 
 func TestSeeded(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -37,7 +37,7 @@ const (
 type Workload int
 
 const (
-	// Sales runs the reservation flow (internal/reservation).
+	// Sales runs the reservation flow (internal/testrig/reservation).
 	Sales Workload = iota
 	// Tabs runs the tab saga (see tab.go): any-order and several sources
 	// per instance, recurring deadlines, large payloads, poison and

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-es/cairn/internal/soak"
+	"github.com/cairn-es/cairn/internal/testrig/soak"
 )
 
 // series returns n samples two seconds apart, f of each index.

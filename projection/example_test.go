@@ -22,7 +22,7 @@ func Example() {
 	ctx := context.Background()
 	events := memory.New()
 	defer events.Close()
-	consumers := memory.NewConsumers() // checkpoints, dead letters, leases, read model
+	consumers := memory.New() // checkpoints, dead letters, leases, read model
 
 	reg := codec.NewRegistry(codec.Options{})
 	_ = codec.Register[OrderPlaced](reg, "order.placed", 1)

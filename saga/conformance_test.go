@@ -18,7 +18,7 @@ func TestConformanceOnMemory(t *testing.T) {
 	sagatest.Run(t, func(t *testing.T) sagatest.Stores {
 		s := memory.New()
 		t.Cleanup(func() { _ = s.Close() })
-		return sagatest.Stores{Events: s, Consumers: memory.NewConsumers()}
+		return sagatest.Stores{Events: s, Consumers: memory.New()}
 	})
 }
 

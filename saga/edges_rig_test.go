@@ -163,7 +163,7 @@ type edgeStores = sagatest.Factory
 func edgeOnMemory(t *testing.T) sagatest.Stores {
 	s := memory.New()
 	t.Cleanup(func() { _ = s.Close() })
-	return sagatest.Stores{Events: s, Consumers: memory.NewConsumers()}
+	return sagatest.Stores{Events: s, Consumers: memory.New()}
 }
 
 // sibling returns other code on g's store, checkpoints and clock. Without

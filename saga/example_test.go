@@ -227,7 +227,7 @@ func Example() {
 	}
 	// The memory store keeps events only; the runner's checkpoints live
 	// beside them (SQLite and PostgreSQL stores keep both).
-	runner, err := saga.NewRunner(stay, store, bus, saga.RunnerOptions{Checkpoints: memory.NewConsumers()})
+	runner, err := saga.NewRunner(stay, store, bus, saga.RunnerOptions{Checkpoints: memory.New()})
 	if err != nil {
 		panic(err)
 	}

@@ -115,7 +115,7 @@ func newEnv(t *testing.T, s eventstore.Store) *env {
 	if ss, ok := s.(storekit.SnapshotStore); ok {
 		e.snaps = ss
 	} else {
-		e.snaps = memory.NewSnapshotStore()
+		e.snaps = memory.New()
 	}
 	return e
 }

@@ -16,7 +16,7 @@ import (
 
 func TestSnapshotConformance(t *testing.T) {
 	storetest.RunSnapshots(t, func(t *testing.T) storekit.SnapshotStore {
-		return memory.NewSnapshotStore()
+		return memory.New()
 	})
 }
 

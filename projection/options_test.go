@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
@@ -47,9 +47,9 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"holder leaving no room for a session ID", projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen+1)}, "lease holder"},
 	} {
 		_, err := projection.New("p", events, reg, memory.New(), noop, c.opts)
-		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "New: "+c.what).Consumer)
+		assert.Equal(t, "p", check.Invalid(t, err, c.field, "New: "+c.what).Consumer)
 		_, err = projection.NewTx("p", events, reg, memory.New(), noopTx, c.opts)
-		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "NewTx: "+c.what).Consumer)
+		assert.Equal(t, "p", check.Invalid(t, err, c.field, "NewTx: "+c.what).Consumer)
 	}
 	_, err := projection.New("p", events, reg, memory.New(), noop, projection.Options{BatchSize: projection.MaxBatchSize})
 	require.NoError(t, err, "the largest batch size is allowed")
@@ -114,7 +114,7 @@ func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
 
 	// A checkpoint store that keeps no leases.
 	_, err = projection.New("p", events, reg, struct{ storekit.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
-	assert.Equal(t, "p", storetest.RequireInvalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
+	assert.Equal(t, "p", check.Invalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
 }
 
 // TestProcessHolder: the process's name in a session's lease holder is

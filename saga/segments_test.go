@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/internal/reservation"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -99,7 +99,7 @@ func TestSegmentConsumerNames(t *testing.T) {
 	assert.Equal(t, []string{"saga:sale#3/4", "saga:sale#3/4:outbox"}, []string{events, outbox})
 	for _, k := range []int{-1, 4} {
 		_, _, err = four.SegmentConsumers(k)
-		storetest.RequireInvalid(t, err, "segment", fmt.Sprint("segment ", k))
+		check.Invalid(t, err, "segment", fmt.Sprint("segment ", k))
 	}
 	for _, n := range []int{-1, saga.MaxSegments + 1} {
 		_, err := saleRunner(t, saga.RunnerOptions{Segments: n})

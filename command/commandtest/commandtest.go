@@ -23,14 +23,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // Factory returns a new store for one test and registers its cleanup with
@@ -109,7 +108,7 @@ type env struct {
 func newEnv(t *testing.T, s eventstore.Store) *env {
 	var b [4]byte
 	_, err := rand.Read(b[:])
-	require.NoError(t, err)
+	check.NoError(t, err)
 	e := &env{t: t, store: s, reg: newRegistry(t), prefix: "t" + hex.EncodeToString(b[:]) + "_",
 		log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if ss, ok := s.(storekit.SnapshotStore); ok {
@@ -130,7 +129,7 @@ func counterType(t *testing.T, snapshotEvery uint64) *aggregate.Type[Counter, *C
 		New:           func(id string) *Counter { return &Counter{ID: id} },
 		SnapshotEvery: snapshotEvery,
 	})
-	require.NoError(t, err)
+	check.NoError(t, err)
 	return typ
 }
 
@@ -150,15 +149,15 @@ func (e *env) busOn(store eventstore.Store, opts command.Options, snapshotEvery 
 	}
 	b := command.New(store, e.reg, opts)
 	typ := counterType(e.t, snapshotEvery)
-	require.NoError(e.t, command.Route[Increment](b, typ))
-	require.NoError(e.t, command.Route[IncrementTwice](b, typ))
-	require.NoError(e.t, command.Route[Reject](b, typ))
-	require.NoError(e.t, command.Route[Explode](b, typ))
-	require.NoError(e.t, command.Route[Nothing](b, typ))
-	require.NoError(e.t, command.Route[CheckCount](b, typ))
-	require.NoError(e.t, command.Route[Stamp](b, typ))
-	require.NoError(e.t, command.Route[Echo](b, typ))
-	require.NoError(e.t, command.Route[IncrementAt](b, typ))
+	check.NoError(e.t, command.Route[Increment](b, typ))
+	check.NoError(e.t, command.Route[IncrementTwice](b, typ))
+	check.NoError(e.t, command.Route[Reject](b, typ))
+	check.NoError(e.t, command.Route[Explode](b, typ))
+	check.NoError(e.t, command.Route[Nothing](b, typ))
+	check.NoError(e.t, command.Route[CheckCount](b, typ))
+	check.NoError(e.t, command.Route[Stamp](b, typ))
+	check.NoError(e.t, command.Route[Echo](b, typ))
+	check.NoError(e.t, command.Route[IncrementAt](b, typ))
 	return b
 }
 
@@ -166,9 +165,9 @@ func (e *env) busOn(store eventstore.Store, opts command.Options, snapshotEvery 
 func (e *env) load(id string) *Counter {
 	e.t.Helper()
 	repo, err := aggregate.NewRepository(e.store, e.reg, counterType(e.t, 0), aggregate.RepositoryOptions{})
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	inst, err := repo.Load(context.Background(), id)
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	return inst.State
 }
 
@@ -177,9 +176,9 @@ func (e *env) load(id string) *Counter {
 func (e *env) loadVia(id string) *Counter {
 	e.t.Helper()
 	repo, err := aggregate.NewRepository(e.store, e.reg, counterType(e.t, 1_000_000), aggregate.RepositoryOptions{Snapshots: e.snaps, Logger: e.log})
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	inst, err := repo.Load(context.Background(), id)
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	return inst.State
 }
 
@@ -188,7 +187,7 @@ func (e *env) events(id string) []eventstore.Event {
 	e.t.Helper()
 	var out []eventstore.Event
 	for ev, err := range e.store.ReadStream(context.Background(), "counter-"+id, eventstore.Forward(0)) {
-		require.NoError(e.t, err)
+		check.NoError(e.t, err)
 		out = append(out, ev)
 	}
 	return out

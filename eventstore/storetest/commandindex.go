@@ -6,11 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // IndexedStore is an event store with a command index: the command bus
@@ -56,10 +54,10 @@ func commandEvents(id string, n int) []eventstore.EventData {
 func requireCommand(t *testing.T, s IndexedStore, stream, id string, want eventstore.AppendResult) {
 	t.Helper()
 	got, found, err := s.CommandResult(context.Background(), stream, id)
-	require.NoError(t, err, "command %q in stream %q", id, stream)
-	require.True(t, found, "command %q in stream %q must be found", id, stream)
+	check.NoError(t, err, "command %q in stream %q", id, stream)
+	check.True(t, found, "command %q in stream %q must be found", id, stream)
 	want.Duplicate = true
-	assert.Equal(t, want, got, "command %q in stream %q: the versions and position of its append, as a duplicate", id, stream)
+	check.Equal(t, got, want, "command %q in stream %q: the versions and position of its append, as a duplicate", id, stream)
 }
 
 // requireNoCommand checks that the index reports no command id in stream,
@@ -67,9 +65,9 @@ func requireCommand(t *testing.T, s IndexedStore, stream, id string, want events
 func requireNoCommand(t *testing.T, s IndexedStore, stream, id, why string) {
 	t.Helper()
 	got, found, err := s.CommandResult(context.Background(), stream, id)
-	require.NoError(t, err, "command %q in stream %q (%s)", id, stream, why)
-	assert.False(t, found, "command %q in stream %q must not be found: %s", id, stream, why)
-	assert.Zero(t, got, "command %q in stream %q: nothing found, no result", id, stream)
+	check.NoError(t, err, "command %q in stream %q (%s)", id, stream, why)
+	check.True(t, !found, "command %q in stream %q must not be found: %s", id, stream, why)
+	check.Equal(t, got, eventstore.AppendResult{}, "command %q in stream %q: nothing found, no result", id, stream)
 }
 
 func testCommandFound(t *testing.T, s IndexedStore) {
@@ -103,7 +101,7 @@ func testCommandSpan(t *testing.T, s IndexedStore) {
 	before := mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c1", 2)...)
 	span := mustAppend(t, s, stream, eventstore.Exact(1), commandEvents("c2", 3)...)
 	after := mustAppend(t, s, stream, eventstore.Exact(4), commandEvents("c3", 2)...)
-	require.Equal(t, [2]uint64{2, 4}, [2]uint64{span.FirstVersion, span.LastVersion})
+	check.Equal(t, [2]uint64{span.FirstVersion, span.LastVersion}, [2]uint64{2, 4})
 
 	requireCommand(t, s, stream, "c1", before)
 	requireCommand(t, s, stream, "c2", span)
@@ -143,7 +141,7 @@ func testCommandAfterLater(t *testing.T, s IndexedStore) {
 
 	// A repeated append of a command is absorbed, and changes nothing.
 	again := mustAppend(t, s, stream, eventstore.NoStream, eventsOf(readStream(t, s, stream, eventstore.Forward(0))[:2])...)
-	require.True(t, again.Duplicate)
+	check.True(t, again.Duplicate)
 	requireCommand(t, s, stream, "c0", first)
 }
 
@@ -161,8 +159,8 @@ func testCommandBadStream(t *testing.T, s IndexedStore) {
 	for _, stream := range []string{"", "$all", "$" + n.stream("sys"), n.stream(strings.Repeat("s", storekit.MaxStreamLen)), n.stream("a\x00b")} {
 		for _, id := range []string{"c1", ""} {
 			_, found, err := s.CommandResult(context.Background(), stream, id)
-			require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "stream %q, command %q", stream, id)
-			assert.False(t, found)
+			check.ErrorIs(t, err, eventstore.ErrInvalidArgument, "stream %q, command %q", stream, id)
+			check.True(t, !found)
 		}
 	}
 }
@@ -174,7 +172,7 @@ func testCommandCanceled(t *testing.T, s IndexedStore) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, found, err := s.CommandResult(ctx, stream, "c1")
-	require.Error(t, err)
-	assert.True(t, isCanceled(err), "lookup on a canceled context: %v", err)
-	assert.False(t, found)
+	check.True(t, err != nil)
+	check.True(t, isCanceled(err), "lookup on a canceled context: %v", err)
+	check.True(t, !found)
 }

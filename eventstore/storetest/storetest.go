@@ -25,9 +25,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // Factory returns a new store for one test and registers its cleanup with
@@ -81,7 +81,7 @@ type names struct{ category string }
 func newNames(t *testing.T) names {
 	var b [6]byte
 	_, err := rand.Read(b[:])
-	require.NoError(t, err)
+	check.NoError(t, err)
 	return names{category: "st" + hex.EncodeToString(b[:])}
 }
 
@@ -117,7 +117,7 @@ func readStream(t *testing.T, s eventstore.Store, stream string, opts eventstore
 	t.Helper()
 	var out []eventstore.Event
 	for e, err := range s.ReadStream(context.Background(), stream, opts) {
-		require.NoError(t, err, "reading stream %q", stream)
+		check.NoError(t, err, "reading stream %q", stream)
 		out = append(out, e)
 	}
 	return out
@@ -128,7 +128,7 @@ func readAll(t *testing.T, s eventstore.Store, after eventstore.Position, f even
 	t.Helper()
 	var out []eventstore.Event
 	for e, err := range s.ReadAll(context.Background(), after, f) {
-		require.NoError(t, err, "reading all after %s", after)
+		check.NoError(t, err, "reading all after %s", after)
 		out = append(out, e)
 	}
 	return out
@@ -156,7 +156,7 @@ func recordedIDs(events []eventstore.Event) []uuid.UUID {
 func mustAppend(t *testing.T, s eventstore.Store, stream string, expected eventstore.ExpectedVersion, evs ...eventstore.EventData) eventstore.AppendResult {
 	t.Helper()
 	r, err := s.Append(context.Background(), stream, expected, evs...)
-	require.NoError(t, err, "append to %q expecting %s", stream, expected)
+	check.NoError(t, err, "append to %q expecting %s", stream, expected)
 	return r
 }
 
@@ -164,7 +164,7 @@ func mustAppend(t *testing.T, s eventstore.Store, stream string, expected events
 func requireIncreasing(t *testing.T, evs []eventstore.Event) {
 	t.Helper()
 	for i := 1; i < len(evs); i++ {
-		require.True(t, evs[i-1].Position.Before(evs[i].Position),
+		check.True(t, evs[i-1].Position.Before(evs[i].Position),
 			"position %s (event %d) is not before %s (event %d)", evs[i-1].Position, i-1, evs[i].Position, i)
 	}
 }

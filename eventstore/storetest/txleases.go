@@ -5,11 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // TxLeaseStore is a store whose transactions renew leases, as an exclusive
@@ -42,25 +40,25 @@ func testTxLeaseCommit[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 	for _, commit := range []bool{false, true} {
 		name := consumerName(t, "txlease")
 		a, ok := mustAcquire(t, s, name, "A", shortTTL)
-		require.True(t, ok)
+		check.True(t, ok)
 		err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
 			renewed, err := s.RenewLeaseTx(ctx, tx, a, time.Minute)
-			require.NoError(t, err)
-			assert.Equal(t, a.Fence, renewed.Fence, "a renewal keeps the fence")
-			assert.Equal(t, "A", renewed.Holder)
+			check.NoError(t, err)
+			check.Equal(t, renewed.Fence, a.Fence, "a renewal keeps the fence")
+			check.Equal(t, renewed.Holder, "A")
 			if !commit {
 				return errRollBack
 			}
 			return nil
 		})
 		if !commit {
-			require.ErrorIs(t, err, errRollBack)
+			check.ErrorIs(t, err, errRollBack)
 		} else {
-			require.NoError(t, err)
+			check.NoError(t, err)
 		}
 		time.Sleep(shortTTL + 50*time.Millisecond)
 		_, ok = mustAcquire(t, s, name, "B", time.Minute)
-		assert.Equal(t, !commit, ok, "commit %t: the renewal in the transaction held %t", commit, commit)
+		check.Equal(t, ok, !commit, "commit %t: the renewal in the transaction held %t", commit, commit)
 	}
 }
 
@@ -68,10 +66,10 @@ func testTxLeaseLost[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 	ctx := context.Background()
 	name := consumerName(t, "txlost")
 	a, ok := mustAcquire(t, s, name, "A", shortTTL)
-	require.True(t, ok)
+	check.True(t, ok)
 	time.Sleep(shortTTL + 50*time.Millisecond)
 	_, ok = mustAcquire(t, s, name, "B", time.Minute)
-	require.True(t, ok)
+	check.True(t, ok)
 	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		if err := s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, checkpointAt(3, 0), a.Fence); err != nil {
 			return err
@@ -79,11 +77,11 @@ func testTxLeaseLost[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 		_, err := s.RenewLeaseTx(ctx, tx, a, time.Minute)
 		return err
 	})
-	require.ErrorIs(t, err, eventstore.ErrLeaseLost)
+	check.ErrorIs(t, err, eventstore.ErrLeaseLost)
 	var lost *storekit.LeaseLostError
-	require.ErrorAs(t, err, &lost)
-	assert.Equal(t, storekit.LeaseLostError{Name: name, Holder: "A", Fence: a.Fence}, *lost)
-	assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name), "the transaction of a lost lease committed")
+	check.ErrorAs(t, err, &lost)
+	check.Equal(t, *lost, storekit.LeaseLostError{Name: name, Holder: "A", Fence: a.Fence})
+	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{}, "the transaction of a lost lease committed")
 }
 
 // testTxLeaseRace: A renews its lapsed lease in a transaction while B
@@ -94,7 +92,7 @@ func testTxLeaseRace[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 	ctx := context.Background()
 	name := consumerName(t, "txrace")
 	a, ok := mustAcquire(t, s, name, "A", 20*time.Millisecond)
-	require.True(t, ok)
+	check.True(t, ok)
 	time.Sleep(50 * time.Millisecond) // lapsed; nobody took it
 	acquired := make(chan bool, 1)
 	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
@@ -103,7 +101,9 @@ func testTxLeaseRace[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 		}
 		go func() {
 			_, ok, err := s.AcquireLease(context.Background(), name, "B", time.Minute)
-			assert.NoError(t, err)
+			if err != nil {
+				t.Errorf("B acquires: %v", err)
+			}
 			acquired <- ok
 		}()
 		time.Sleep(100 * time.Millisecond)
@@ -111,10 +111,10 @@ func testTxLeaseRace[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 	})
 	bWon := <-acquired
 	if bWon {
-		require.ErrorIs(t, err, eventstore.ErrLeaseLost, "B acquired the lease, and A's transaction committed with it renewed")
-		assert.Equal(t, storekit.Checkpoint{}, mustCheckpoint(t, s, name))
+		check.ErrorIs(t, err, eventstore.ErrLeaseLost, "B acquired the lease, and A's transaction committed with it renewed")
+		check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{})
 		return
 	}
-	require.NoError(t, err, "B was refused the lease, and A's transaction did not commit")
-	assert.Equal(t, checkpointAt(3, 0), mustCheckpoint(t, s, name).Position)
+	check.NoError(t, err, "B was refused the lease, and A's transaction did not commit")
+	check.Equal(t, mustCheckpoint(t, s, name).Position, checkpointAt(3, 0))
 }

@@ -34,18 +34,26 @@ func NoError(t testing.TB, err error, what ...any) {
 // differ.
 func Equal[T any](t testing.TB, got, want T, what ...any) {
 	t.Helper()
+	if d := Diff(got, want); d != "" {
+		t.Fatal(prefix(what) + d)
+	}
+}
+
+// Diff returns "" when got equals want as [Equal] compares them, and
+// otherwise a message that shows both and where they differ.
+func Diff(got, want any) string {
 	if equal(got, want) {
-		return
+		return ""
 	}
 	g, w := show(got), show(want)
 	if g == w {
 		g, w = fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", want)
 	}
-	msg := fmt.Sprintf("%snot equal\n\tgot:  %s\n\twant: %s", prefix(what), g, w)
+	msg := fmt.Sprintf("not equal\n\tgot:  %s\n\twant: %s", g, w)
 	if d := diff(reflect.ValueOf(got), reflect.ValueOf(want)); d != "" {
 		msg += "\n\tdiffer in " + d
 	}
-	t.Fatal(msg)
+	return msg
 }
 
 // True stops the test when ok is false; what should say what was expected.
@@ -162,6 +170,9 @@ func show(v any) string {
 // struct, the index of a slice, with both values there. It returns "" for
 // other kinds.
 func diff(got, want reflect.Value) string {
+	for got.IsValid() && want.IsValid() && got.Kind() == reflect.Interface && want.Kind() == reflect.Interface && !got.IsNil() && !want.IsNil() {
+		got, want = got.Elem(), want.Elem()
+	}
 	if !got.IsValid() || !want.IsValid() || got.Type() != want.Type() {
 		return ""
 	}
@@ -195,4 +206,13 @@ func diff(got, want reflect.Value) string {
 		}
 	}
 	return ""
+}
+
+// Within stops the test unless got is within d of want: a time that went
+// through a store, which may round it.
+func Within(t testing.TB, got, want time.Time, d time.Duration, what ...any) {
+	t.Helper()
+	if diff := got.Sub(want); diff < -d || diff > d {
+		t.Fatalf("%sgot time %s\n\twant %s, within %s (off by %s)", prefix(what), got, want, d, diff)
+	}
 }

@@ -25,11 +25,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/upcast"
 )
 
@@ -130,8 +129,8 @@ func Registry(t testing.TB) *codec.Registry { return newRegistry(t) }
 // newRegistry is [Registry] with more upcaster steps.
 func newRegistry(t testing.TB, steps ...upcast.Step) *codec.Registry {
 	reg := codec.NewRegistry(codec.Options{})
-	require.NoError(t, codec.Register[Item](reg, "ptest.item", 1))
-	require.NoError(t, reg.Upcast(upcast.Split("ptest.pair", 1, func(r upcast.Raw) ([]upcast.Raw, error) {
+	check.NoError(t, codec.Register[Item](reg, "ptest.item", 1))
+	check.NoError(t, reg.Upcast(upcast.Split("ptest.pair", 1, func(r upcast.Raw) ([]upcast.Raw, error) {
 		var n int
 		if _, err := fmt.Sscanf(string(r.Data), `{"n":%d}`, &n); err != nil {
 			return nil, err
@@ -142,9 +141,9 @@ func newRegistry(t testing.TB, steps ...upcast.Step) *codec.Registry {
 		}, nil
 	}).Into(upcast.Key{Type: "ptest.item", Version: 1})))
 	for _, step := range steps {
-		require.NoError(t, reg.Upcast(step))
+		check.NoError(t, reg.Upcast(step))
 	}
-	require.NoError(t, reg.Validate())
+	check.NoError(t, reg.Validate())
 	return reg
 }
 
@@ -162,7 +161,7 @@ func appendItems(t testing.TB, s eventstore.Store, stream string, first, n, pair
 			batch = append(batch, eventstore.EventData{Type: typ, SchemaVersion: 1, Data: fmt.Appendf(nil, `{"n":%d}`, i)})
 		}
 		_, err := s.Append(context.Background(), stream, eventstore.Any, batch...)
-		require.NoError(t, err)
+		check.NoError(t, err)
 	}
 }
 

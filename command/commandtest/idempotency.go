@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/check"

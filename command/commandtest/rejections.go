@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"

@@ -24,7 +24,7 @@ import (
 // two-process tests need stores that outlive a process, so they skip here.
 func memoryHarness() projectiontest.Harness[*memory.Tx] {
 	return projectiontest.Harness[*memory.Tx]{
-		New: func(t *testing.T) projectiontest.Stores[*memory.Tx] {
+		New: func(t testing.TB) projectiontest.Stores[*memory.Tx] {
 			events := memory.New()
 			t.Cleanup(func() { _ = events.Close() })
 			return projectiontest.Stores[*memory.Tx]{Events: events, Consumers: memory.New()}

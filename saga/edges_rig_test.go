@@ -160,7 +160,7 @@ func newEdgeRig(t *testing.T, st edgeStores, hooks edgeHooks) *edgeRig {
 type edgeStores = sagatest.Factory
 
 // edgeOnMemory is the memory store and consumer store.
-func edgeOnMemory(t *testing.T) sagatest.Stores {
+func edgeOnMemory(t testing.TB) sagatest.Stores {
 	s := memory.New()
 	t.Cleanup(func() { _ = s.Close() })
 	return sagatest.Stores{Events: s, Consumers: memory.New()}

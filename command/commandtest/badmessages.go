@@ -14,7 +14,7 @@ import (
 // aggregate ID makes no valid stream name, is refused before anything is
 // loaded or decided, naming the field the caller set, the same way every
 // time, and nothing is written.
-func testBadMessages(t *testing.T, e *env) {
+func testBadMessages(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	id := e.id("bad")
 	for _, c := range []struct {

@@ -18,7 +18,7 @@ var cacheTests = []test{
 // accepted no-op) raises no version conflict, so a cache that served the
 // state it last saw would decide on a past that the other bus has moved on
 // from; the bus must decide on the stream as it is.
-func testStaleCache(t *testing.T, e *env) {
+func testStaleCache(t testing.TB, e *env) {
 	ctx := context.Background()
 	blue, green := e.bus(command.Options{}, 0), e.bus(command.Options{}, 0)
 	id := e.id("stale")
@@ -39,7 +39,7 @@ func testStaleCache(t *testing.T, e *env) {
 
 // testStaleCacheDuplicate redelivers to one bus a command that the other
 // already applied: it is found at once, without deciding on stale state.
-func testStaleCacheDuplicate(t *testing.T, e *env) {
+func testStaleCacheDuplicate(t testing.TB, e *env) {
 	ctx := context.Background()
 	blue, green := e.bus(command.Options{}, 0), e.bus(command.Options{}, 0)
 	id := e.id("redelivered")

@@ -35,7 +35,7 @@ import (
 // Factory returns a new store for one test and registers its cleanup with
 // t.Cleanup. The suite names its aggregates uniquely, so a shared store
 // works too.
-type Factory func(t *testing.T) eventstore.Store
+type Factory func(t testing.TB) eventstore.Store
 
 // Options size the suite. The zero value runs it at full size.
 type Options struct {
@@ -91,12 +91,12 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 
 type test struct {
 	name string
-	run  func(t *testing.T, env *env)
+	run  func(t testing.TB, env *env)
 }
 
 // env is one test's store, codec and naming.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	store  eventstore.Store
 	snaps  storekit.SnapshotStore
 	reg    *codec.Registry
@@ -105,7 +105,7 @@ type env struct {
 	log    *slog.Logger
 }
 
-func newEnv(t *testing.T, s eventstore.Store) *env {
+func newEnv(t testing.TB, s eventstore.Store) *env {
 	var b [4]byte
 	_, err := rand.Read(b[:])
 	check.NoError(t, err)
@@ -124,7 +124,7 @@ func (e *env) id(name string) string { return e.prefix + name }
 
 // counterType returns the counter aggregate type, snapshotting every
 // snapshotEvery events (zero: never).
-func counterType(t *testing.T, snapshotEvery uint64) *aggregate.Type[Counter, *Counter] {
+func counterType(t testing.TB, snapshotEvery uint64) *aggregate.Type[Counter, *Counter] {
 	typ, err := aggregate.NewType[Counter]("counter", aggregate.Options[Counter]{
 		New:           func(id string) *Counter { return &Counter{ID: id} },
 		SnapshotEvery: snapshotEvery,
@@ -210,7 +210,7 @@ func dispatchUntilDone(ctx context.Context, b *command.Bus, msg command.Message)
 }
 
 // testWriter sends log lines to the test's log, shown when it fails.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))

@@ -16,10 +16,10 @@ func concurrencyTests(o Options) []test {
 	return []test{
 		// Without a cache nor snapshots every dispatch replays the stream,
 		// so that variant is smaller: 3,200 commands would replay 5M events.
-		{"HotCounterReplayOnly", func(t *testing.T, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), -1, 0) }},
-		{"HotCounterSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, -1, 64) }},
-		{"HotCounterCache", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, 0, 0) }},
-		{"HotCounterCacheAndSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, 0, 50) }},
+		{"HotCounterReplayOnly", func(t testing.TB, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), -1, 0) }},
+		{"HotCounterSnapshots", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, -1, 64) }},
+		{"HotCounterCache", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, 0, 0) }},
+		{"HotCounterCacheAndSnapshots", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, 0, 50) }},
 		{"ManyAggregatesSmallCache", testManyAggregatesSmallCache},
 	}
 }
@@ -29,7 +29,7 @@ func concurrencyTests(o Options) []test {
 // own commands, so the two really conflict, and each retries from its cache
 // (evicted on conflict) or from the store. Whatever conflicts a bus gives up
 // on are redelivered with the same command ID, as a queue would.
-func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements, cacheSize int, snapshotEvery uint64) {
+func testHotCounter(t testing.TB, e *env, hotWorkers, hotIncrements, cacheSize int, snapshotEvery uint64) {
 	opts := command.Options{CacheSize: cacheSize, Backoff: command.Backoff{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}}
 	buses := []*command.Bus{e.bus(opts, snapshotEvery), e.bus(opts, snapshotEvery)}
 	id := e.id("hot")
@@ -83,7 +83,7 @@ func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements, cacheSize i
 // testManyAggregatesSmallCache spreads commands over more aggregates than
 // the cache holds, so that instances are evicted by size while others use
 // them.
-func testManyAggregatesSmallCache(t *testing.T, e *env) {
+func testManyAggregatesSmallCache(t testing.TB, e *env) {
 	b := e.bus(command.Options{CacheSize: 4}, 0)
 	const aggregates, workers, each = 16, 8, 40
 	ctx := context.Background()

@@ -178,7 +178,7 @@ func (c *Counter) Apply(event any) error {
 	return fmt.Errorf("%w: %T", aggregate.ErrUnknownEvent, event)
 }
 
-func newRegistry(t *testing.T) *codec.Registry {
+func newRegistry(t testing.TB) *codec.Registry {
 	reg := codec.NewRegistry(codec.Options{})
 	check.NoError(t, codec.Register[Incremented](reg, "counter.incremented", 1))
 	check.NoError(t, codec.Register[Poisoned](reg, "counter.poisoned", 1))

@@ -28,7 +28,7 @@ type unrouted struct{ ID string }
 
 func (c unrouted) AggregateID() string { return c.ID }
 
-func testRouting(t *testing.T, e *env) {
+func testRouting(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	_, err := b.Dispatch(context.Background(), command.Message{Command: unrouted{ID: e.id("x")}})
 	var nr *command.NoRouteError
@@ -78,7 +78,7 @@ func testRouting(t *testing.T, e *env) {
 	check.Len(t, e.events(e.id("x")), 0, "routing errors write nothing")
 }
 
-func testHandleError(t *testing.T, e *env) {
+func testHandleError(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	id := e.id("rej")
 	res, err := b.Dispatch(context.Background(), command.Message{ID: "r", Command: Reject{ID: id}})
@@ -92,7 +92,7 @@ func testHandleError(t *testing.T, e *env) {
 	check.Equal(t, e.load(id).Count, 1)
 }
 
-func testHandlePanic(t *testing.T, e *env) {
+func testHandlePanic(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	id := e.id("boom")
 	res, err := b.Dispatch(context.Background(), command.Message{Command: Explode{ID: id}})
@@ -116,7 +116,7 @@ func (e *env) appendRaw(id string, values ...any) {
 	check.NoError(e.t, err)
 }
 
-func testApplyUnknownEvent(t *testing.T, e *env) {
+func testApplyUnknownEvent(t testing.TB, e *env) {
 	id := e.id("poison")
 	e.appendRaw(id, Incremented{By: 1}, Poisoned{})
 	for _, cache := range []int{0, -1} {
@@ -134,7 +134,7 @@ func testApplyUnknownEvent(t *testing.T, e *env) {
 	check.Len(t, e.events(id), 2, "nothing appended after a failed load")
 }
 
-func testApplyPanic(t *testing.T, e *env) {
+func testApplyPanic(t testing.TB, e *env) {
 	id := e.id("bomb")
 	e.appendRaw(id, Bomb{})
 	_, err := e.bus(command.Options{}, 0).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
@@ -145,7 +145,7 @@ func testApplyPanic(t *testing.T, e *env) {
 	check.Equal(t, pe.Method, "Apply")
 }
 
-func testUnregisteredStoredType(t *testing.T, e *env) {
+func testUnregisteredStoredType(t testing.TB, e *env) {
 	id := e.id("alien")
 	_, err := e.store.Append(context.Background(), "counter-"+id, eventstore.NoStream,
 		eventstore.EventData{Type: "alien.landed", SchemaVersion: 1, Data: []byte(`{}`)})
@@ -171,7 +171,7 @@ func (s *conflictingStore) Append(_ context.Context, stream string, expected eve
 	return eventstore.AppendResult{}, &eventstore.WrongVersionError{Stream: stream, Expected: expected, Actual: eventstore.Exact(99)}
 }
 
-func testConflictsBounded(t *testing.T, e *env) {
+func testConflictsBounded(t testing.TB, e *env) {
 	store := &conflictingStore{Store: e.store}
 	b := e.busOn(store, command.Options{MaxAttempts: 3, Backoff: command.Backoff{NoJitter: true, Initial: 1, Max: 1}}, 0)
 	res, err := b.Dispatch(context.Background(), command.Message{Command: Increment{ID: e.id("c")}})
@@ -188,7 +188,7 @@ func testConflictsBounded(t *testing.T, e *env) {
 	check.True(t, errors.Is(err, context.Canceled), "a canceled context ends the dispatch: %v", err)
 }
 
-func testEmptyAggregateID(t *testing.T, e *env) {
+func testEmptyAggregateID(t testing.TB, e *env) {
 	_, err := e.bus(command.Options{}, 0).Dispatch(context.Background(), command.Message{Command: Increment{}})
 	check.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 }

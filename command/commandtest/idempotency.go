@@ -15,8 +15,8 @@ var idempotencyTests = []test{
 	{"RedeliveredSequentially", testRedeliveredSequentially},
 	{"RedeliveredConcurrently", testRedeliveredConcurrently},
 	{"RacingDuplicateReportsStoredDecision", testRacingDuplicate},
-	{"RedeliveredBelowSnapshot", func(t *testing.T, e *env) { testRedeliveredBelowSnapshot(t, e, e.store) }},
-	{"RedeliveredBelowSnapshotWithoutCommandIndex", func(t *testing.T, e *env) {
+	{"RedeliveredBelowSnapshot", func(t testing.TB, e *env) { testRedeliveredBelowSnapshot(t, e, e.store) }},
+	{"RedeliveredBelowSnapshotWithoutCommandIndex", func(t testing.TB, e *env) {
 		testRedeliveredBelowSnapshot(t, e, struct{ eventstore.Store }{e.store})
 	}},
 	{"RedeliveredBeyondScanLimit", testRedeliveredBeyondScanLimit},
@@ -26,7 +26,7 @@ var idempotencyTests = []test{
 	{"NoEventsIsNotRecorded", testNoEvents},
 }
 
-func testRedeliveredSequentially(t *testing.T, e *env) {
+func testRedeliveredSequentially(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	id := e.id("seq")
@@ -66,7 +66,7 @@ func testRedeliveredSequentially(t *testing.T, e *env) {
 	check.Len(t, e.events(id), 3)
 }
 
-func testRedeliveredConcurrently(t *testing.T, e *env) {
+func testRedeliveredConcurrently(t testing.TB, e *env) {
 	buses := []*command.Bus{e.bus(command.Options{}, 0), e.bus(command.Options{CacheSize: -1}, 0)}
 	ctx := context.Background()
 	id := e.id("conc")
@@ -106,7 +106,7 @@ func testRedeliveredConcurrently(t *testing.T, e *env) {
 // testRedeliveredBelowSnapshot redelivers a command whose events are older
 // than the snapshot a cold bus loads from: the bus must find the command ID
 // in the store, through its CommandIndex or by scanning.
-func testRedeliveredBelowSnapshot(t *testing.T, e *env, store eventstore.Store) {
+func testRedeliveredBelowSnapshot(t testing.TB, e *env, store eventstore.Store) {
 	ctx := context.Background()
 	id := e.id("snap")
 	old := command.Message{ID: e.prefix + "old", Command: IncrementTwice{ID: id}}
@@ -142,7 +142,7 @@ func testRedeliveredBelowSnapshot(t *testing.T, e *env, store eventstore.Store) 
 // after the store refuses the re-decided events (their IDs are the
 // command's), and before returning a rejection that the command's first
 // dispatch did not get.
-func testRedeliveredBeyondScanLimit(t *testing.T, e *env) {
+func testRedeliveredBeyondScanLimit(t testing.TB, e *env) {
 	ctx := context.Background()
 	store := struct{ eventstore.Store }{e.store} // no command index
 	id := e.id("limit")
@@ -182,7 +182,7 @@ func testRedeliveredBeyondScanLimit(t *testing.T, e *env) {
 	check.Len(t, e.events(id), 24)
 }
 
-func testSameIDOtherAggregate(t *testing.T, e *env) {
+func testSameIDOtherAggregate(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	for _, name := range []string{"a", "b"} {
@@ -199,7 +199,7 @@ func testSameIDOtherAggregate(t *testing.T, e *env) {
 // CommandIDReusedError, never answered as the other command's duplicate,
 // and appends nothing; the same command again is still a duplicate. (The
 // suite's command types are registered with the codec, which names them.)
-func testIDReusedByAnotherType(t *testing.T, e *env) {
+func testIDReusedByAnotherType(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	id := e.id("reuse")
@@ -207,7 +207,7 @@ func testIDReusedByAnotherType(t *testing.T, e *env) {
 	_, err := b.Dispatch(ctx, first)
 	check.NoError(t, err)
 	_, err = b.Dispatch(ctx, command.Message{ID: e.prefix + "rejected", Command: Reject{ID: id}, RecordRejection: true})
-	check.True(t, err != nil)
+	check.True(t, err != nil, "want an error, got nil")
 	for _, bus := range []*command.Bus{b, e.bus(command.Options{CacheSize: -1}, 0)} {
 		for _, msg := range []command.Message{
 			{ID: first.ID, Command: IncrementTwice{ID: id}},
@@ -229,7 +229,7 @@ func testIDReusedByAnotherType(t *testing.T, e *env) {
 	check.Equal(t, e.load(id).Count, 1)
 }
 
-func testGeneratedCommandID(t *testing.T, e *env) {
+func testGeneratedCommandID(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	id := e.id("gen")
@@ -245,7 +245,7 @@ func testGeneratedCommandID(t *testing.T, e *env) {
 	check.Equal(t, evs[0].Metadata.CommandID, r1.CommandID)
 }
 
-func testNoEvents(t *testing.T, e *env) {
+func testNoEvents(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	id := e.id("none")

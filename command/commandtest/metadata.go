@@ -14,7 +14,7 @@ var metadataTests = []test{
 	{"Defaults", testMetadataDefaults},
 }
 
-func testMetadataFlows(t *testing.T, e *env) {
+func testMetadataFlows(t testing.TB, e *env) {
 	id := e.id("md")
 	msg := command.Message{
 		ID:            e.prefix + "cmd",
@@ -38,7 +38,7 @@ func testMetadataFlows(t *testing.T, e *env) {
 	}
 }
 
-func testMetadataDefaults(t *testing.T, e *env) {
+func testMetadataDefaults(t testing.TB, e *env) {
 	id := e.id("mdd")
 	_, err := e.bus(command.Options{}, 0).Dispatch(context.Background(), command.Message{ID: e.prefix + "c", Command: Increment{ID: id}})
 	check.NoError(t, err)

@@ -18,7 +18,7 @@ import (
 // at the same place, and the store reports it as a duplicate. The loser
 // never appended its own decision: what it returns, and the state it caches
 // for the next command, must be what the store holds.
-func testRacingDuplicate(t *testing.T, e *env) {
+func testRacingDuplicate(t testing.TB, e *env) {
 	ctx := context.Background()
 	winnerBus, loserBus := e.bus(command.Options{}, 0), e.bus(command.Options{}, 0)
 	id := e.id("race")

@@ -19,14 +19,14 @@ func rejectionTests(o Options) []test {
 		{"RecordedRejectionIsFinal", testRecordedRejectionIsFinal},
 		{"RecordedRejectionBelowSnapshot", testRecordedRejectionBelowSnapshot},
 		{"ApplyNeverSeesRecordedRejections", testApplyNeverSeesRecordedRejections},
-		{"OneOutcomeUnderContention", func(t *testing.T, e *env) { testOneOutcomeUnderContention(t, e, o.OutcomeRounds, true) }},
+		{"OneOutcomeUnderContention", func(t testing.TB, e *env) { testOneOutcomeUnderContention(t, e, o.OutcomeRounds, true) }},
 	}
 }
 
 // requireRecordedRejection checks that a dispatch returned the recorded
 // rejection of msg at version, with the reason text of the first one, and
 // appended nothing.
-func requireRecordedRejection(t *testing.T, res command.Result, err error, msg command.Message, version uint64, reason, what string) {
+func requireRecordedRejection(t testing.TB, res command.Result, err error, msg command.Message, version uint64, reason, what string) {
 	t.Helper()
 	var rr *command.RecordedRejectionError
 	check.ErrorAs(t, err, &rr, what)
@@ -44,7 +44,7 @@ func requireRecordedRejection(t *testing.T, res command.Result, err error, msg c
 // changes the aggregate so that the command would succeed: a re-send of its
 // ID, to the same bus, to a cold one, and even without RecordRejection,
 // returns the same rejection and appends nothing.
-func testRecordedRejectionIsFinal(t *testing.T, e *env) {
+func testRecordedRejectionIsFinal(t testing.TB, e *env) {
 	ctx := context.Background()
 	b := e.bus(command.Options{}, 0)
 	id := e.id("final")
@@ -104,7 +104,7 @@ func testRecordedRejectionIsFinal(t *testing.T, e *env) {
 // cannot reach it: the bus finds the rejection (through the index, by
 // scanning, or when the store refuses the re-decided success, whose first
 // event ID is the rejection's) and appends nothing.
-func testRecordedRejectionBelowSnapshot(t *testing.T, e *env) {
+func testRecordedRejectionBelowSnapshot(t testing.TB, e *env) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name  string
@@ -115,7 +115,7 @@ func testRecordedRejectionBelowSnapshot(t *testing.T, e *env) {
 		{"Scan", struct{ eventstore.Store }{e.store}, 0},
 		{"BeyondScanLimit", struct{ eventstore.Store }{e.store}, 2},
 	} {
-		t.Run(c.name, func(t *testing.T) {
+		check.Run(t, c.name, func(t testing.TB) {
 			id := e.id("below" + c.name)
 			warm := e.busOn(c.store, command.Options{}, 5)
 			msg := command.Message{ID: "at-20", Command: IncrementAt{ID: id, At: 20}, RecordRejection: true}
@@ -141,7 +141,7 @@ func testRecordedRejectionBelowSnapshot(t *testing.T, e *env) {
 // at rejections: Counter's Apply refuses events it does not know, and
 // counts those it applies, so a replay, a load from the snapshot, the cached
 // instance and a cold bus agree only if no rejection reached it.
-func testApplyNeverSeesRecordedRejections(t *testing.T, e *env) {
+func testApplyNeverSeesRecordedRejections(t testing.TB, e *env) {
 	ctx := context.Background()
 	id := e.id("apply")
 	b := e.bus(command.Options{}, 2)
@@ -180,7 +180,7 @@ func testApplyNeverSeesRecordedRejections(t *testing.T, e *env) {
 // the stream must hold that outcome once. Without recorded rejections
 // (record false) a round where one dispatch decided before the change and
 // another after reports both.
-func testOneOutcomeUnderContention(t *testing.T, e *env, rounds int, record bool) {
+func testOneOutcomeUnderContention(t testing.TB, e *env, rounds int, record bool) {
 	ctx := context.Background()
 	opts := command.Options{Backoff: command.Backoff{Initial: 20 * time.Microsecond, Max: time.Millisecond}}
 	buses := []*command.Bus{e.bus(opts, 0), e.bus(opts, 0), e.bus(opts, 0)}

@@ -32,7 +32,7 @@ func (e *env) snapshot(id string) (storekit.Snapshot, bool) {
 	return snap, ok
 }
 
-func testSnapshotTaken(t *testing.T, e *env) {
+func testSnapshotTaken(t testing.TB, e *env) {
 	id := e.id("every")
 	b := e.bus(command.Options{}, 10)
 	e.increments(b, id, 9)
@@ -58,7 +58,7 @@ func testSnapshotTaken(t *testing.T, e *env) {
 
 // testSnapshotUsed plants a snapshot whose state no replay could build:
 // a cold bus must start from it and apply only the tail.
-func testSnapshotUsed(t *testing.T, e *env) {
+func testSnapshotUsed(t testing.TB, e *env) {
 	id := e.id("used")
 	e.increments(e.bus(command.Options{}, 0), id, 10)
 	e.plant(id, 4, `{"id":"`+id+`","count":1000,"applied":0}`, 2)
@@ -77,7 +77,7 @@ func (e *env) plant(id string, version uint64, data string, schema uint32) {
 	}))
 }
 
-func testSnapshotFallback(t *testing.T, e *env) {
+func testSnapshotFallback(t testing.TB, e *env) {
 	cases := []struct {
 		name    string
 		version uint64
@@ -93,7 +93,7 @@ func testSnapshotFallback(t *testing.T, e *env) {
 		{"PastTheEnd", 40, `{"count":1000}`, 2, "counter.state"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		check.Run(t, tc.name, func(t testing.TB) {
 			id := e.id("fb" + tc.name)
 			e.increments(e.bus(command.Options{}, 0), id, 10)
 			check.NoError(t, e.snaps.SaveSnapshot(context.Background(), storekit.Snapshot{

@@ -86,6 +86,9 @@ func AtMost[T cmp.Ordered](t testing.TB, a, b T, what ...any) {
 // ErrorIs stops the test unless errors.Is(err, target).
 func ErrorIs(t testing.TB, err, target error, what ...any) {
 	t.Helper()
+	if err == nil && target != nil {
+		t.Fatalf("%sgot no error, want one that matches %v", prefix(what), target)
+	}
 	if !errors.Is(err, target) {
 		t.Fatalf("%sgot error %v\n\t(%T)\n\twant one that matches %v", prefix(what), err, err, target)
 	}
@@ -94,7 +97,10 @@ func ErrorIs(t testing.TB, err, target error, what ...any) {
 // ErrorAs stops the test unless errors.As(err, target).
 func ErrorAs(t testing.TB, err error, target any, what ...any) {
 	t.Helper()
-	if err == nil || !errors.As(err, target) {
+	if err == nil {
+		t.Fatalf("%sgot no error, want one that is a %v", prefix(what), reflect.TypeOf(target).Elem())
+	}
+	if !errors.As(err, target) {
 		t.Fatalf("%sgot error %v\n\t(%T)\n\twant one that is a %v", prefix(what), err, err, reflect.TypeOf(target).Elem())
 	}
 }
@@ -215,4 +221,19 @@ func Within(t testing.TB, got, want time.Time, d time.Duration, what ...any) {
 	if diff := got.Sub(want); diff < -d || diff > d {
 		t.Fatalf("%sgot time %s\n\twant %s, within %s (off by %s)", prefix(what), got, want, d, diff)
 	}
+}
+
+// Run runs fn as the subtest name of t when t has subtests (a
+// [*testing.T]), and otherwise as part of t itself, so that a kit's case
+// with subtests also runs under a [testing.TB] that records failures (see
+// [Record]). It reports whether fn passed.
+func Run(t testing.TB, name string, fn func(t testing.TB)) bool {
+	t.Helper()
+	if tt, ok := t.(interface {
+		Run(name string, fn func(t *testing.T)) bool
+	}); ok {
+		return tt.Run(name, func(t *testing.T) { fn(t) })
+	}
+	fn(t)
+	return !t.Failed()
 }

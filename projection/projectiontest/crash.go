@@ -52,7 +52,7 @@ func crashSize() (events, kills int) {
 
 // runChild runs the role of a child process, when the environment names
 // one, and reports whether it did.
-func runChild[Tx any](t *testing.T, h Harness[Tx]) bool {
+func runChild[Tx any](t testing.TB, h Harness[Tx]) bool {
 	role := os.Getenv(envRole)
 	if role == "" {
 		return false
@@ -97,6 +97,16 @@ func runChild[Tx any](t *testing.T, h Harness[Tx]) bool {
 	return true
 }
 
+// testPattern is the -test.run pattern that selects the test (or
+// subtest) name and nothing else.
+func testPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
 // child is a running child process.
 type child struct {
 	cmd   *exec.Cmd
@@ -107,11 +117,10 @@ type child struct {
 	ended bool // printed "child: done"
 }
 
-// startChild re-runs the test binary, limited to the current top-level test,
-// in the given role.
-func startChild(t *testing.T, role, dir, arg string) *child {
-	top, _, _ := strings.Cut(t.Name(), "/")
-	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(top)+"$", "-test.count=1", "-test.timeout=10m")
+// startChild re-runs the test binary, limited to the test that runs the
+// suite (h.suite), in the given role.
+func startChild[Tx any](t testing.TB, h Harness[Tx], role, dir, arg string) *child {
+	cmd := exec.Command(os.Args[0], "-test.run="+h.suite, "-test.count=1", "-test.timeout=10m")
 	cmd.Env = append(os.Environ(), envRole+"="+role, envDir+"="+dir, envArg+"="+arg)
 	stdout, err := cmd.StdoutPipe()
 	check.NoError(t, err)
@@ -185,7 +194,7 @@ func (c *child) output() string {
 	return c.out.String()
 }
 
-func (c *child) waitReady(t *testing.T) {
+func (c *child) waitReady(t testing.TB) {
 	select {
 	case <-c.ready:
 	case <-c.done:
@@ -199,12 +208,12 @@ func (c *child) waitReady(t *testing.T) {
 // random moments, 30 times, then lets one finish: in transactional mode
 // the read model counts every event exactly once; in plain mode every event
 // was handled at least once.
-func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
+func testCrash[Tx any](t testing.TB, h Harness[Tx]) {
 	if h.Open == nil {
 		t.Skip("the crash test needs stores that outlive a process (Harness.Open)")
 	}
 	for _, mode := range []string{"tx", "plain"} {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			dir := t.TempDir()
 			st := h.Open(t, dir)
 			total, kills := crashSize()
@@ -215,7 +224,7 @@ func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			for range kills {
 				before, err := st.Consumers.Checkpoint(context.Background(), "crash")
 				check.NoError(t, err)
-				c := startChild(t, "crash-"+mode, dir, effects)
+				c := startChild(t, h, "crash-"+mode, dir, effects)
 				// Kill at a random moment after the child has committed at
 				// least one batch, so that every kill lands mid-run on fast
 				// and slow machines alike.
@@ -237,7 +246,7 @@ func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			cp, err := st.Consumers.Checkpoint(context.Background(), "crash")
 			check.NoError(t, err)
 			t.Logf("%d of %d kills landed before the child finished; checkpoint at %s", crashed, kills, cp.Position)
-			final := startChild(t, "crash-"+mode, dir, effects)
+			final := startChild(t, h, "crash-"+mode, dir, effects)
 			select {
 			case <-final.done:
 			case <-time.After(5 * time.Minute):
@@ -276,13 +285,13 @@ func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
 // testTwoProcesses runs one consumer in two child processes on shared
 // stores: one holds the lease and applies every effect once; killing it
 // hands over to the other, which goes on from the checkpoint.
-func testTwoProcesses[Tx any](t *testing.T, h Harness[Tx]) {
+func testTwoProcesses[Tx any](t testing.TB, h Harness[Tx]) {
 	if h.Open == nil {
 		t.Skip("the two-process test needs stores that outlive a process (Harness.Open)")
 	}
 	dir := t.TempDir()
 	st := h.Open(t, dir)
-	children := map[string]*child{"P1": startChild(t, "lease", dir, "P1"), "P2": startChild(t, "lease", dir, "P2")}
+	children := map[string]*child{"P1": startChild(t, h, "lease", dir, "P1"), "P2": startChild(t, h, "lease", dir, "P2")}
 	for _, c := range children {
 		c.waitReady(t)
 	}

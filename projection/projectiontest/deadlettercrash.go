@@ -135,7 +135,7 @@ func dlConsumer[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], consumers Co
 // runDeadLetterChild is the child of a dead-letter crash test: it runs the
 // consumer of mode until the wrapped store hangs at the moment to be
 // killed at.
-func runDeadLetterChild[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], dir, mode string) {
+func runDeadLetterChild[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], dir, mode string) {
 	ctx := context.Background()
 	effects := filepath.Join(dir, "effects.log")
 	hanging := hangingStore[Tx]{ConsumerStore: st.Consumers}
@@ -160,12 +160,12 @@ func runDeadLetterChild[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], dir,
 // dead letter) and is killed before its commit; the consumer restarted in
 // the parent, with the dependency back, handles it; retrying every dead
 // letter left must not apply it again.
-func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
+func testDeadLetterCrash[Tx any](t testing.TB, h Harness[Tx]) {
 	if h.Open == nil {
 		t.Skip("the crash test needs stores that outlive a process (Harness.Open)")
 	}
 	for _, mode := range deadLetterModes {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			st := h.Open(t, dir)
@@ -208,7 +208,7 @@ func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			}
 			before := checkpoint()
 
-			c := startChild(t, roleDeadLetter, dir, mode)
+			c := startChild(t, h, roleDeadLetter, dir, mode)
 			line := lineParked
 			if mode == "retry-tx" {
 				line = lineResolving
@@ -252,7 +252,7 @@ func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
 }
 
 // waitFor waits until the child prints line, failing if it ends first.
-func (c *child) waitFor(t *testing.T, line string) {
+func (c *child) waitFor(t testing.TB, line string) {
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(c.output(), line+"\n") {
 		if c.finished() {

@@ -41,9 +41,9 @@ func (s *reparkHook[Tx]) ParkDeadLetter(ctx context.Context, d eventstore.DeadLe
 // it and deleted it: the failed retry must not park it again, or the next
 // retry applies the event a second time (in the mode documented as
 // exactly once), or undoes the skip.
-func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryActsOnWhatItRead[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, meanwhile := range []string{"retried", "skipped"} {
-		t.Run(meanwhile, func(t *testing.T) {
+		check.Run(t, meanwhile, func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -121,7 +121,7 @@ func (s *readHook) ReadAll(ctx context.Context, after eventstore.Position, f eve
 // of), and handles item 5 once A's transaction is gone. A successful
 // handling must resolve the dead letter A left, or a retry applies the
 // event twice.
-func testRacingForeignLetters[Tx any](t *testing.T, h Harness[Tx]) {
+func testRacingForeignLetters[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -172,7 +172,7 @@ func bigItems(t testing.TB, s eventstore.Store, stream string, first, n, size in
 // passed already are none of its business at start. A start with nothing
 // to do, beside many parked events of 128 KiB, must not load their
 // payloads (it loaded all of them, 8 MiB here, 1.3 GB for 10,000).
-func testSessionStartLoadsLittle[Tx any](t *testing.T, h Harness[Tx]) {
+func testSessionStartLoadsLittle[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	const parked, size = 64, 128 << 10

@@ -105,9 +105,9 @@ func (s lettersCrash) ParkDeadLetter(ctx context.Context, d eventstore.DeadLette
 // consumer whose dead letters are in its own store, for a plain consumer,
 // and for a transactional consumer whose dead letters live in another
 // store.
-func testParkThenCrash[Tx any](t *testing.T, h Harness[Tx]) {
+func testParkThenCrash[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, mode := range []string{"tx", "plain", "foreign"} {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -174,7 +174,7 @@ func counter[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], got *seen, plai
 // retryLeftCountsOnce retries every dead letter c has left, then checks
 // that item 5 (the one that failed) counts exactly once, that no dead
 // letter is left, and that items 0 to 9 were all handled.
-func retryLeftCountsOnce(t *testing.T, c *projection.Consumer, count func(n int) int64) {
+func retryLeftCountsOnce(t testing.TB, c *projection.Consumer, count func(n int) int64) {
 	t.Helper()
 	for _, d := range collectLetters(t, c) {
 		check.NoError(t, c.RetryDeadLetter(context.Background(), d.ID))
@@ -206,9 +206,9 @@ func (s parkCounter[Tx]) ParkDeadLetterTx(ctx context.Context, tx Tx, d eventsto
 // testDecodeErrorParkedOnce: an event that cannot be decoded is parked
 // once, at once: no backoff (retrying a decode cannot help) and no second
 // park of the same part, whatever the retry schedule.
-func testDecodeErrorParkedOnce[Tx any](t *testing.T, h Harness[Tx]) {
+func testDecodeErrorParkedOnce[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, attempts := range []int{1, 2, 5} {
-		t.Run(strings.Repeat("x", attempts), func(t *testing.T) {
+		check.Run(t, strings.Repeat("x", attempts), func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 3, 0)
@@ -239,7 +239,7 @@ func testDecodeErrorParkedOnce[Tx any](t *testing.T, h Harness[Tx]) {
 // letter; the holder's own retry does, once. A holder whose fence a newer
 // holder has passed cannot retry either, and once no one runs the
 // consumer, any process may (it takes the lease for the retry).
-func testRetryRespectsLease[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryRespectsLease[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -293,7 +293,7 @@ func testRetryRespectsLease[Tx any](t *testing.T, h Harness[Tx]) {
 // testSameEventIDTwoStreams: event IDs are unique per stream only. Two
 // failing events that share an ID in two streams are two dead letters,
 // each listed, each retried into its own effect.
-func testSameEventIDTwoStreams[Tx any](t *testing.T, h Harness[Tx]) {
+func testSameEventIDTwoStreams[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	id := uuid.New()
@@ -324,7 +324,7 @@ func testSameEventIDTwoStreams[Tx any](t *testing.T, h Harness[Tx]) {
 // before a parked event; the replay handles it (the dependency is back),
 // and its dead letter must go with that, or retrying the dead letters
 // afterwards applies it twice.
-func testRebuildResolvesDeadLetters[Tx any](t *testing.T, h Harness[Tx]) {
+func testRebuildResolvesDeadLetters[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)

@@ -69,7 +69,7 @@ func plainCounter(seen *seen, fail func(int) error) projection.Handler {
 	})
 }
 
-func testCatchUpAndLive[Tx any](t *testing.T, h Harness[Tx]) {
+func testCatchUpAndLive[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	appendItems(t, st.Events, "item-a", 0, 250, 0)
 	got := newSeen()
@@ -92,7 +92,7 @@ func testCatchUpAndLive[Tx any](t *testing.T, h Harness[Tx]) {
 	check.Equal(t, got.total(), 300, "an event was handled twice without a crash")
 }
 
-func testParks[Tx any](t *testing.T, h Harness[Tx]) {
+func testParks[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 40, 0)
@@ -154,7 +154,7 @@ func testParks[Tx any](t *testing.T, h Harness[Tx]) {
 	check.ErrorIs(t, c.SkipDeadLetter(ctx, letters[1].ID), eventstore.ErrDeadLetterNotFound)
 }
 
-func testParksTx[Tx any](t *testing.T, h Harness[Tx]) {
+func testParksTx[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 40, 0)
@@ -185,7 +185,7 @@ func testParksTx[Tx any](t *testing.T, h Harness[Tx]) {
 	check.Len(t, collectLetters(t, c), 0)
 }
 
-func testStops[Tx any](t *testing.T, h Harness[Tx]) {
+func testStops[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 20, 0)
@@ -225,7 +225,7 @@ func collectLetters(t testing.TB, c *projection.Consumer) []eventstore.DeadLette
 
 // testStopsPlain: a plain consumer that stops keeps the progress of the
 // events it handled before the failing one.
-func testStopsPlain[Tx any](t *testing.T, h Harness[Tx]) {
+func testStopsPlain[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 20, 0)

@@ -26,7 +26,7 @@ type running struct {
 	done   chan error
 }
 
-func start(t *testing.T, c *projection.Consumer) *running {
+func start(t testing.TB, c *projection.Consumer) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- c.Run(ctx) }()
@@ -52,7 +52,7 @@ func (r *running) stop(t testing.TB) {
 // testLeaseHandOver runs two instances of one consumer on shared stores:
 // one applies the effects, and when it stops the other takes over; each
 // event counts once.
-func testLeaseHandOver[Tx any](t *testing.T, h Harness[Tx]) {
+func testLeaseHandOver[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	reg := Registry(t)
 	run := func(holder string) *running {
@@ -127,7 +127,7 @@ func (p *pausingEvents) Subscribe(ctx context.Context, after eventstore.Position
 // has taken the lease and claimed the checkpoint, but not moved it: when A
 // wakes, its commit is refused by the fence alone (its expected position
 // is still right), it goes back to waiting, and nothing counts twice.
-func testFencedHolder[Tx any](t *testing.T, h Harness[Tx]) {
+func testFencedHolder[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	reg := Registry(t)
 	appendItems(t, st.Events, "item-a", 0, 100, 0)
@@ -200,9 +200,9 @@ func (b *lockedBuffer) String() string {
 // rather than taking Run's for its own (same holder, same fence), replaying
 // beside it and then releasing it, which let another process take over
 // while Run kept handling. Each event counts once.
-func testSessionBesideRunWaits[Tx any](t *testing.T, h Harness[Tx]) {
+func testSessionBesideRunWaits[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, call := range []string{"CatchUp", "Rebuild"} {
-		t.Run(call, func(t *testing.T) {
+		check.Run(t, call, func(t testing.TB) {
 			st := h.New(t)
 			got := newSeen()
 			build := func(holder string) *projection.Consumer {

@@ -15,9 +15,9 @@ import (
 // parked (or returned, with Stop); the events after it are handled, and a
 // retry of its dead letter that panics again keeps it. Plain and
 // transactional consumers alike.
-func testHandlerPanics[Tx any](t *testing.T, h Harness[Tx]) {
+func testHandlerPanics[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, mode := range []string{"plain", "tx"} {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)

@@ -51,7 +51,7 @@ type Stores[Tx any] struct {
 type Harness[Tx any] struct {
 	// New returns new, empty stores for one test and registers their
 	// cleanup with t.Cleanup.
-	New func(t *testing.T) Stores[Tx]
+	New func(t testing.TB) Stores[Tx]
 	// Open opens the stores kept in dir, creating them if dir is empty,
 	// and registers their cleanup with t.Cleanup. Several processes open
 	// the same dir at once. Nil skips the crash and two-process tests,
@@ -62,6 +62,11 @@ type Harness[Tx any] struct {
 	Add func(ctx context.Context, tx Tx, key string, delta int64) error
 	// Get returns the committed value of counter key (zero if absent).
 	Get func(t testing.TB, s Stores[Tx], key string) int64
+
+	// suite is the -test.run pattern of the test that runs the suite, for
+	// its child processes: the test, or the subtest of a larger suite
+	// (storetest.Run), that called Run.
+	suite string
 }
 
 // Run runs the whole suite.
@@ -69,9 +74,10 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 	if runChild(t, h) {
 		return
 	}
+	h.suite = testPattern(t.Name())
 	tests := []struct {
 		name string
-		run  func(t *testing.T, h Harness[Tx])
+		run  func(t testing.TB, h Harness[Tx])
 	}{
 		{"CatchUpAndLive", testCatchUpAndLive[Tx]},
 		{"ParksFailingEvents", testParks[Tx]},

@@ -17,7 +17,7 @@ import (
 // once without a lease (two deployments): each event counts once, and no
 // batch's handler runs against a checkpoint the other consumer has moved,
 // so neither does the other's work again (or meets the rows it wrote).
-func testRacingWithoutLease[Tx any](t *testing.T, h Harness[Tx]) {
+func testRacingWithoutLease[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	const events = 400

@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-es/cairn/projection"
 )
 
-func testRebuild[Tx any](t *testing.T, h Harness[Tx]) {
+func testRebuild[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 100, 0)
@@ -65,7 +65,7 @@ func testRebuild[Tx any](t *testing.T, h Harness[Tx]) {
 	check.Equal(t, h.Get(t, st, totalKey), int64(250))
 }
 
-func testStats[Tx any](t *testing.T, h Harness[Tx]) {
+func testStats[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 50, 0)
@@ -92,7 +92,7 @@ func testStats[Tx any](t *testing.T, h Harness[Tx]) {
 
 // testRebuildTx resets the read model in the checkpoint's transaction: an
 // interrupted rebuild resumes by Run or CatchUp without double counting.
-func testRebuildTx[Tx any](t *testing.T, h Harness[Tx]) {
+func testRebuildTx[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 60, 0)

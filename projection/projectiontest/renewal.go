@@ -65,7 +65,7 @@ func (h *hungLeases) RenewLease(ctx context.Context, l storekit.Lease, ttl time.
 // handling events before its lease lapses as the store counts it: no
 // handler call may start at or after the expiry the store gave the lease,
 // since another process may hold it from then on.
-func testHungRenewal[Tx any](t *testing.T, h Harness[Tx]) {
+func testHungRenewal[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	leases := &hungLeases{LeaseStore: st.Consumers, waiting: make(chan struct{})}
 	var mu sync.Mutex
@@ -145,9 +145,9 @@ const longLeaseTTL = 500 * time.Millisecond
 // hold the one writer that renewals wait for. Its batches commit: it
 // neither drops its lease and rolls back the same batch forever, nor
 // counts an event twice.
-func testLongTransactionsKeepTheLease[Tx any](t *testing.T, h Harness[Tx]) {
+func testLongTransactionsKeepTheLease[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, whose := range []string{"own", "another's"} {
-		t.Run(whose, func(t *testing.T) {
+		check.Run(t, whose, func(t testing.TB) {
 			st := h.New(t)
 			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 			defer cancel()

@@ -19,7 +19,7 @@ import (
 // testResumeSplits resumes a consumer from every checkpoint of a stream in
 // which every third event is split into two values by an upcaster: each
 // run must see exactly the values after its checkpoint, in order.
-func testResumeSplits[Tx any](t *testing.T, h Harness[Tx]) {
+func testResumeSplits[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 30, 3)
@@ -71,7 +71,7 @@ func testResumeSplits[Tx any](t *testing.T, h Harness[Tx]) {
 // testSplitFailureTx fails on the second value of a split event: only that
 // value is parked; the first counts once, and retrying the dead letter
 // handles only the second.
-func testSplitFailureTx[Tx any](t *testing.T, h Harness[Tx]) {
+func testSplitFailureTx[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 12, 4) // items 0, 4, 8 are pairs
@@ -100,7 +100,7 @@ func testSplitFailureTx[Tx any](t *testing.T, h Harness[Tx]) {
 // testInterruptedTx interrupts a transactional consumer at random values
 // (mid-batch, mid-split), as a crash would, and restarts it until it is
 // done: every value counts exactly once.
-func testInterruptedTx[Tx any](t *testing.T, h Harness[Tx]) {
+func testInterruptedTx[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	appendItems(t, st.Events, "item-a", 0, 300, 5)
 	reg := Registry(t)

@@ -21,9 +21,9 @@ import (
 // attempts like any other failure, and a retry that fails on it runs the
 // handler once and reports a handler failure, not a refused claim that it
 // retries a hundred times.
-func testRetryHandlerErrorsStayHandlerErrors[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryHandlerErrorsStayHandlerErrors[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, sentinel := range []error{eventstore.ErrCheckpointMoved, eventstore.ErrFenced, eventstore.ErrLeaseLost} {
-		t.Run(sentinel.Error(), func(t *testing.T) {
+		check.Run(t, sentinel.Error(), func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -60,9 +60,9 @@ func testRetryHandlerErrorsStayHandlerErrors[Tx any](t *testing.T, h Harness[Tx]
 // for a plain consumer and for a transactional one whose dead letters live
 // in another store, which cannot resolve them in the effect's transaction.
 // The second retry starts while the first one's handler runs.
-func testConcurrentRetriesApplyOnce[Tx any](t *testing.T, h Harness[Tx]) {
+func testConcurrentRetriesApplyOnce[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, mode := range []string{"plain", "transactional, foreign dead letters"} {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -156,7 +156,7 @@ func (s *skipBesideResolve[Tx]) DeleteDeadLetterTx(ctx context.Context, tx Tx, c
 // before its checkpoint passed it) and resolves it in the same
 // transaction. One of the two deletes it; neither fails the other's work,
 // and the consumer goes on: the event is applied once.
-func testSkipBesideResolve[Tx any](t *testing.T, h Harness[Tx]) {
+func testSkipBesideResolve[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -196,7 +196,7 @@ func testSkipBesideResolve[Tx any](t *testing.T, h Harness[Tx]) {
 // meanwhile. The other process asks from beside the handler, never from
 // inside it: on SQLite its request waits for the writer that the retry's
 // transaction holds, and what it gets after the commit does not count.
-func testRetryKeepsItsLease[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryKeepsItsLease[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)

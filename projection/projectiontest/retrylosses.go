@@ -20,7 +20,7 @@ import (
 
 // parkItem5 has a transactional consumer of stores st park item 5 of ten,
 // and returns the consumer and its dead letter.
-func parkItem5[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], name string, opts projection.Options, during func(ctx context.Context, n int) error) (*projection.Consumer, eventstore.DeadLetter) {
+func parkItem5[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], name string, opts projection.Options, during func(ctx context.Context, n int) error) (*projection.Consumer, eventstore.DeadLetter) {
 	t.Helper()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
 	fail := newFailOn(5)
@@ -52,7 +52,7 @@ func parkItem5[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], name string, 
 // decode the event (an old deployment beside a new one): that one recorded
 // its decoding failure and cleared the claim, and a third retry applied
 // the event a second time.
-func testRetryRefusesADeadLetterClaimedElsewhere[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryRefusesADeadLetterClaimedElsewhere[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	opts := projection.Options{BatchSize: 4, Retry: fastRetry, Logger: quiet()}
@@ -95,7 +95,7 @@ func (s losingLeases) RenewLease(_ context.Context, l storekit.Lease, _ time.Dur
 // context, returns ctx.Err(). The retry stops and is refused, records no
 // failed attempt and applies nothing. It returned a bare context.Canceled,
 // which a caller cannot tell from its own cancel.
-func testRetryThatLosesItsLeaseIsRefused[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryThatLosesItsLeaseIsRefused[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	opts := projection.Options{BatchSize: 4, Retry: fastRetry, LeaseTTL: 60 * time.Millisecond, Logger: quiet()}
@@ -151,7 +151,7 @@ func (s *stallingLetters) ParkDeadLetter(ctx context.Context, d eventstore.DeadL
 // not commit after its claim could have lapsed: it is refused, and the
 // second applies the event, once. It committed too, as its renewals
 // waited without bound, and the event applied twice.
-func testStalledClaimRenewalDoesNotCommit[Tx any](t *testing.T, h Harness[Tx]) {
+func testStalledClaimRenewalDoesNotCommit[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	stall := &stallingLetters{DeadLetterStore: h.New(t).Consumers, stall: make(chan struct{})}

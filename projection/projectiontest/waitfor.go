@@ -15,7 +15,7 @@ import (
 // shows the append, not before; it does not hang on a position whose last
 // events the filter leaves out; and a consumer that runs nowhere makes it
 // return ctx's error.
-func testWaitFor[Tx any](t *testing.T, h Harness[Tx]) {
+func testWaitFor[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -34,7 +34,7 @@ type ConsumerStore interface {
 
 // Factory returns fresh stores for one test, and registers their cleanup
 // with t.Cleanup.
-type Factory func(t *testing.T) Stores
+type Factory func(t testing.TB) Stores
 
 // Run is the saga conformance suite: the reservation flow (orders,
 // reservations, payments and the sale that coordinates them) on the stores
@@ -45,7 +45,7 @@ type Factory func(t *testing.T) Stores
 func Run(t *testing.T, newStores Factory) {
 	for _, c := range []struct {
 		name string
-		run  func(t *testing.T, f *flow)
+		run  func(t testing.TB, f *flow)
 	}{
 		{"FlowEndsAsExpected", testFlowEnds},
 		{"RedeliveredEventsAreAbsorbed", testRedelivered},
@@ -75,7 +75,7 @@ type order struct {
 	seats, amount int
 }
 
-func newFlow(t *testing.T, s Stores) *flow {
+func newFlow(t testing.TB, s Stores) *flow {
 	f := &flow{Stores: s, reg: codec.NewRegistry(codec.Options{}), clock: NewClock(Start)}
 	if err := reservation.Register(f.reg); err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func newFlow(t *testing.T, s Stores) *flow {
 
 // runner returns a new runner of the sale on the flow's stores, as a new
 // process would make it.
-func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
+func (f *flow) runner(t testing.TB) *saga.Runner[reservation.Sale] {
 	t.Helper()
 	sale, err := reservation.NewSale(f.reg)
 	if err != nil {
@@ -111,7 +111,7 @@ func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
 }
 
 // place places n orders whose seats and amounts cover every outcome.
-func (f *flow) place(t *testing.T, prefix string, n int) {
+func (f *flow) place(t testing.TB, prefix string, n int) {
 	t.Helper()
 	for i := range n {
 		o := order{id: fmt.Sprintf("%s-%d", prefix, i), seats: 1 + i%12, amount: 100 + 97*i}
@@ -126,7 +126,7 @@ func (f *flow) place(t *testing.T, prefix string, n int) {
 // check checks that every order ended as its inputs dictate, with exactly
 // the events that end stores: none twice. withDeadlines says whether the
 // payment deadline has had time to fire.
-func (f *flow) check(t *testing.T, withDeadlines bool) {
+func (f *flow) check(t testing.TB, withDeadlines bool) {
 	t.Helper()
 	ctx := context.Background()
 	orders, seats, pays := f.orderRepo, f.seatsRepo, f.paymentRepo
@@ -169,14 +169,14 @@ func (f *flow) check(t *testing.T, withDeadlines bool) {
 	}
 }
 
-func catchUp(t *testing.T, r *saga.Runner[reservation.Sale]) {
+func catchUp(t testing.TB, r *saga.Runner[reservation.Sale]) {
 	t.Helper()
 	if err := r.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testFlowEnds(t *testing.T, f *flow) {
+func testFlowEnds(t testing.TB, f *flow) {
 	r := f.runner(t)
 	f.place(t, "a", 36)
 	catchUp(t, r)
@@ -193,7 +193,7 @@ func testFlowEnds(t *testing.T, f *flow) {
 	}
 }
 
-func testRedelivered(t *testing.T, f *flow) {
+func testRedelivered(t testing.TB, f *flow) {
 	r := f.runner(t)
 	f.place(t, "b", 24)
 	catchUp(t, r)
@@ -228,7 +228,7 @@ func testRedelivered(t *testing.T, f *flow) {
 	}
 }
 
-func testTwoRunners(t *testing.T, f *flow) {
+func testTwoRunners(t testing.TB, f *flow) {
 	logs := &lockedWriter{}
 	f.log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	defer func() {
@@ -278,7 +278,7 @@ func testTwoRunners(t *testing.T, f *flow) {
 
 // explainUnsettled reports, for a test that failed, the saga instances of
 // the orders that did not end.
-func (f *flow) explainUnsettled(t *testing.T) {
+func (f *flow) explainUnsettled(t testing.TB) {
 	r := f.runner(t)
 	for _, o := range f.orders {
 		x, err := r.Explain(context.Background(), o.id)
@@ -313,7 +313,7 @@ func (f *flow) explainUnsettled(t *testing.T) {
 // (with its reservation cancelled where it must be), leaving out, unless
 // withDeadlines, the orders that wait for their payment deadline: those
 // must only have their deadline set.
-func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
+func (f *flow) ended(t testing.TB, withDeadlines bool) bool {
 	t.Helper()
 	ctx := context.Background()
 	for _, o := range f.orders {
@@ -350,7 +350,7 @@ func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
 	return true
 }
 
-func testDeadlineRestart(t *testing.T, f *flow) {
+func testDeadlineRestart(t testing.TB, f *flow) {
 	before := f.runner(t)
 	f.place(t, "d", 14) // orders 2 and 9 wait for their payment deadline
 	catchUp(t, before)

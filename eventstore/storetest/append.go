@@ -22,7 +22,7 @@ var appendTests = []test{
 	{"VersionsAndPositionsOfResult", testAppendResult},
 }
 
-func testRoundTrip(t *testing.T, s eventstore.Store) {
+func testRoundTrip(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("round-trip")
 	want := []eventstore.EventData{
@@ -87,7 +87,7 @@ func testRoundTrip(t *testing.T, s eventstore.Store) {
 	check.Equal(t, again.Metadata.Extra["tenant"], "acme")
 }
 
-func testAssignsIDs(t *testing.T, s eventstore.Store) {
+func testAssignsIDs(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("ids")
 	in := []eventstore.EventData{
@@ -106,9 +106,9 @@ func testAssignsIDs(t *testing.T, s eventstore.Store) {
 
 // wrongVersion checks that err is a conflict naming the stream, what was
 // expected and what the stream actually was.
-func wrongVersion(t *testing.T, err error, stream string, expected, actual eventstore.ExpectedVersion) {
+func wrongVersion(t testing.TB, err error, stream string, expected, actual eventstore.ExpectedVersion) {
 	t.Helper()
-	check.True(t, err != nil)
+	check.True(t, err != nil, "append to %q expecting %s, while it is at %s: no wrong-version error", stream, expected, actual)
 	check.ErrorIs(t, err, eventstore.ErrWrongVersion)
 	var wv *eventstore.WrongVersionError
 	check.ErrorAs(t, err, &wv)
@@ -118,7 +118,7 @@ func wrongVersion(t *testing.T, err error, stream string, expected, actual event
 	check.Contains(t, err.Error(), stream, "the message names the stream")
 }
 
-func testExpectedOnAbsent(t *testing.T, s eventstore.Store) {
+func testExpectedOnAbsent(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	for _, expected := range []eventstore.ExpectedVersion{eventstore.StreamExists, eventstore.Exact(0), eventstore.Exact(4)} {
@@ -135,7 +135,7 @@ func testExpectedOnAbsent(t *testing.T, s eventstore.Store) {
 	}
 }
 
-func testExpectedOnExisting(t *testing.T, s eventstore.Store) {
+func testExpectedOnExisting(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("existing")
@@ -162,7 +162,7 @@ func testExpectedOnExisting(t *testing.T, s eventstore.Store) {
 	}
 }
 
-func testAtomicity(t *testing.T, s eventstore.Store) {
+func testAtomicity(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("atomic")
@@ -198,7 +198,7 @@ func testAtomicity(t *testing.T, s eventstore.Store) {
 	check.Equal(t, recordedIDs(got), ids(batch))
 }
 
-func testAppendResult(t *testing.T, s eventstore.Store) {
+func testAppendResult(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	a, b := n.stream("a"), n.stream("b")
 	r1 := mustAppend(t, s, a, eventstore.NoStream, events("x", 3)...)
@@ -218,7 +218,7 @@ func testAppendResult(t *testing.T, s eventstore.Store) {
 }
 
 // requireNothingWritten checks that this test's category holds no events.
-func requireNothingWritten(t *testing.T, s eventstore.Store, n names, why string) {
+func requireNothingWritten(t testing.TB, s eventstore.Store, n names, why string) {
 	t.Helper()
 	got := readAll(t, s, eventstore.Start, n.filter())
 	check.Len(t, got, 0, "%s: yet %d events were written", why, len(got))

@@ -21,7 +21,7 @@ import (
 // and the error it must get, the same in kind on every store, and checks
 // that nothing was written.
 
-func testLeaseBadTable(t *testing.T, s storekit.LeaseStore) {
+func testLeaseBadTable(t testing.TB, s storekit.LeaseStore) {
 	ctx := context.Background()
 	name := consumerName(t, "lease")
 	long := strings.Repeat("h", storekit.MaxStreamLen+1)
@@ -73,7 +73,7 @@ func testLeaseBadTable(t *testing.T, s storekit.LeaseStore) {
 	check.True(t, !ok, "a refused release released the lease")
 }
 
-func testDeadLetterBadTable(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterBadTable(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "badtable")
 	year := func(y int) time.Time { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC) }
 	for _, c := range []struct {
@@ -127,7 +127,7 @@ func testDeadLetterBadTable(t *testing.T, s storekit.DeadLetterStore) {
 	sameLetter(t, d, all[0])
 }
 
-func testDeadLetterIDTaken(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterIDTaken(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "idtaken")
 	first := mustPark(t, s, deadLetter(name, 1, 0))
 	other := deadLetter(name, 2, 0)
@@ -146,7 +146,7 @@ func testDeadLetterIDTaken(t *testing.T, s storekit.DeadLetterStore) {
 	check.Equal(t, mustPark(t, s, again).ID, first.ID)
 }
 
-func testDeadLetterLookups(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterLookups(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "lookup")
 	mustPark(t, s, deadLetter(name, 1, 0))
 	for _, id := range []string{"", "\x00", "\xff", "nope", strings.Repeat("x", 4<<10), ulid.Make().String()} {
@@ -163,7 +163,7 @@ func testDeadLetterLookups(t *testing.T, s storekit.DeadLetterStore) {
 	check.Len(t, listDeadLetters(t, s, name), 1)
 }
 
-func testSnapshotBadTable(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotBadTable(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("badtable")
 	for _, c := range []struct {
 		what  string
@@ -183,7 +183,7 @@ func testSnapshotBadTable(t *testing.T, s storekit.SnapshotStore) {
 	check.True(t, !ok, "a rejected snapshot must not be stored")
 }
 
-func testCheckpointBadFences(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointBadFences(t testing.TB, s storekit.CheckpointStore) {
 	name := consumerName(t, "fence")
 	for _, fence := range []storekit.Fence{1 << 63, math.MaxUint64} {
 		err := s.SaveCheckpoint(context.Background(), name, eventstore.Start, checkpointAt(1, 0), fence)
@@ -192,7 +192,7 @@ func testCheckpointBadFences(t *testing.T, s storekit.CheckpointStore) {
 	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{}, "a refused save moved the checkpoint")
 }
 
-func testCommandUnstorableID(t *testing.T, s IndexedStore) {
+func testCommandUnstorableID(t testing.TB, s indexedStore) {
 	stream := newNames(t).stream("a")
 	mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c1", 1)...)
 	for _, id := range []string{"c\x00", "c\xff", "\x00"} {

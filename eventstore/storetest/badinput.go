@@ -22,7 +22,7 @@ var badInputTests = []test{
 	{"ReservedNamesOnlyFromCairnsWriters", testReservedNames},
 }
 
-func testBadAppends(t *testing.T, s eventstore.Store) {
+func testBadAppends(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	good := func() eventstore.EventData { return event("x", "ok") }
@@ -72,9 +72,9 @@ func testBadAppends(t *testing.T, s eventstore.Store) {
 		// Twice: a message that depended on map order would differ.
 		_, first := s.Append(ctx, c.stream, eventstore.Any, c.events...)
 		_, err := s.Append(ctx, c.stream, eventstore.Any, c.events...)
-		check.True(t, first != nil, c.name)
+		check.True(t, first != nil, "%s: want an error, got nil", c.name)
 		check.Equal(t, err.Error(), first.Error(), c.name)
-		check.True(t, err != nil, c.name)
+		check.True(t, err != nil, "%s: want an error, got nil", c.name)
 		check.ErrorIs(t, err, eventstore.ErrInvalidArgument, c.name)
 		var bad *eventstore.InvalidArgumentError
 		check.ErrorAs(t, err, &bad, c.name)
@@ -86,7 +86,7 @@ func testBadAppends(t *testing.T, s eventstore.Store) {
 	requireNothingWritten(t, s, n, "every append was invalid")
 }
 
-func testBadRead(t *testing.T, s eventstore.Store) {
+func testBadRead(t testing.TB, s eventstore.Store) {
 	for _, stream := range []string{"", "$all"} {
 		var errs int
 		for _, err := range s.ReadStream(context.Background(), stream, eventstore.Forward(0)) {
@@ -97,12 +97,12 @@ func testBadRead(t *testing.T, s eventstore.Store) {
 	}
 }
 
-func testCanceledAppend(t *testing.T, s eventstore.Store) {
+func testCanceledAppend(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := s.Append(ctx, n.stream("canceled"), eventstore.Any, events("x", 2)...)
-	check.True(t, err != nil)
+	check.True(t, err != nil, "want an error, got nil")
 	check.True(t, isCanceled(err), "append on a canceled context: %v", err)
 	requireNothingWritten(t, s, n, "the append's context was canceled")
 

@@ -11,29 +11,22 @@ import (
 	"github.com/cairn-es/cairn/internal/check"
 )
 
-// CheckpointFactory returns a new checkpoint store for one test and
-// registers its cleanup with t.Cleanup.
-type CheckpointFactory func(t *testing.T) storekit.CheckpointStore
-
-// RunCheckpoints runs the conformance suite of [storekit.CheckpointStore]
-// against the stores that newStore makes, each test on a store of its own.
-// Consumer names are unique per test, so a shared database works too.
-func RunCheckpoints(t *testing.T, newStore CheckpointFactory) {
-	runCases(t, newStore, []testCase[storekit.CheckpointStore]{
-		{"MissingIsStart", testCheckpointMissing},
-		{"SaveMovesAndRoundTrips", testCheckpointRoundTrip},
-		{"CompareAndSet", testCheckpointCompareAndSet},
-		{"Fencing", testCheckpointFencing},
-		{"ResetMovesBack", testCheckpointReset},
-		{"NamesAreIndependent", testCheckpointNames},
-		{"RacingSavesOneWins", testCheckpointRace},
-		{"BadNames", testCheckpointBadNames},
-		{"BadFences", testCheckpointBadFences},
-		{"CanceledContext", testCheckpointCanceled},
-	})
+// checkpointTests check a [storekit.CheckpointStore]. Consumer names are
+// unique per test, so a shared database works too.
+var checkpointTests = []testCase[storekit.CheckpointStore]{
+	{"MissingIsStart", testCheckpointMissing},
+	{"SaveMovesAndRoundTrips", testCheckpointRoundTrip},
+	{"CompareAndSet", testCheckpointCompareAndSet},
+	{"Fencing", testCheckpointFencing},
+	{"ResetMovesBack", testCheckpointReset},
+	{"NamesAreIndependent", testCheckpointNames},
+	{"RacingSavesOneWins", testCheckpointRace},
+	{"BadNames", testCheckpointBadNames},
+	{"BadFences", testCheckpointBadFences},
+	{"CanceledContext", testCheckpointCanceled},
 }
 
-func consumerName(t *testing.T, what string) string {
+func consumerName(t testing.TB, what string) string {
 	return newNames(t).category + "-" + what
 }
 
@@ -41,19 +34,19 @@ func checkpointAt(major, minor uint64) eventstore.Position {
 	return eventstore.Position{Major: major, Minor: minor}
 }
 
-func mustCheckpoint(t *testing.T, s storekit.CheckpointStore, name string) storekit.Checkpoint {
+func mustCheckpoint(t testing.TB, s storekit.CheckpointStore, name string) storekit.Checkpoint {
 	t.Helper()
 	cp, err := s.Checkpoint(context.Background(), name)
 	check.NoError(t, err, "reading the checkpoint of %q", name)
 	return cp
 }
 
-func testCheckpointMissing(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointMissing(t testing.TB, s storekit.CheckpointStore) {
 	cp := mustCheckpoint(t, s, consumerName(t, "never-saved"))
 	check.Equal(t, cp, storekit.Checkpoint{})
 }
 
-func testCheckpointRoundTrip(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointRoundTrip(t testing.TB, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "round-trip")
 	check.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(7, 3), 0))
 	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{Position: checkpointAt(7, 3)})
@@ -66,7 +59,7 @@ func testCheckpointRoundTrip(t *testing.T, s storekit.CheckpointStore) {
 	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{Position: big, Fence: 1 << 62})
 }
 
-func testCheckpointCompareAndSet(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointCompareAndSet(t testing.TB, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "cas")
 	// No row yet: only a save that expects the start goes through.
 	err := s.SaveCheckpoint(ctx, name, checkpointAt(1, 0), checkpointAt(2, 0), 0)
@@ -83,7 +76,7 @@ func testCheckpointCompareAndSet(t *testing.T, s storekit.CheckpointStore) {
 	check.Equal(t, mustCheckpoint(t, s, name).Position, checkpointAt(9, 0))
 }
 
-func testCheckpointFencing(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointFencing(t testing.TB, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "fence")
 	check.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(10, 0), 3))
 	// A newer holder claims the checkpoint where it is.
@@ -101,7 +94,7 @@ func testCheckpointFencing(t *testing.T, s storekit.CheckpointStore) {
 	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{Position: checkpointAt(20, 0), Fence: 4})
 }
 
-func testCheckpointReset(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointReset(t testing.TB, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "reset")
 	check.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(100, 0), 1))
 	check.NoError(t, s.SaveCheckpoint(ctx, name, checkpointAt(100, 0), checkpointAt(40, 0), 1))
@@ -111,7 +104,7 @@ func testCheckpointReset(t *testing.T, s storekit.CheckpointStore) {
 	check.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 1))
 }
 
-func testCheckpointNames(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointNames(t testing.TB, s storekit.CheckpointStore) {
 	ctx := context.Background()
 	a, b := consumerName(t, "a"), consumerName(t, "b")
 	check.NoError(t, s.SaveCheckpoint(ctx, a, eventstore.Start, checkpointAt(3, 0), 2))
@@ -121,7 +114,7 @@ func testCheckpointNames(t *testing.T, s storekit.CheckpointStore) {
 	check.Equal(t, mustCheckpoint(t, s, b), storekit.Checkpoint{Position: checkpointAt(8, 0)})
 }
 
-func testCheckpointRace(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointRace(t testing.TB, s storekit.CheckpointStore) {
 	ctx, name := context.Background(), consumerName(t, "race")
 	check.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, checkpointAt(1, 0), 0))
 	const racers = 8
@@ -148,7 +141,7 @@ func testCheckpointRace(t *testing.T, s storekit.CheckpointStore) {
 	check.Equal(t, mustCheckpoint(t, s, name).Position, checkpointAt(uint64(10+won), 0))
 }
 
-func testCheckpointBadNames(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointBadNames(t testing.TB, s storekit.CheckpointStore) {
 	ctx := context.Background()
 	for _, name := range []string{"", "bad\x00name", strings.Repeat("x", storekit.MaxStreamLen+1)} {
 		_, err := s.Checkpoint(ctx, name)
@@ -158,7 +151,7 @@ func testCheckpointBadNames(t *testing.T, s storekit.CheckpointStore) {
 	}
 }
 
-func testCheckpointCanceled(t *testing.T, s storekit.CheckpointStore) {
+func testCheckpointCanceled(t testing.TB, s storekit.CheckpointStore) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	name := consumerName(t, "canceled")
@@ -166,7 +159,7 @@ func testCheckpointCanceled(t *testing.T, s storekit.CheckpointStore) {
 	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{})
 }
 
-func requireConflict(t *testing.T, err error, sentinel error, name string, actual storekit.Checkpoint) {
+func requireConflict(t testing.TB, err error, sentinel error, name string, actual storekit.Checkpoint) {
 	t.Helper()
 	check.ErrorIs(t, err, sentinel)
 	var ce *storekit.CheckpointConflictError

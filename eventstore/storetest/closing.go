@@ -15,7 +15,7 @@ import (
 
 // testUseAfterClose checks that every method of a closed store fails with
 // [eventstore.ErrClosed] at once, and that Close may be called again.
-func testUseAfterClose(t *testing.T, s eventstore.Store) {
+func testUseAfterClose(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("closed")
 	mustAppend(t, s, stream, eventstore.NoStream, event("x", "1"))
@@ -55,7 +55,7 @@ func drain(seq func(func(eventstore.Event, error) bool)) (events int, err error)
 // ErrClosed (or, for one caught in flight, its own context), every
 // subscription ends with ErrClosed, and every acknowledged append was
 // seen whole by the subscribers that were running.
-func testCloseWhileBusy(t *testing.T, s eventstore.Store) {
+func testCloseWhileBusy(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	const appenders, subscribers = 8, 2
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -126,7 +126,7 @@ func testCloseWhileBusy(t *testing.T, s eventstore.Store) {
 // contract's uint64 versions and positions, which SQL stores keep in
 // signed 64-bit columns: they must be answered as what they mean, never
 // as a database error or a wrapped-around number.
-func testExtremeVersionsAndPositions(t *testing.T, s eventstore.Store) {
+func testExtremeVersionsAndPositions(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("edges")

@@ -23,7 +23,7 @@ const writers = 16
 // append with it as the expected version, round after round: in each round
 // exactly one wins and the other 15 get the conflict error, and in the end
 // every version was written exactly once.
-func testRacingAppends(t *testing.T, s eventstore.Store) {
+func testRacingAppends(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("race")
 	ctx := context.Background()
@@ -82,7 +82,7 @@ func testRacingAppends(t *testing.T, s eventstore.Store) {
 // testParallelStreamsSubscribed has 16 writers append to 16 streams while a
 // subscriber follows the category: it must see every event exactly once,
 // in strictly increasing position order, and each stream in its own order.
-func testParallelStreamsSubscribed(t *testing.T, s eventstore.Store) {
+func testParallelStreamsSubscribed(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	const appendsPerWriter = 40

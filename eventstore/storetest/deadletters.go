@@ -14,27 +14,20 @@ import (
 	"github.com/cairn-es/cairn/internal/check"
 )
 
-// DeadLetterFactory returns a new dead letter store for one test and
-// registers its cleanup with t.Cleanup.
-type DeadLetterFactory func(t *testing.T) storekit.DeadLetterStore
-
-// RunDeadLetters runs the conformance suite of [storekit.DeadLetterStore]
-// against the stores that newStore makes, each test on a store of its own.
-func RunDeadLetters(t *testing.T, newStore DeadLetterFactory) {
-	runCases(t, newStore, []testCase[storekit.DeadLetterStore]{
-		{"RoundTripsEveryField", testDeadLetterRoundTrip},
-		{"ParkingAgainUpdates", testDeadLetterRepark},
-		{"SameEventIDInTwoStreams", testDeadLetterSameIDTwoStreams},
-		{"ListsOldestFirstPerConsumer", testDeadLetterList},
-		{"DeleteAndNotFound", testDeadLetterDelete},
-		{"BadInput", testDeadLetterBadInput},
-		{"BadInputTable", testDeadLetterBadTable},
-		{"IDOfAnotherEvent", testDeadLetterIDTaken},
-		{"LookupsByUnstorableID", testDeadLetterLookups},
-		{"GenerationsGuardReparks", testDeadLetterGenerations},
-		{"KeysByPosition", testDeadLetterKeys},
-		{"ClaimsAsParked", testDeadLetterClaims},
-	})
+// deadLetterTests check a [storekit.DeadLetterStore].
+var deadLetterTests = []testCase[storekit.DeadLetterStore]{
+	{"RoundTripsEveryField", testDeadLetterRoundTrip},
+	{"ParkingAgainUpdates", testDeadLetterRepark},
+	{"SameEventIDInTwoStreams", testDeadLetterSameIDTwoStreams},
+	{"ListsOldestFirstPerConsumer", testDeadLetterList},
+	{"DeleteAndNotFound", testDeadLetterDelete},
+	{"BadInput", testDeadLetterBadInput},
+	{"BadInputTable", testDeadLetterBadTable},
+	{"IDOfAnotherEvent", testDeadLetterIDTaken},
+	{"LookupsByUnstorableID", testDeadLetterLookups},
+	{"GenerationsGuardReparks", testDeadLetterGenerations},
+	{"KeysByPosition", testDeadLetterKeys},
+	{"ClaimsAsParked", testDeadLetterClaims},
 }
 
 func deadLetter(consumer string, version uint64, part int) eventstore.DeadLetter {
@@ -50,14 +43,14 @@ func deadLetter(consumer string, version uint64, part int) eventstore.DeadLetter
 	}
 }
 
-func mustPark(t *testing.T, s storekit.DeadLetterStore, d eventstore.DeadLetter) eventstore.DeadLetter {
+func mustPark(t testing.TB, s storekit.DeadLetterStore, d eventstore.DeadLetter) eventstore.DeadLetter {
 	t.Helper()
 	got, err := s.ParkDeadLetter(context.Background(), d)
 	check.NoError(t, err, "parking event %d part %d", d.Event.Version, d.Part)
 	return got
 }
 
-func listDeadLetters(t *testing.T, s storekit.DeadLetterStore, consumer string) []eventstore.DeadLetter {
+func listDeadLetters(t testing.TB, s storekit.DeadLetterStore, consumer string) []eventstore.DeadLetter {
 	t.Helper()
 	var out []eventstore.DeadLetter
 	for d, err := range s.DeadLetters(context.Background(), consumer) {
@@ -69,7 +62,7 @@ func listDeadLetters(t *testing.T, s storekit.DeadLetterStore, consumer string) 
 
 // sameLetter compares dead letters, times to the millisecond (what every
 // SQL store keeps at least).
-func sameLetter(t *testing.T, want, got eventstore.DeadLetter) {
+func sameLetter(t testing.TB, want, got eventstore.DeadLetter) {
 	t.Helper()
 	check.Equal(t, got.ID, want.ID)
 	check.Equal(t, got.Consumer, want.Consumer)
@@ -87,7 +80,7 @@ func sameLetter(t *testing.T, want, got eventstore.DeadLetter) {
 	check.Equal(t, got.Generation, want.Generation, "generation")
 }
 
-func testDeadLetterRoundTrip(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterRoundTrip(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "dl")
 	d := deadLetter(name, 3, 1)
 	parked := mustPark(t, s, d)
@@ -111,7 +104,7 @@ func testDeadLetterRoundTrip(t *testing.T, s storekit.DeadLetterStore) {
 	check.Equal(t, again.Event.Metadata.Extra["k"], "v")
 }
 
-func testDeadLetterRepark(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterRepark(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "repark")
 	d := deadLetter(name, 3, 0)
 	first := mustPark(t, s, d)
@@ -139,7 +132,7 @@ func testDeadLetterRepark(t *testing.T, s storekit.DeadLetterStore) {
 // testDeadLetterSameIDTwoStreams: event IDs are unique per stream only, so
 // the same ID and part in two streams are two dead letters: parking the
 // second must not overwrite the first, and re-parking each updates only it.
-func testDeadLetterSameIDTwoStreams(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterSameIDTwoStreams(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "twostreams")
 	a := deadLetter(name, 3, 0)
 	b := a
@@ -176,7 +169,7 @@ func testDeadLetterSameIDTwoStreams(t *testing.T, s storekit.DeadLetterStore) {
 	check.Equal(t, n, 2)
 }
 
-func testDeadLetterList(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterList(t testing.TB, s storekit.DeadLetterStore) {
 	ctx := context.Background()
 	a, b := consumerName(t, "a"), consumerName(t, "b")
 	var want []string
@@ -199,7 +192,7 @@ func testDeadLetterList(t *testing.T, s storekit.DeadLetterStore) {
 	}
 }
 
-func testDeadLetterDelete(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterDelete(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "delete")
 	d := mustPark(t, s, deadLetter(name, 1, 0))
 	keep := mustPark(t, s, deadLetter(name, 2, 0))
@@ -221,7 +214,7 @@ func testDeadLetterDelete(t *testing.T, s storekit.DeadLetterStore) {
 	check.Equal(t, all[0].ID, keep.ID)
 }
 
-func testDeadLetterBadInput(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterBadInput(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "bad")
 	for what, mutate := range map[string]func(*eventstore.DeadLetter){
 		"empty consumer": func(d *eventstore.DeadLetter) { d.Consumer = "" },
@@ -248,7 +241,7 @@ func testDeadLetterBadInput(t *testing.T, s storekit.DeadLetterStore) {
 // event ID and part in another stream adds a dead letter instead of
 // changing want, want is found by its position, and a compare-and-set on
 // it works.
-func CheckMigratedDeadLetter(t *testing.T, s storekit.DeadLetterStore, want eventstore.DeadLetter) {
+func CheckMigratedDeadLetter(t testing.TB, s storekit.DeadLetterStore, want eventstore.DeadLetter) {
 	t.Helper()
 	ctx := context.Background()
 	want.Generation = 1 // what every migrated dead letter is at

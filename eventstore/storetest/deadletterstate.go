@@ -18,7 +18,7 @@ import (
 // of it, and a park with the generation it read (a failed retry recording
 // its failure) is a compare-and-set: it updates only that state, and
 // brings back neither a dead letter parked again since nor one deleted.
-func testDeadLetterGenerations(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterGenerations(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "generations")
 	d := deadLetter(name, 3, 0)
 	first := mustPark(t, s, d)
@@ -88,7 +88,7 @@ func testDeadLetterGenerations(t *testing.T, s storekit.DeadLetterStore) {
 // within a range of positions, in position order, without payloads, for
 // positions whose halves span the whole of uint64 (below 2^63 for the
 // major, as every stored event's).
-func testDeadLetterKeys(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterKeys(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "keys")
 	pos := func(major, minor uint64) eventstore.Position { return eventstore.Position{Major: major, Minor: minor} }
 	var parked []eventstore.DeadLetter
@@ -139,7 +139,7 @@ func testDeadLetterKeys(t *testing.T, s storekit.DeadLetterStore) {
 // testDeadLetterClaims: a dead letter keeps the claim each park gives it
 // (a retry's, until a time), to the millisecond, on the first park, on a
 // compare-and-set and on an upsert, and a park without one clears it.
-func testDeadLetterClaims(t *testing.T, s storekit.DeadLetterStore) {
+func testDeadLetterClaims(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "claims")
 	d := deadLetter(name, 3, 0)
 	first := mustPark(t, s, d)

@@ -14,7 +14,7 @@ import (
 // testBadFilters checks that every store refuses the same filters, on
 // ReadAll and on Subscribe, with one [*eventstore.InvalidArgumentError]
 // that names the filter entry, before it reads anything.
-func testBadFilters(t *testing.T, s eventstore.Store) {
+func testBadFilters(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, event("x", "1"))
 	tooMany := func(max int, entry func(i int) string) []string {
@@ -76,7 +76,7 @@ func testBadFilters(t *testing.T, s eventstore.Store) {
 // testLongFilters checks that a filter at the limits works alike on every
 // store: the most types and prefixes a filter may list, on ReadAll and on
 // Subscribe, select exactly the matching events.
-func testLongFilters(t *testing.T, s eventstore.Store) {
+func testLongFilters(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, event("wanted", "1"), event("other", "2"))
 	mustAppend(t, s, n.stream("b"), eventstore.NoStream, event("wanted", "3"))

@@ -18,7 +18,7 @@ type headReader interface {
 // event, at or after every append's position, and never past what ReadAll
 // yields. The suite runs on shared stores too, so an empty store's head is
 // not asserted to be Start.
-func testHead(t *testing.T, s eventstore.Store) {
+func testHead(t testing.TB, s eventstore.Store) {
 	h, ok := s.(headReader)
 	if !ok {
 		t.Log("the store tells no head (it is not a projection.HeadReader); nothing to check")

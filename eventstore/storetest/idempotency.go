@@ -16,7 +16,7 @@ var idempotencyTests = []test{
 	{"SameIDInAnotherStreamIsIndependent", testIDScopedToStream},
 }
 
-func testRepeatWritesNothing(t *testing.T, s eventstore.Store) {
+func testRepeatWritesNothing(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("repeat")
 	batch := events("x", 3)
@@ -41,7 +41,7 @@ func testRepeatWritesNothing(t *testing.T, s eventstore.Store) {
 	check.Len(t, readAll(t, s, eventstore.Start, n.filter()), 3)
 }
 
-func testRepeatAfterLater(t *testing.T, s eventstore.Store) {
+func testRepeatAfterLater(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("later")
 	a := events("x", 2)
@@ -65,7 +65,7 @@ func testRepeatAfterLater(t *testing.T, s eventstore.Store) {
 	check.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 4)
 }
 
-func testRepeatWrongPlace(t *testing.T, s eventstore.Store) {
+func testRepeatWrongPlace(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("place")
 	a := events("x", 2)
@@ -89,7 +89,7 @@ func testRepeatWrongPlace(t *testing.T, s eventstore.Store) {
 	check.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 3)
 }
 
-func testPartialRepeat(t *testing.T, s eventstore.Store) {
+func testPartialRepeat(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("partial")
@@ -104,7 +104,7 @@ func testPartialRepeat(t *testing.T, s eventstore.Store) {
 	}
 	for name, attempt := range cases {
 		_, err := s.Append(ctx, stream, eventstore.Any, attempt...)
-		check.True(t, err != nil, name)
+		check.True(t, err != nil, "%s: want an error, got nil", name)
 		check.ErrorIs(t, err, eventstore.ErrEventIDConflict, name)
 		var conflict *eventstore.EventIDConflictError
 		check.ErrorAs(t, err, &conflict, name)
@@ -127,7 +127,7 @@ func testPartialRepeat(t *testing.T, s eventstore.Store) {
 	check.Equal(t, recordedIDs(got), ids(batch), "rejected partial repeats wrote events")
 }
 
-func testIDScopedToStream(t *testing.T, s eventstore.Store) {
+func testIDScopedToStream(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	batch := events("x", 2)
 	mustAppend(t, s, n.stream("one"), eventstore.NoStream, batch...)

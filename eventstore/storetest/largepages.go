@@ -18,7 +18,7 @@ import (
 // by ReadAll, ReadStream both ways and Subscribe (which must not take a
 // page cut by its bytes for the end of the log), and a reader that holds
 // the first of them holds a few pages' worth, not all 36 MB.
-func testLargeEventsArePagedByBytes(t *testing.T, s eventstore.Store) {
+func testLargeEventsArePagedByBytes(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("large")

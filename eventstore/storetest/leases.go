@@ -11,33 +11,26 @@ import (
 	"github.com/cairn-es/cairn/internal/check"
 )
 
-// LeaseFactory returns a new lease store for one test and registers its
-// cleanup with t.Cleanup.
-type LeaseFactory func(t *testing.T) storekit.LeaseStore
-
-// RunLeases runs the conformance suite of [storekit.LeaseStore] against
-// the stores that newStore makes, each test on a store of its own. Its
-// expiry tests wait for short leases (a few hundred milliseconds) to lapse.
-func RunLeases(t *testing.T, newStore LeaseFactory) {
-	runCases(t, newStore, []testCase[storekit.LeaseStore]{
-		{"OneHolderAtATime", testLeaseExclusive},
-		{"RenewKeepsFence", testLeaseRenew},
-		{"ExpiredLeaseChangesHands", testLeaseExpiry},
-		{"ReleaseHandsOverAtOnce", testLeaseRelease},
-		{"RacingAcquiresOneWins", testLeaseRace},
-		{"BadRequests", testLeaseBadRequests},
-		{"BadInputTable", testLeaseBadTable},
-	})
+// leaseTests check a [storekit.LeaseStore]. Its expiry tests wait for
+// short leases (a few hundred milliseconds) to lapse.
+var leaseTests = []testCase[storekit.LeaseStore]{
+	{"OneHolderAtATime", testLeaseExclusive},
+	{"RenewKeepsFence", testLeaseRenew},
+	{"ExpiredLeaseChangesHands", testLeaseExpiry},
+	{"ReleaseHandsOverAtOnce", testLeaseRelease},
+	{"RacingAcquiresOneWins", testLeaseRace},
+	{"BadRequests", testLeaseBadRequests},
+	{"BadInputTable", testLeaseBadTable},
 }
 
-func mustAcquire(t *testing.T, s storekit.LeaseStore, name, holder string, ttl time.Duration) (storekit.Lease, bool) {
+func mustAcquire(t testing.TB, s storekit.LeaseStore, name, holder string, ttl time.Duration) (storekit.Lease, bool) {
 	t.Helper()
 	l, ok, err := s.AcquireLease(context.Background(), name, holder, ttl)
 	check.NoError(t, err, "%s acquiring %q", holder, name)
 	return l, ok
 }
 
-func testLeaseExclusive(t *testing.T, s storekit.LeaseStore) {
+func testLeaseExclusive(t testing.TB, s storekit.LeaseStore) {
 	name := consumerName(t, "lease")
 	a, ok := mustAcquire(t, s, name, "A", time.Minute)
 	check.True(t, ok)
@@ -58,7 +51,7 @@ func testLeaseExclusive(t *testing.T, s storekit.LeaseStore) {
 	check.Equal(t, again.Fence, a.Fence)
 }
 
-func testLeaseRenew(t *testing.T, s storekit.LeaseStore) {
+func testLeaseRenew(t testing.TB, s storekit.LeaseStore) {
 	ctx, name := context.Background(), consumerName(t, "renew")
 	a, ok := mustAcquire(t, s, name, "A", time.Minute)
 	check.True(t, ok)
@@ -73,7 +66,7 @@ func testLeaseRenew(t *testing.T, s storekit.LeaseStore) {
 	requireLost(t, err, name)
 }
 
-func testLeaseExpiry(t *testing.T, s storekit.LeaseStore) {
+func testLeaseExpiry(t testing.TB, s storekit.LeaseStore) {
 	ctx, name := context.Background(), consumerName(t, "expiry")
 	const ttl = 300 * time.Millisecond
 	a, ok := mustAcquire(t, s, name, "A", ttl)
@@ -92,7 +85,7 @@ func testLeaseExpiry(t *testing.T, s storekit.LeaseStore) {
 	check.True(t, !ok)
 }
 
-func testLeaseRelease(t *testing.T, s storekit.LeaseStore) {
+func testLeaseRelease(t testing.TB, s storekit.LeaseStore) {
 	ctx, name := context.Background(), consumerName(t, "release")
 	a, ok := mustAcquire(t, s, name, "A", time.Hour)
 	check.True(t, ok)
@@ -109,7 +102,7 @@ func testLeaseRelease(t *testing.T, s storekit.LeaseStore) {
 	check.Less(t, b.Fence, a2.Fence)
 }
 
-func testLeaseRace(t *testing.T, s storekit.LeaseStore) {
+func testLeaseRace(t testing.TB, s storekit.LeaseStore) {
 	name := consumerName(t, "race")
 	const racers = 8
 	won := make([]bool, racers)
@@ -133,7 +126,7 @@ func testLeaseRace(t *testing.T, s storekit.LeaseStore) {
 	check.Equal(t, winners, 1)
 }
 
-func testLeaseBadRequests(t *testing.T, s storekit.LeaseStore) {
+func testLeaseBadRequests(t testing.TB, s storekit.LeaseStore) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name, holder string
@@ -155,7 +148,7 @@ func testLeaseBadRequests(t *testing.T, s storekit.LeaseStore) {
 	check.ErrorIs(t, err, eventstore.ErrInvalidArgument, "renewing for a negative TTL")
 }
 
-func requireLost(t *testing.T, err error, name string) {
+func requireLost(t testing.TB, err error, name string) {
 	t.Helper()
 	check.ErrorIs(t, err, eventstore.ErrLeaseLost)
 	var le *storekit.LeaseLostError

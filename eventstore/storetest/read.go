@@ -48,7 +48,7 @@ func span(from, to uint64) []uint64 {
 	}
 }
 
-func testReadForward(t *testing.T, s eventstore.Store) {
+func testReadForward(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("fwd")
 	mustAppend(t, s, stream, eventstore.NoStream, events("x", 4)...)
@@ -62,7 +62,7 @@ func testReadForward(t *testing.T, s eventstore.Store) {
 	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.ReadOptions{})), span(0, 9), "the zero options read forward from 0")
 }
 
-func testReadBackward(t *testing.T, s eventstore.Store) {
+func testReadBackward(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("bwd")
 	batch := events("x", 10)
@@ -78,7 +78,7 @@ func testReadBackward(t *testing.T, s eventstore.Store) {
 	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.Backward(25))), span(9, 0), "from past the end starts at the last event")
 }
 
-func testReadAbsent(t *testing.T, s eventstore.Store) {
+func testReadAbsent(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("present"), eventstore.NoStream, events("x", 2)...)
 	for _, opts := range []eventstore.ReadOptions{eventstore.Forward(0), eventstore.Backward(eventstore.End), eventstore.Forward(5)} {
@@ -88,7 +88,7 @@ func testReadAbsent(t *testing.T, s eventstore.Store) {
 	check.Len(t, readStream(t, s, n.stream("pres"), eventstore.Forward(0)), 0)
 }
 
-func testReadLong(t *testing.T, s eventstore.Store) {
+func testReadLong(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("long")
 	const total = 2500 // longer than any sensible page
@@ -112,7 +112,7 @@ func testReadLong(t *testing.T, s eventstore.Store) {
 	check.Equal(t, recordedIDs(all), ids(written))
 }
 
-func testReadStopEarly(t *testing.T, s eventstore.Store) {
+func testReadStopEarly(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("stop")
 	mustAppend(t, s, stream, eventstore.NoStream, events("x", 1200)...)
@@ -136,7 +136,7 @@ func testReadStopEarly(t *testing.T, s eventstore.Store) {
 	}
 }
 
-func testReadAllOrder(t *testing.T, s eventstore.Store) {
+func testReadAllOrder(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	var written []eventstore.EventData
 	for i := range 30 {
@@ -149,7 +149,7 @@ func testReadAllOrder(t *testing.T, s eventstore.Store) {
 	requireIncreasing(t, got)
 }
 
-func testReadAllFilters(t *testing.T, s eventstore.Store) {
+func testReadAllFilters(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	other := newNames(t)
 	mustAppend(t, s, n.stream("1"), eventstore.Any, event("order.placed", "1"), event("order.paid", "1"))
@@ -183,7 +183,7 @@ func testReadAllFilters(t *testing.T, s eventstore.Store) {
 	check.Len(t, readAll(t, s, eventstore.Start, mine), 0)
 }
 
-func testReadAllAfter(t *testing.T, s eventstore.Store) {
+func testReadAllAfter(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	for i := range 8 {
 		mustAppend(t, s, n.stream(string(rune('a'+i%3))), eventstore.Any, events("x", 1+i%3)...)
@@ -197,7 +197,7 @@ func testReadAllAfter(t *testing.T, s eventstore.Store) {
 	check.Len(t, readAll(t, s, all[len(all)-1].Position, n.filter()), 0)
 }
 
-func testReadLimit(t *testing.T, s eventstore.Store) {
+func testReadLimit(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("limited")
 	const total = storekit.DefaultPageSize + 88

@@ -16,7 +16,7 @@ import (
 // rejection would make the bus refuse a real command, a forged step record
 // make a saga dispatch a command no handler decided. Nothing is written.
 // Cairn's writers, whose appends carry the internal mark, are not refused.
-func testReservedNames(t *testing.T, s eventstore.Store) {
+func testReservedNames(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	saga := storekit.ReservedStreamPrefix + n.stream("forged")

@@ -12,33 +12,24 @@ import (
 	"github.com/cairn-es/cairn/internal/check"
 )
 
-// SnapshotFactory returns a new snapshot store for one test and registers
-// its cleanup with t.Cleanup.
-type SnapshotFactory func(t *testing.T) storekit.SnapshotStore
-
-// RunSnapshots runs the conformance suite of [storekit.SnapshotStore]
-// against the stores that newStore makes, each test on a store of its own.
-// It is separate from [Run] because a backend's snapshot store may be a
-// value of its own.
-func RunSnapshots(t *testing.T, newStore SnapshotFactory) {
-	runCases(t, newStore, []testCase[storekit.SnapshotStore]{
-		{"MissingIsNotAnError", testSnapshotMissing},
-		{"RoundTrip", testSnapshotRoundTrip},
-		{"LastSaveWins", testSnapshotLastSaveWins},
-		{"StreamsAreIndependent", testSnapshotStreamsIndependent},
-		{"SharesNoMemory", testSnapshotSharesNoMemory},
-		{"BadInputStoresNothing", testSnapshotBadInput},
-		{"BadInputTable", testSnapshotBadTable},
-		{"ConcurrentSaves", testSnapshotConcurrent},
-		{"CanceledContext", testSnapshotCanceled},
-	})
+// snapshotTests check a [storekit.SnapshotStore].
+var snapshotTests = []testCase[storekit.SnapshotStore]{
+	{"MissingIsNotAnError", testSnapshotMissing},
+	{"RoundTrip", testSnapshotRoundTrip},
+	{"LastSaveWins", testSnapshotLastSaveWins},
+	{"StreamsAreIndependent", testSnapshotStreamsIndependent},
+	{"SharesNoMemory", testSnapshotSharesNoMemory},
+	{"BadInputStoresNothing", testSnapshotBadInput},
+	{"BadInputTable", testSnapshotBadTable},
+	{"ConcurrentSaves", testSnapshotConcurrent},
+	{"CanceledContext", testSnapshotCanceled},
 }
 
 func snapshotOf(stream string, version uint64, data string) storekit.Snapshot {
 	return storekit.Snapshot{Stream: stream, Version: version, Type: "test.state", SchemaVersion: 3, Data: []byte(data)}
 }
 
-func mustLoadSnapshot(t *testing.T, s storekit.SnapshotStore, stream string) storekit.Snapshot {
+func mustLoadSnapshot(t testing.TB, s storekit.SnapshotStore, stream string) storekit.Snapshot {
 	t.Helper()
 	got, ok, err := s.LoadSnapshot(context.Background(), stream)
 	check.NoError(t, err, "loading the snapshot of %q", stream)
@@ -46,14 +37,14 @@ func mustLoadSnapshot(t *testing.T, s storekit.SnapshotStore, stream string) sto
 	return got
 }
 
-func testSnapshotMissing(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotMissing(t testing.TB, s storekit.SnapshotStore) {
 	got, ok, err := s.LoadSnapshot(context.Background(), newNames(t).stream("none"))
 	check.NoError(t, err)
 	check.True(t, !ok)
 	check.Equal(t, got, storekit.Snapshot{})
 }
 
-func testSnapshotRoundTrip(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotRoundTrip(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
 	before := time.Now().UTC().Add(-time.Minute)
 	want := snapshotOf(stream, 41, `{"count":42}`)
@@ -76,7 +67,7 @@ func testSnapshotRoundTrip(t *testing.T, s storekit.SnapshotStore) {
 	check.Len(t, got.Data, 0)
 }
 
-func testSnapshotLastSaveWins(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotLastSaveWins(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
 	check.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, 10, "ten")))
 	check.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, 20, "twenty")))
@@ -94,7 +85,7 @@ func testSnapshotLastSaveWins(t *testing.T, s storekit.SnapshotStore) {
 	check.Equal(t, got.Data, []byte("five"))
 }
 
-func testSnapshotStreamsIndependent(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotStreamsIndependent(t testing.TB, s storekit.SnapshotStore) {
 	n := newNames(t)
 	for i := range 5 {
 		check.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(n.stream(fmt.Sprint(i)), uint64(i), fmt.Sprint("state ", i))))
@@ -110,7 +101,7 @@ func testSnapshotStreamsIndependent(t *testing.T, s storekit.SnapshotStore) {
 	check.True(t, !ok)
 }
 
-func testSnapshotSharesNoMemory(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotSharesNoMemory(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
 	in := snapshotOf(stream, 1, "abc")
 	check.NoError(t, s.SaveSnapshot(context.Background(), in))
@@ -121,7 +112,7 @@ func testSnapshotSharesNoMemory(t *testing.T, s storekit.SnapshotStore) {
 	check.Equal(t, mustLoadSnapshot(t, s, stream).Data, []byte("abc"), "changing a loaded slice must not change the store")
 }
 
-func testSnapshotBadInput(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotBadInput(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("bad")
 	cases := map[string]storekit.Snapshot{
 		"empty stream":     snapshotOf("", 1, "x"),
@@ -144,7 +135,7 @@ func testSnapshotBadInput(t *testing.T, s storekit.SnapshotStore) {
 	check.ErrorIs(t, err, eventstore.ErrInvalidArgument, "loading with an empty stream name")
 }
 
-func testSnapshotConcurrent(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotConcurrent(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("hot")
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -167,7 +158,7 @@ func testSnapshotConcurrent(t *testing.T, s storekit.SnapshotStore) {
 	check.Equal(t, string(got.Data), fmt.Sprint(got.Version), "a snapshot must never mix two saves")
 }
 
-func testSnapshotCanceled(t *testing.T, s storekit.SnapshotStore) {
+func testSnapshotCanceled(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("canceled")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

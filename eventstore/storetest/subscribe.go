@@ -30,7 +30,7 @@ type subscription struct {
 	cancel context.CancelFunc
 }
 
-func subscribe(t *testing.T, s eventstore.Store, after eventstore.Position, f eventstore.Filter) *subscription {
+func subscribe(t testing.TB, s eventstore.Store, after eventstore.Position, f eventstore.Filter) *subscription {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sub := &subscription{events: make(chan eventstore.Event), done: make(chan struct{}), cancel: cancel}
@@ -54,7 +54,7 @@ func subscribe(t *testing.T, s eventstore.Store, after eventstore.Position, f ev
 }
 
 // take waits for the next n events.
-func (sub *subscription) take(t *testing.T, n int) []eventstore.Event {
+func (sub *subscription) take(t testing.TB, n int) []eventstore.Event {
 	t.Helper()
 	out := make([]eventstore.Event, 0, n)
 	deadline := time.After(waitLimit)
@@ -72,7 +72,7 @@ func (sub *subscription) take(t *testing.T, n int) []eventstore.Event {
 }
 
 // stop cancels the subscription and returns the error that ended it.
-func (sub *subscription) stop(t *testing.T) error {
+func (sub *subscription) stop(t testing.TB) error {
 	t.Helper()
 	sub.cancel()
 	select {
@@ -84,7 +84,7 @@ func (sub *subscription) stop(t *testing.T) error {
 	}
 }
 
-func testCatchUpThenLive(t *testing.T, s eventstore.Store) {
+func testCatchUpThenLive(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	var written []eventstore.EventData
 	for i := range 5 {
@@ -108,7 +108,7 @@ func testCatchUpThenLive(t *testing.T, s eventstore.Store) {
 	check.True(t, isCanceled(err), "a canceled subscription ends with the context's error, got %v", err)
 }
 
-func testSubscribeFilters(t *testing.T, s eventstore.Store) {
+func testSubscribeFilters(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	other := newNames(t)
 	byType := subscribe(t, s, eventstore.Start, eventstore.Filter{
@@ -131,7 +131,7 @@ func testSubscribeFilters(t *testing.T, s eventstore.Store) {
 	check.Equal(t, payloads(byPrefix.take(t, 3)), []string{`{"payload":"1"}`, `{"payload":"2"}`, `{"payload":"end"}`})
 }
 
-func testResumeEveryPosition(t *testing.T, s eventstore.Store) {
+func testResumeEveryPosition(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	var written []eventstore.EventData
 	for i := range 6 {
@@ -153,7 +153,7 @@ func testResumeEveryPosition(t *testing.T, s eventstore.Store) {
 	}
 }
 
-func testSubscribeCancel(t *testing.T, s eventstore.Store) {
+func testSubscribeCancel(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	// Canceled while waiting for live events.
 	idle := subscribe(t, s, eventstore.Start, n.filter())
@@ -173,7 +173,7 @@ func testSubscribeCancel(t *testing.T, s eventstore.Store) {
 	check.Len(t, again.take(t, 4), 4)
 }
 
-func testSubscribeBreak(t *testing.T, s eventstore.Store) {
+func testSubscribeBreak(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, events("x", 3)...)
 	ended := make(chan uuid.UUID)
@@ -200,7 +200,7 @@ func testSubscribeBreak(t *testing.T, s eventstore.Store) {
 	}
 }
 
-func testSubscribeClose(t *testing.T, s eventstore.Store) {
+func testSubscribeClose(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, event("x", "1"))
 	sub := subscribe(t, s, eventstore.Start, n.filter())

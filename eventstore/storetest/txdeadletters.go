@@ -11,31 +11,30 @@ import (
 	"github.com/cairn-es/cairn/internal/check"
 )
 
-// TxDeadLetterStore is a store whose transactions hold dead letters as well
+// txDeadLetterStore is a store whose transactions hold dead letters as well
 // as checkpoints, as a transactional consumer uses it.
-type TxDeadLetterStore[Tx any] interface {
+type txDeadLetterStore[Tx any] interface {
 	storekit.TxCheckpointStore[Tx]
 	storekit.DeadLetterStore
 }
 
-// RunTxDeadLetters runs the conformance suite of the dead-letter methods of
-// [storekit.TxCheckpointStore] against the stores that newStore makes,
-// each test on a store of its own: a dead letter parked or deleted in a
+// txDeadLetterTests check the dead-letter methods of
+// [storekit.TxCheckpointStore]: a dead letter parked or deleted in a
 // transaction changes when, and only when, the transaction commits, and
 // together with its checkpoint move.
-func RunTxDeadLetters[Tx any](t *testing.T, newStore func(t *testing.T) TxDeadLetterStore[Tx]) {
-	runCases(t, newStore, []testCase[TxDeadLetterStore[Tx]]{
+func txDeadLetterTests[Tx any]() []testCase[txDeadLetterStore[Tx]] {
+	return []testCase[txDeadLetterStore[Tx]]{
 		{"ParkCommitsWithCheckpoint", testTxParkWithCheckpoint[Tx]},
 		{"ParkUpdatesTheParkedOne", testTxParkUpdates[Tx]},
 		{"DeleteCommitsWithEffect", testTxDelete[Tx]},
 		{"ReparkIsCompareAndSet", testTxRepark[Tx]},
 		{"PanicRollsBackAndFreesTheCheckpoint", testTxPanic[Tx]},
-	})
+	}
 }
 
 var errRollBack = errors.New("storetest: roll back")
 
-func testTxParkWithCheckpoint[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxParkWithCheckpoint[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txpark")
 	d := deadLetter(name, 3, 0)
 	next := d.Event.Position
@@ -72,7 +71,7 @@ func testTxParkWithCheckpoint[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 	check.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 }
 
-func testTxParkUpdates[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxParkUpdates[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txrepark")
 	d := deadLetter(name, 3, 0)
 	first := mustPark(t, s, d)
@@ -96,7 +95,7 @@ func testTxParkUpdates[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 	check.Within(t, all[0].FirstFailure, first.FirstFailure, time.Millisecond)
 }
 
-func testTxDelete[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxDelete[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txdelete")
 	d := mustPark(t, s, deadLetter(name, 3, 0))
 	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
@@ -121,7 +120,7 @@ func testTxDelete[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 // recovered by the caller, as net/http recovers an admin request) keeps
 // nothing, and leaves the checkpoint it moved free: the next transaction
 // that moves it must not wait for the one that panicked.
-func testTxPanic[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxPanic[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txpanic")
 	d := deadLetter(name, 3, 0)
 	func() {
@@ -146,7 +145,7 @@ func testTxPanic[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 
 // testTxRepark: ParkDeadLetterTx with the generation read is the
 // compare-and-set of ParkDeadLetter, committed with the transaction.
-func testTxRepark[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxRepark[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txcas")
 	read := mustPark(t, s, deadLetter(name, 3, 0))
 	read.Error = "failed again"

@@ -10,32 +10,30 @@ import (
 	"github.com/cairn-es/cairn/internal/check"
 )
 
-// TxLeaseStore is a store whose transactions renew leases, as an exclusive
+// txLeaseStore is a store whose transactions renew leases, as an exclusive
 // transactional consumer uses it.
-type TxLeaseStore[Tx any] interface {
+type txLeaseStore[Tx any] interface {
 	storekit.TxCheckpointStore[Tx]
 	storekit.LeaseStore
 	storekit.TxLeaseStore[Tx]
 }
 
-// RunTxLeases runs the conformance suite of [storekit.TxLeaseStore]
-// against the stores that newStore makes, each test on a store of its own:
-// a renewal in a transaction holds when, and only when, the transaction
-// commits, and a transaction that renews a lease commits only while it is
-// the caller's. Its tests wait for short leases (a few hundred
-// milliseconds) to lapse.
-func RunTxLeases[Tx any](t *testing.T, newStore func(t *testing.T) TxLeaseStore[Tx]) {
-	runCases(t, newStore, []testCase[TxLeaseStore[Tx]]{
+// txLeaseTests check a [storekit.TxLeaseStore]: a renewal in a transaction
+// holds when, and only when, the transaction commits, and a transaction
+// that renews a lease commits only while it is the caller's. Its tests
+// wait for short leases (a few hundred milliseconds) to lapse.
+func txLeaseTests[Tx any]() []testCase[txLeaseStore[Tx]] {
+	return []testCase[txLeaseStore[Tx]]{
 		{"RenewalCommitsWithTheTransaction", testTxLeaseCommit[Tx]},
 		{"LostLeaseFailsTheTransaction", testTxLeaseLost[Tx]},
 		{"RenewalAndAcquireNeverBothWin", testTxLeaseRace[Tx]},
-	})
+	}
 }
 
 // shortTTL is a lease that lapses within a test.
 const shortTTL = 200 * time.Millisecond
 
-func testTxLeaseCommit[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
+func testTxLeaseCommit[Tx any](t testing.TB, s txLeaseStore[Tx]) {
 	ctx := context.Background()
 	for _, commit := range []bool{false, true} {
 		name := consumerName(t, "txlease")
@@ -62,7 +60,7 @@ func testTxLeaseCommit[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 	}
 }
 
-func testTxLeaseLost[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
+func testTxLeaseLost[Tx any](t testing.TB, s txLeaseStore[Tx]) {
 	ctx := context.Background()
 	name := consumerName(t, "txlost")
 	a, ok := mustAcquire(t, s, name, "A", shortTTL)
@@ -88,7 +86,7 @@ func testTxLeaseLost[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 // tries to acquire it. A store either makes B wait for A's transaction
 // (and B then finds the lease renewed) or lets B have it (and A's commit
 // fails): never both.
-func testTxLeaseRace[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
+func testTxLeaseRace[Tx any](t testing.TB, s txLeaseStore[Tx]) {
 	ctx := context.Background()
 	name := consumerName(t, "txrace")
 	a, ok := mustAcquire(t, s, name, "A", 20*time.Millisecond)

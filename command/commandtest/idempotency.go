@@ -125,7 +125,8 @@ func testRedeliveredBelowSnapshot(t testing.TB, e *env, store eventstore.Store) 
 	cold := e.busOn(store, command.Options{CacheSize: -1}, 5)
 	again, err := cold.Dispatch(ctx, old)
 	check.NoError(t, err)
-	check.True(t, again.Duplicate)
+	check.True(t, again.Duplicate, "command %s, redelivered below the snapshot at %d, was not found in the stream and decided again at %d",
+		old.ID, snap.Version, again.Version)
 	check.Equal(t, again.Version, first.Version)
 	check.Equal(t, again.Events, first.Events)
 	// A new command on the same cold path is not mistaken for a duplicate.

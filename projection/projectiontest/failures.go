@@ -172,7 +172,7 @@ func testParksTx[Tx any](t testing.TB, h Harness[Tx]) {
 	}
 	check.Equal(t, h.Get(t, st, totalKey), int64(38))
 	letters := collectLetters(t, c)
-	check.Len(t, letters, 2)
+	check.Len(t, letters, 2, "dead letters of items 5 and 17")
 	check.Equal(t, letters[0].Event.Version, uint64(5))
 	check.Equal(t, letters[0].Attempts, 3)
 

@@ -1,9 +1,9 @@
 // Package commandtest is the command bus's test suite, run against any
-// event store: the memory store runs it in package command, and every other
-// store can run it unchanged, as it runs storetest:
+// event store: storetest.Run runs it on every store, and a test can run it
+// alone:
 //
 //	func TestCommandBus(t *testing.T) {
-//		commandtest.Run(t, func(t *testing.T) eventstore.Store {
+//		commandtest.Run(t, func(t testing.TB) eventstore.Store {
 //			s := memory.New()
 //			t.Cleanup(func() { s.Close() })
 //			return s

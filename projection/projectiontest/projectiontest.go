@@ -1,13 +1,13 @@
 // Package projectiontest is the conformance suite of the projection
 // consumer on a backend's stores: every store that implements the consumer
 // contracts (checkpoints with fencing, dead letters, leases and the
-// transactional hook) runs it unchanged.
-//
-// A backend's test calls [Run] with a [Harness]:
+// transactional hook) runs it unchanged. storetest.Run runs it on a store
+// with events and consumers in one; a test that keeps them apart calls
+// [Run] with a [Harness]:
 //
 //	func TestProjections(t *testing.T) {
 //		projectiontest.Run(t, projectiontest.Harness[*memory.Tx]{
-//			New: func(t *testing.T) projectiontest.Stores[*memory.Tx] { ... },
+//			New: func(t testing.TB) projectiontest.Stores[*memory.Tx] { ... },
 //			Add: func(ctx context.Context, tx *memory.Tx, key string, delta int64) error { ... },
 //			Get: func(t *testing.T, s projectiontest.Stores[*memory.Tx], key string) int64 { ... },
 //		})

@@ -23,7 +23,7 @@ func BenchmarkLoad(b *testing.B) {
 			ctx := context.Background()
 			store := memory.New()
 			b.Cleanup(func() { _ = store.Close() })
-			snaps := memory.NewSnapshotStore()
+			snaps := memory.New()
 			reg := newRegistry(b)
 			every := uint64(0)
 			if bc.snapshot {

@@ -83,7 +83,7 @@ func Example() {
 	_ = codec.Register[Account](reg, "account.state", 1) // for snapshots
 
 	accounts, _ := aggregate.NewType[Account]("account", aggregate.Options[Account]{SnapshotEvery: 100})
-	bus := command.New(store, reg, command.Options{Snapshots: memory.NewSnapshotStore()})
+	bus := command.New(store, reg, command.Options{}) // the store keeps the snapshots too
 	if err := command.Route[Deposit](bus, accounts); err != nil {
 		panic(err)
 	}

@@ -20,7 +20,7 @@ import (
 // for one counter.
 func TestBusOnPostgres(t *testing.T) {
 	server := pgtest.ForTest(t, pgtest.Options{})
-	commandtest.RunWith(t, func(t *testing.T) eventstore.Store {
+	commandtest.RunWith(t, func(t testing.TB) eventstore.Store {
 		s, err := postgres.Open(context.Background(), server.URL, postgres.Options{Schema: server.TempSchema(t, "bus")})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

@@ -29,7 +29,7 @@ var (
 // one-outcome-under-contention test runs 100 rounds, not 200 (8.7 s under
 // the race detector on 2 cores at 200: every round appends durably).
 func TestBusOnSQLite(t *testing.T) {
-	commandtest.RunWith(t, func(t *testing.T) eventstore.Store {
+	commandtest.RunWith(t, func(t testing.TB) eventstore.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "events.db"), sqlite.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

@@ -29,7 +29,7 @@ func appendN(t *testing.T, s eventstore.Store, stream string, n int) {
 func TestBatchConsumerHandsOverStoredEventsOnceInOrder(t *testing.T) {
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	appendN(t, store, "a-1", 250)
 	var got []eventstore.Event
 	var batches int
@@ -61,7 +61,7 @@ func TestBatchConsumerHandsLiveEventsOverWithoutWaitingForTheBatchDelay(t *testi
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
 	seen := make(chan eventstore.Event, 10)
-	c, err := projection.NewBatch("live", store, memory.NewConsumers(), func(_ context.Context, evs []eventstore.Event) error {
+	c, err := projection.NewBatch("live", store, memory.New(), func(_ context.Context, evs []eventstore.Event) error {
 		for _, e := range evs {
 			seen <- e
 		}
@@ -85,7 +85,7 @@ func TestBatchConsumerHandsLiveEventsOverWithoutWaitingForTheBatchDelay(t *testi
 func TestBatchConsumerRetriesAFailingBatchThenStops(t *testing.T) {
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	appendN(t, store, "c-1", 3)
 	calls := 0
 	boom := errors.New("store down")
@@ -118,7 +118,7 @@ func TestBatchConsumerRetriesAFailingBatchThenStops(t *testing.T) {
 func TestAConsumerThatLosesItsCheckpointStartsOverWithoutWaitingForACommit(t *testing.T) {
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	appendN(t, store, "d-1", 2)
 	var all []eventstore.Event
 	for e, err := range store.ReadAll(context.Background(), eventstore.Start, eventstore.Filter{}) {

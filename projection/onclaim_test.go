@@ -23,7 +23,7 @@ func TestOnClaimRunsOnceTheCheckpointIsHeld(t *testing.T) {
 	ctx := context.Background()
 	events := memory.New()
 	t.Cleanup(func() { _ = events.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	appendOne := func() {
 		_, err := events.Append(ctx, "s-1", eventstore.Any, eventstore.EventData{ID: uuid.New(), Type: "t", SchemaVersion: 1, Data: []byte("{}")})
 		require.NoError(t, err)

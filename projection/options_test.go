@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
@@ -29,7 +29,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	reg := projectiontest.Registry(t)
 	noop := func(context.Context, codec.Decoded) error { return nil }
 	noopTx := func(context.Context, *memory.Tx, codec.Decoded) error { return nil }
-	leases := memory.NewConsumers()
+	leases := memory.New()
 	for _, c := range []struct {
 		what  string
 		opts  projection.Options
@@ -46,14 +46,14 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"invalid UTF-8 holder", projection.Options{Leases: leases, Holder: "h\xff"}, "lease holder"},
 		{"holder leaving no room for a session ID", projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen+1)}, "lease holder"},
 	} {
-		_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, c.opts)
-		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "New: "+c.what).Consumer)
-		_, err = projection.NewTx("p", events, reg, memory.NewConsumers(), noopTx, c.opts)
-		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "NewTx: "+c.what).Consumer)
+		_, err := projection.New("p", events, reg, memory.New(), noop, c.opts)
+		assert.Equal(t, "p", check.Invalid(t, err, c.field, "New: "+c.what).Consumer)
+		_, err = projection.NewTx("p", events, reg, memory.New(), noopTx, c.opts)
+		assert.Equal(t, "p", check.Invalid(t, err, c.field, "NewTx: "+c.what).Consumer)
 	}
-	_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{BatchSize: projection.MaxBatchSize})
+	_, err := projection.New("p", events, reg, memory.New(), noop, projection.Options{BatchSize: projection.MaxBatchSize})
 	require.NoError(t, err, "the largest batch size is allowed")
-	_, err = projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen)})
+	_, err = projection.New("p", events, reg, memory.New(), noop, projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen)})
 	require.NoError(t, err, "the longest holder is allowed")
 }
 
@@ -75,7 +75,7 @@ func TestAcquireReturnsInvalidArgument(t *testing.T) {
 	events := memory.New()
 	t.Cleanup(func() { _ = events.Close() })
 	leases := &refusingLeases{}
-	c, err := projection.New("p", events, projectiontest.Registry(t), memory.NewConsumers(),
+	c, err := projection.New("p", events, projectiontest.Registry(t), memory.New(),
 		func(context.Context, codec.Decoded) error { return nil },
 		projection.Options{Leases: leases, LeaseTTL: 5 * time.Millisecond, Logger: discard()})
 	require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
 	t.Cleanup(func() { _ = events.Close() })
 	reg := projectiontest.Registry(t)
 	noop := func(context.Context, codec.Decoded) error { return nil }
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	_, held, err := consumers.AcquireLease(context.Background(), "p", "another process", time.Minute)
 	require.NoError(t, err)
 	require.True(t, held)
@@ -114,7 +114,7 @@ func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
 
 	// A checkpoint store that keeps no leases.
 	_, err = projection.New("p", events, reg, struct{ storekit.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
-	assert.Equal(t, "p", storetest.RequireInvalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
+	assert.Equal(t, "p", check.Invalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
 }
 
 // TestProcessHolder: the process's name in a session's lease holder is

@@ -26,7 +26,7 @@ func TestBatchHandlerPanicsAreRetried(t *testing.T) {
 	appendN(t, store, "a-1", 3)
 	var calls, left atomic.Int32
 	left.Store(2)
-	c, err := projection.NewBatch("batch-panics", store, memory.NewConsumers(), func(_ context.Context, evs []eventstore.Event) error {
+	c, err := projection.NewBatch("batch-panics", store, memory.New(), func(_ context.Context, evs []eventstore.Event) error {
 		calls.Add(1)
 		if left.Add(-1) >= 0 {
 			panic("batch handler bug")
@@ -73,7 +73,7 @@ func TestCallbackPanicsAreErrors(t *testing.T) {
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			tc.opts.Logger = discard()
-			c, err := projection.New("callbacks", store, reg, memory.NewConsumers(), noop, tc.opts)
+			c, err := projection.New("callbacks", store, reg, memory.New(), noop, tc.opts)
 			require.NoError(t, err)
 			err = tc.run(c)
 			var perr *projection.PanicError

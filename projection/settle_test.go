@@ -25,7 +25,7 @@ func TestSettleWaitsForTheWholeCascade(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	quiet := projection.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 
 	const depth = 20

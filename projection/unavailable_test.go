@@ -22,7 +22,7 @@ import (
 // first saves, as a SQLite file is while another process holds its lock
 // past the busy timeout, then fails once for good if told to.
 type unavailableCheckpoints struct {
-	*memory.Consumers
+	*memory.Store
 	unavailable atomic.Int64
 	broken      atomic.Bool
 }
@@ -34,7 +34,7 @@ func (s *unavailableCheckpoints) SaveCheckpoint(ctx context.Context, name string
 	if s.broken.Load() {
 		return fmt.Errorf("save checkpoint %q: the disk is gone", name)
 	}
-	return s.Consumers.SaveCheckpoint(ctx, name, expected, next, fence)
+	return s.Store.SaveCheckpoint(ctx, name, expected, next, fence)
 }
 
 // TestRunStartsOverWhileTheStoreIsUnavailable: a store error that matches
@@ -55,7 +55,7 @@ func TestRunStartsOverWhileTheStoreIsUnavailable(t *testing.T) {
 		require.NoError(t, err)
 		last = res.Position
 	}
-	checkpoints := &unavailableCheckpoints{Consumers: memory.NewConsumers()}
+	checkpoints := &unavailableCheckpoints{Store: memory.New()}
 	checkpoints.unavailable.Store(3)
 	var handled atomic.Int64
 	c, err := projection.New("p", events, projectiontest.Registry(t), checkpoints,

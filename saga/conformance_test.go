@@ -15,15 +15,15 @@ import (
 )
 
 func TestConformanceOnMemory(t *testing.T) {
-	sagatest.Run(t, func(t *testing.T) sagatest.Stores {
+	sagatest.Run(t, func(t testing.TB) sagatest.Stores {
 		s := memory.New()
 		t.Cleanup(func() { _ = s.Close() })
-		return sagatest.Stores{Events: s, Consumers: memory.NewConsumers()}
+		return sagatest.Stores{Events: s, Consumers: memory.New()}
 	})
 }
 
 func TestConformanceOnSQLite(t *testing.T) {
-	sagatest.Run(t, func(t *testing.T) sagatest.Stores {
+	sagatest.Run(t, func(t testing.TB) sagatest.Stores {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "events.db"), sqlite.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -33,7 +33,7 @@ func TestConformanceOnSQLite(t *testing.T) {
 
 func TestConformanceOnPostgres(t *testing.T) {
 	server := pgtest.ForTest(t, pgtest.Options{})
-	sagatest.Run(t, func(t *testing.T) sagatest.Stores {
+	sagatest.Run(t, func(t testing.TB) sagatest.Stores {
 		s, err := postgres.Open(context.Background(), server.URL, postgres.Options{Schema: server.TempSchema(t, "saga")})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

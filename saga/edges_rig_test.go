@@ -160,10 +160,10 @@ func newEdgeRig(t *testing.T, st edgeStores, hooks edgeHooks) *edgeRig {
 type edgeStores = sagatest.Factory
 
 // edgeOnMemory is the memory store and consumer store.
-func edgeOnMemory(t *testing.T) sagatest.Stores {
+func edgeOnMemory(t testing.TB) sagatest.Stores {
 	s := memory.New()
 	t.Cleanup(func() { _ = s.Close() })
-	return sagatest.Stores{Events: s, Consumers: memory.NewConsumers()}
+	return sagatest.Stores{Events: s, Consumers: memory.New()}
 }
 
 // sibling returns other code on g's store, checkpoints and clock. Without

@@ -48,7 +48,7 @@ func TestAGapIsListedWarnedAboutOnceAndReleased(t *testing.T) {
 	f := newFixture(t)
 	logs := &warnings{}
 	r, err := saga.NewRunner(saleType(t, testRegistry(t)), f.store, nil, saga.RunnerOptions{
-		Clock: f.clock, Logger: slog.New(logs), GapAlert: 5 * time.Minute, Checkpoints: memory.NewConsumers()})
+		Clock: f.clock, Logger: slog.New(logs), GapAlert: 5 * time.Minute, Checkpoints: memory.New()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -183,7 +183,7 @@ func loadLegacy(t *testing.T, name string) *legacyFixture {
 func (f *legacyFixture) runner() *saga.Runner[legacyTrip] {
 	f.t.Helper()
 	r, err := saga.NewRunner(f.trip, f.store, f.bus, saga.RunnerOptions{Clock: f.clock, Attempts: 1,
-		Checkpoints: memory.NewConsumers(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Checkpoints: memory.New(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(f.t, err)
 	return r
 }

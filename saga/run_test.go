@@ -22,7 +22,7 @@ import (
 // go through a bus to Order aggregates, whose events come back to it.
 type flow struct {
 	store     *memory.Store
-	consumers *memory.Consumers
+	consumers *memory.Store
 	reg       *codec.Registry
 	runner    *saga.Runner[Sale]
 	repo      *aggregate.Repository[Order, *Order]
@@ -30,7 +30,7 @@ type flow struct {
 }
 
 func newFlow(t *testing.T) *flow {
-	f := &flow{store: memory.New(), consumers: memory.NewConsumers(), clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
+	f := &flow{store: memory.New(), consumers: memory.New(), clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
 	t.Cleanup(func() { _ = f.store.Close() })
 	f.reg = testRegistry(t)
 	sale := saleType(t, f.reg)

@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -75,7 +75,7 @@ func saleRunner(t *testing.T, opts saga.RunnerOptions) (*saga.Runner[reservation
 	sale, err := reservation.NewSale(reg)
 	require.NoError(t, err)
 	if opts.Checkpoints == nil {
-		opts.Checkpoints = memory.NewConsumers()
+		opts.Checkpoints = memory.New()
 	}
 	return saga.NewRunner(sale, store, bus, opts)
 }
@@ -99,7 +99,7 @@ func TestSegmentConsumerNames(t *testing.T) {
 	assert.Equal(t, []string{"saga:sale#3/4", "saga:sale#3/4:outbox"}, []string{events, outbox})
 	for _, k := range []int{-1, 4} {
 		_, _, err = four.SegmentConsumers(k)
-		storetest.RequireInvalid(t, err, "segment", fmt.Sprint("segment ", k))
+		check.Invalid(t, err, "segment", fmt.Sprint("segment ", k))
 	}
 	for _, n := range []int{-1, saga.MaxSegments + 1} {
 		_, err := saleRunner(t, saga.RunnerOptions{Segments: n})
@@ -110,8 +110,8 @@ func TestSegmentConsumerNames(t *testing.T) {
 	// Exclusive keeps the leases in the checkpoint store, which must keep
 	// them.
 	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true})
-	require.NoError(t, err, "memory.Consumers keeps leases")
-	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true, Checkpoints: struct{ storekit.CheckpointStore }{memory.NewConsumers()}})
+	require.NoError(t, err, "the memory store keeps leases")
+	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true, Checkpoints: struct{ storekit.CheckpointStore }{memory.New()}})
 	var setup *saga.SetupError
 	require.ErrorAs(t, err, &setup)
 	assert.Contains(t, setup.Reason, "Exclusive")
@@ -124,7 +124,7 @@ func TestSegmentConsumerNames(t *testing.T) {
 // instance is parked once, by segment 0, under the runner's events
 // consumer.
 func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
-	s, c := memory.New(), memory.NewConsumers()
+	s, c := memory.New(), memory.New()
 	t.Cleanup(func() { _ = s.Close() })
 	f := newSale(t, twoRunnerStores{events: s, consumers: c})
 	ctx := context.Background()

@@ -22,7 +22,7 @@ import (
 // it must read them, or they never fire. (The two-runners tests cover the
 // same with segments, less deterministically.)
 func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
-	s, c := memory.New(), memory.NewConsumers()
+	s, c := memory.New(), memory.New()
 	t.Cleanup(func() { _ = s.Close() })
 	f := newSale(t, twoRunnerStores{events: s, consumers: c, leases: c, ttl: 200 * time.Millisecond})
 	ctx := context.Background()
@@ -71,7 +71,7 @@ func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
 // first runner's report and enters its own (read from the store when it
 // claims the segment); the gap in the segment the first keeps stays there.
 func TestAGapMovesWithItsSegment(t *testing.T) {
-	s, c := memory.New(), memory.NewConsumers()
+	s, c := memory.New(), memory.New()
 	t.Cleanup(func() { _ = s.Close() })
 	f := newSale(t, twoRunnerStores{events: s, consumers: c, leases: c, ttl: 200 * time.Millisecond})
 	ctx := context.Background()

@@ -54,7 +54,7 @@ type twoRunnerStores struct {
 
 func TestTwoRunnersOnMemory(t *testing.T) {
 	testTwoRunners(t, func(t *testing.T) twoRunnerStores {
-		s, c := memory.New(), memory.NewConsumers()
+		s, c := memory.New(), memory.New()
 		t.Cleanup(func() { _ = s.Close() })
 		return twoRunnerStores{events: s, consumers: c, leases: c, ttl: 200 * time.Millisecond}
 	})

@@ -5,18 +5,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // testBadMessages: a message the store could not record, or whose
 // aggregate ID makes no valid stream name, is refused before anything is
 // loaded or decided, naming the field the caller set, the same way every
 // time, and nothing is written.
-func testBadMessages(t *testing.T, e *env) {
+func testBadMessages(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	id := e.id("bad")
 	for _, c := range []struct {
@@ -40,9 +38,9 @@ func testBadMessages(t *testing.T, e *env) {
 		{"RecordRejection without an ID", command.Message{RecordRejection: true, Command: Reject{ID: id}}, "Message.ID"},
 	} {
 		_, first := b.Dispatch(context.Background(), c.msg)
-		storetest.RequireInvalid(t, first, c.field, c.what)
+		check.Invalid(t, first, c.field, c.what)
 		_, again := b.Dispatch(context.Background(), c.msg)
-		assert.Equal(t, first.Error(), again.Error(), "%s: one input, one message", c.what)
+		check.Equal(t, again.Error(), first.Error(), "%s: one input, one message", c.what)
 	}
-	assert.Empty(t, e.events(id), "a refused message wrote events")
+	check.Len(t, e.events(id), 0, "a refused message wrote events")
 }

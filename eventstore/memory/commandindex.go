@@ -7,8 +7,6 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-var _ storekit.CommandIndex = (*Store)(nil)
-
 // CommandResult implements [storekit.CommandIndex]. The memory store
 // keeps no index by command ID (that would need a field in [Store]), so it
 // compares the command IDs of the stream's events in place, newest first,

@@ -14,12 +14,12 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// Consumers keeps what consumers need besides the events: checkpoints,
-// dead letters and leases, and a small key/value read model that
-// transactional projections write to in the same transaction as their
-// checkpoint (see [Consumers.InTx]). Everything lives in memory and is lost
-// when the process ends. The zero value is not usable; call [NewConsumers].
-type Consumers struct {
+// consumers is the part of [Store] that its consumers keep besides the
+// events: checkpoints, dead letters and leases, and a small key/value read
+// model that transactional projections write to in the same transaction as
+// their checkpoint (see [Store.InTx]). It has a lock of its own, so that
+// consumers never wait for appends, nor appends for consumers.
+type consumers struct {
 	mu          sync.Mutex
 	checkpoints map[string]storekit.Checkpoint
 	dead        map[string]map[string]eventstore.DeadLetter // consumer -> ID -> dead letter
@@ -30,9 +30,8 @@ type Consumers struct {
 	now         func() time.Time
 }
 
-// NewConsumers returns empty consumer storage.
-func NewConsumers() *Consumers {
-	return &Consumers{
+func (c *consumers) init() {
+	*c = consumers{
 		checkpoints: make(map[string]storekit.Checkpoint),
 		dead:        make(map[string]map[string]eventstore.DeadLetter),
 		leases:      make(map[string]storekit.Lease),
@@ -43,15 +42,8 @@ func NewConsumers() *Consumers {
 	}
 }
 
-var (
-	_ storekit.TxCheckpointStore[*Tx] = (*Consumers)(nil)
-	_ storekit.TxLeaseStore[*Tx]      = (*Consumers)(nil)
-	_ storekit.DeadLetterStore        = (*Consumers)(nil)
-	_ storekit.LeaseStore             = (*Consumers)(nil)
-)
-
 // Checkpoint implements [storekit.CheckpointStore.Checkpoint].
-func (c *Consumers) Checkpoint(ctx context.Context, name string) (storekit.Checkpoint, error) {
+func (c *consumers) Checkpoint(ctx context.Context, name string) (storekit.Checkpoint, error) {
 	if err := storekit.ValidateConsumerName(name); err != nil {
 		return storekit.Checkpoint{}, err
 	}
@@ -64,7 +56,7 @@ func (c *Consumers) Checkpoint(ctx context.Context, name string) (storekit.Check
 }
 
 // SaveCheckpoint implements [storekit.CheckpointStore.SaveCheckpoint].
-func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+func (c *consumers) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
@@ -79,7 +71,7 @@ func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, n
 	return c.saveLocked(name, expected, next, fence)
 }
 
-func (c *Consumers) saveLocked(name string, expected, next eventstore.Position, fence storekit.Fence) error {
+func (c *consumers) saveLocked(name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if err := storekit.CheckSave(name, c.checkpoints[name], expected, fence); err != nil {
 		return err
 	}
@@ -88,7 +80,7 @@ func (c *Consumers) saveLocked(name string, expected, next eventstore.Position, 
 }
 
 // ParkDeadLetter implements [storekit.DeadLetterStore.ParkDeadLetter].
-func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+func (c *consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
@@ -107,7 +99,7 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 // letter (see [storekit.CheckDeadLetterID]), or, for a compare-and-set
 // (d.Generation set), one that changed since it was read (see
 // [storekit.CheckDeadLetterGeneration]).
-func (c *Consumers) parkableLocked(d eventstore.DeadLetter) error {
+func (c *consumers) parkableLocked(d eventstore.DeadLetter) error {
 	old, ok := c.dead[d.Consumer][d.ID]
 	if d.Generation != 0 {
 		var stored *storekit.DeadLetterKey
@@ -129,7 +121,7 @@ func (c *Consumers) parkableLocked(d eventstore.DeadLetter) error {
 // generation than it has; or else a new ID when it has none, and the
 // first generation; and with its own copy of the event's data. The stored
 // event stays, as SQL stores update only the failure's columns.
-func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+func (c *consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 	d.Generation = 1
 	for id, old := range c.dead[d.Consumer] {
 		if old.Event.ID == d.Event.ID && old.Event.StreamID == d.Event.StreamID && old.Part == d.Part {
@@ -146,7 +138,7 @@ func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 
 // parkLocked stores d, or updates the dead letter parked under its key,
 // and returns what it stored.
-func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+func (c *consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 	if c.dead[d.Consumer] == nil {
 		c.dead[d.Consumer] = make(map[string]eventstore.DeadLetter)
 	}
@@ -156,7 +148,7 @@ func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 }
 
 // DeadLetters implements [storekit.DeadLetterStore.DeadLetters].
-func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
+func (c *consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
 	return storekit.ListSeq(func() ([]eventstore.DeadLetter, error) {
 		if err := c.readable(ctx, consumer); err != nil {
 			return nil, err
@@ -173,7 +165,7 @@ func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[
 }
 
 // readable checks what a read of consumer's dead letters is asked with.
-func (c *Consumers) readable(ctx context.Context, consumer string) error {
+func (c *consumers) readable(ctx context.Context, consumer string) error {
 	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return err
 	}
@@ -181,7 +173,7 @@ func (c *Consumers) readable(ctx context.Context, consumer string) error {
 }
 
 // DeadLetterKeys implements [storekit.DeadLetterStore.DeadLetterKeys].
-func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[storekit.DeadLetterKey, error] {
+func (c *consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[storekit.DeadLetterKey, error] {
 	return storekit.ListSeq(func() ([]storekit.DeadLetterKey, error) {
 		if err := c.readable(ctx, consumer); err != nil {
 			return nil, err
@@ -197,7 +189,7 @@ func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, 
 }
 
 // DeadLetter implements [storekit.DeadLetterStore.DeadLetter].
-func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
+func (c *consumers) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
 	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
@@ -214,7 +206,7 @@ func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (events
 }
 
 // CountDeadLetters implements [storekit.DeadLetterStore.CountDeadLetters].
-func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
+func (c *consumers) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
 	if err := c.readable(ctx, consumer); err != nil {
 		return 0, err
 	}
@@ -224,7 +216,7 @@ func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int,
 }
 
 // DeleteDeadLetter implements [storekit.DeadLetterStore.DeleteDeadLetter].
-func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
+func (c *consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
 	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
@@ -232,7 +224,7 @@ func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) e
 		return err
 	}
 	// It waits for a transaction that parks or resolves the consumer's
-	// dead letters (see [Consumers.DeleteDeadLetterTx]).
+	// dead letters (see [Store.DeleteDeadLetterTx]).
 	row, err := c.lockRow(ctx, lettersRow(consumer))
 	if err != nil {
 		return err
@@ -243,7 +235,7 @@ func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) e
 	return c.deleteLocked(consumer, id)
 }
 
-func (c *Consumers) deleteLocked(consumer, id string) error {
+func (c *consumers) deleteLocked(consumer, id string) error {
 	if _, ok := c.dead[consumer][id]; !ok {
 		return &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
@@ -257,7 +249,7 @@ func copyLetter(d eventstore.DeadLetter) eventstore.DeadLetter {
 }
 
 // AcquireLease implements [storekit.LeaseStore.AcquireLease].
-func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
+func (c *consumers) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
 	if err := storekit.ValidateLease(name, holder, ttl); err != nil {
 		return storekit.Lease{}, false, err
 	}
@@ -281,7 +273,7 @@ func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl t
 }
 
 // RenewLease implements [storekit.LeaseStore.RenewLease].
-func (c *Consumers) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+func (c *consumers) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
 		return storekit.Lease{}, err
 	}
@@ -298,7 +290,7 @@ func (c *Consumers) RenewLease(ctx context.Context, l storekit.Lease, ttl time.D
 
 // heldLocked returns a [*storekit.LeaseLostError] unless l is the lease
 // held now (lapsed or not, while nobody else acquired it).
-func (c *Consumers) heldLocked(l storekit.Lease) error {
+func (c *consumers) heldLocked(l storekit.Lease) error {
 	cur, held := c.leases[l.Name]
 	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
 		return &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
@@ -307,7 +299,7 @@ func (c *Consumers) heldLocked(l storekit.Lease) error {
 }
 
 // renewLocked extends the held lease l by ttl from now.
-func (c *Consumers) renewLocked(l storekit.Lease, ttl time.Duration) storekit.Lease {
+func (c *consumers) renewLocked(l storekit.Lease, ttl time.Duration) storekit.Lease {
 	cur := c.leases[l.Name]
 	cur.Expires = c.now().Add(ttl)
 	c.leases[l.Name] = cur
@@ -315,7 +307,7 @@ func (c *Consumers) renewLocked(l storekit.Lease, ttl time.Duration) storekit.Le
 }
 
 // ReleaseLease implements [storekit.LeaseStore.ReleaseLease].
-func (c *Consumers) ReleaseLease(ctx context.Context, l storekit.Lease) error {
+func (c *consumers) ReleaseLease(ctx context.Context, l storekit.Lease) error {
 	if err := storekit.ValidateHeldLease(l); err != nil {
 		return err
 	}

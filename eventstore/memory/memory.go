@@ -1,7 +1,14 @@
 // Package memory is an in-memory [eventstore.Store] for tests and
-// prototypes. It keeps every event in memory and loses them when the
-// process ends; otherwise it honours the whole store contract, and live
-// subscribers are woken by commits, not by polling.
+// prototypes. It keeps everything in memory and loses it when the process
+// ends; otherwise it honours the whole store contract, and live subscribers
+// are woken by commits, not by polling.
+//
+// Like the SQLite and PostgreSQL stores, one [Store] is complete: besides
+// the events it keeps what Cairn's consumers find on a store (checkpoints,
+// with transactions and a small key/value read model, dead letters,
+// leases, aggregate snapshots and the command index), so a bus, a
+// projection and a saga runner given it need nothing else. A test that
+// wants consumer state apart from the events uses two stores.
 package memory
 
 import (
@@ -16,9 +23,15 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// Store is an in-memory event store. The zero value is not usable; call
-// [New].
+// Store is an in-memory event store that implements every interface of
+// package storekit: [storekit.CommandIndex], [storekit.SnapshotStore],
+// [storekit.DeadLetterStore], [storekit.LeaseStore], and
+// [storekit.TxCheckpointStore] and [storekit.TxLeaseStore] with [*Tx]. The
+// zero value is not usable; call [New].
 type Store struct {
+	consumers // checkpoints, dead letters, leases, read model
+	snapshots
+
 	mu      sync.RWMutex
 	log     []eventstore.Event // log[i] has position {Major: i+1}
 	streams map[string]*stream
@@ -36,14 +49,25 @@ type stream struct {
 
 // New returns an empty in-memory store.
 func New() *Store {
-	return &Store{
+	s := &Store{
 		streams: make(map[string]*stream),
 		done:    make(chan struct{}),
 		now:     func() time.Time { return time.Now().UTC() },
 	}
+	s.consumers.init()
+	s.snapshots.init()
+	return s
 }
 
-var _ eventstore.Store = (*Store)(nil)
+var (
+	_ eventstore.Store                = (*Store)(nil)
+	_ storekit.CommandIndex           = (*Store)(nil)
+	_ storekit.SnapshotStore          = (*Store)(nil)
+	_ storekit.DeadLetterStore        = (*Store)(nil)
+	_ storekit.LeaseStore             = (*Store)(nil)
+	_ storekit.TxCheckpointStore[*Tx] = (*Store)(nil)
+	_ storekit.TxLeaseStore[*Tx]      = (*Store)(nil)
+)
 
 // Append implements [eventstore.Store.Append].
 func (s *Store) Append(ctx context.Context, name string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {

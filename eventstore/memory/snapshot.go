@@ -8,28 +8,23 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// SnapshotStore is an in-memory [storekit.SnapshotStore]: the latest
-// snapshot of each stream, lost when the process ends. It is a separate
-// value from [Store] so that a test can give a bus snapshots or not, and
-// drop them, independently of the events.
-type SnapshotStore struct {
+// snapshots is the part of [Store] that keeps the latest snapshot of each
+// stream, under a lock of its own.
+type snapshots struct {
 	mu    sync.RWMutex
 	snaps map[string]storekit.Snapshot
 	now   func() time.Time
 }
 
-// NewSnapshotStore returns an empty snapshot store.
-func NewSnapshotStore() *SnapshotStore {
-	return &SnapshotStore{
+func (s *snapshots) init() {
+	*s = snapshots{
 		snaps: make(map[string]storekit.Snapshot),
 		now:   func() time.Time { return time.Now().UTC() },
 	}
 }
 
-var _ storekit.SnapshotStore = (*SnapshotStore)(nil)
-
 // SaveSnapshot implements [storekit.SnapshotStore.SaveSnapshot].
-func (s *SnapshotStore) SaveSnapshot(ctx context.Context, snap storekit.Snapshot) error {
+func (s *snapshots) SaveSnapshot(ctx context.Context, snap storekit.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -45,7 +40,7 @@ func (s *SnapshotStore) SaveSnapshot(ctx context.Context, snap storekit.Snapshot
 }
 
 // LoadSnapshot implements [storekit.SnapshotStore.LoadSnapshot].
-func (s *SnapshotStore) LoadSnapshot(ctx context.Context, stream string) (storekit.Snapshot, bool, error) {
+func (s *snapshots) LoadSnapshot(ctx context.Context, stream string) (storekit.Snapshot, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return storekit.Snapshot{}, false, err
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// Tx is a transaction of [Consumers]: reads see committed values and the
+// Tx is a transaction of [Store]: reads see committed values and the
 // transaction's own writes; writes, checkpoint moves, parked dead letters
-// and dead-letter deletions become visible together when [Consumers.InTx]
+// and dead-letter deletions become visible together when [Store.InTx]
 // commits, or not at all. Isolation is read committed: of two transactions that write the
 // same key at once, the last commit wins. A consumer's own batches never
 // race (its checkpoint's compare-and-set fails one of them), but two
@@ -24,7 +24,7 @@ import (
 // deployments without a lease) therefore fail at their claim, before
 // their handlers run, rather than at the commit, after.
 type Tx struct {
-	c        *Consumers
+	c        *consumers
 	mu       sync.Mutex
 	writes   map[string][]byte // a nil value is a deletion
 	saves    []checkpointMove
@@ -74,7 +74,7 @@ func (tx *Tx) Delete(key string) {
 }
 
 // Value returns the committed value of key in the read model.
-func (c *Consumers) Value(key string) ([]byte, bool) {
+func (c *consumers) Value(key string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.values[key]
@@ -84,7 +84,7 @@ func (c *Consumers) Value(key string) ([]byte, bool) {
 // InTx implements [storekit.TxCheckpointStore.InTx]. The commit checks
 // every checkpoint move and dead-letter deletion first, under one lock, and
 // applies everything only when all of them hold.
-func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+func (c *consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 
 // SaveCheckpointTx implements [storekit.TxCheckpointStore.SaveCheckpointTx].
 // A move that would fail now fails at once; the commit checks it again.
-func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+func (c *consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (tx *Tx) lockLetters(ctx context.Context, consumer string) error {
 // lockRow takes the lock of row name (a checkpoint, or a consumer's dead
 // letters), waiting while a transaction holds it, until ctx ends, and
 // returns it for the caller to release (<-row).
-func (c *Consumers) lockRow(ctx context.Context, name string) (chan struct{}, error) {
+func (c *consumers) lockRow(ctx context.Context, name string) (chan struct{}, error) {
 	c.mu.Lock()
 	row, ok := c.rowLocks[name]
 	if !ok {
@@ -272,7 +272,7 @@ func (tx *Tx) unlockRows() {
 // ParkDeadLetterTx implements [storekit.TxCheckpointStore.ParkDeadLetterTx]:
 // the dead letter is stored when tx commits, under the ID it returns (the
 // one already parked under its key, or a new one).
-func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+func (c *consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
@@ -315,7 +315,7 @@ func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 // RenewLeaseTx implements [storekit.TxLeaseStore.RenewLeaseTx]: the
 // renewal is checked now and again at the commit, which fails if another
 // holder acquired the lease meanwhile.
-func (c *Consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+func (c *consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
 		return storekit.Lease{}, err
 	}
@@ -343,7 +343,7 @@ func (c *Consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l storekit.Lease, 
 // letters from here to its end: a delete outside it (a skip) waits, and then finds the
 // dead letter gone, rather than failing the commit of the transaction
 // that handled its event.
-func (c *Consumers) DeleteDeadLetterTx(ctx context.Context, tx *Tx, consumer, id string) error {
+func (c *consumers) DeleteDeadLetterTx(ctx context.Context, tx *Tx, consumer, id string) error {
 	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}

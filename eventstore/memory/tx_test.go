@@ -16,7 +16,7 @@ import (
 
 func TestTxCommitsEverythingOrNothing(t *testing.T) {
 	ctx := context.Background()
-	c := memory.NewConsumers()
+	c := memory.New()
 	d, err := c.ParkDeadLetter(ctx, eventstore.DeadLetter{Consumer: "p",
 		Event: eventstore.Event{EventData: eventstore.EventData{ID: eventstore.NewEventID(), Type: "t"}, StreamID: "s-1", Position: eventstore.Position{Major: 1}}})
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestTxCommitsEverythingOrNothing(t *testing.T) {
 // PostgreSQL; a rollback frees the checkpoint for the next transaction.
 func TestTxLocksTheCheckpointItMoves(t *testing.T) {
 	ctx := context.Background()
-	c := memory.NewConsumers()
+	c := memory.New()
 	one := eventstore.Position{Major: 1}
 	claimed, release := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)

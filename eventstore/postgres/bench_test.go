@@ -21,7 +21,7 @@ import (
 
 // BenchmarkStore runs the benchmarks that every store reports.
 func BenchmarkStore(b *testing.B) {
-	storetest.Benchmark(b, func(b *testing.B) eventstore.Store {
+	storetest.Benchmark(b, func(b testing.TB) eventstore.Store {
 		return newStoreAt(b, withPoolSize(server.URL, 32), postgres.Options{})
 	})
 }

@@ -17,7 +17,7 @@ const sqlCommandResult = `SELECT min(version), max(version), max(position)
 // record their command in [eventstore.Metadata.CommandID]): the versions and
 // position of its events, with Duplicate set, and found true; or found false
 // when the stream holds no event of that command, or commandID is empty (as
-// in every store: storetest.RunCommandIndex). An index answers it, so a
+// in every store: storetest.Run checks it). An index answers it, so a
 // command bus can absorb a redelivered command without reading the stream.
 //
 // It assumes, as the command bus guarantees, that one command's events are

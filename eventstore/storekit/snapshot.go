@@ -30,9 +30,9 @@ type Snapshot struct {
 	RecordedAt time.Time
 }
 
-// SnapshotStore keeps the latest snapshot of each stream. Every backend
-// provides one beside its event store; package storetest's RunSnapshots is
-// its conformance suite. Every method is safe for concurrent use.
+// SnapshotStore keeps the latest snapshot of each stream. Every backend's
+// store is one; storetest.Run checks it (its Snapshots part). Every method
+// is safe for concurrent use.
 type SnapshotStore interface {
 	// SaveSnapshot stores s as the snapshot of s.Stream, replacing the one
 	// stored before, whatever its version: the last save wins. Saving is

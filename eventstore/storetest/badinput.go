@@ -5,11 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 var badInputTests = []test{
@@ -24,7 +22,7 @@ var badInputTests = []test{
 	{"ReservedNamesOnlyFromCairnsWriters", testReservedNames},
 }
 
-func testBadAppends(t *testing.T, s eventstore.Store) {
+func testBadAppends(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	good := func() eventstore.EventData { return event("x", "ok") }
@@ -74,44 +72,44 @@ func testBadAppends(t *testing.T, s eventstore.Store) {
 		// Twice: a message that depended on map order would differ.
 		_, first := s.Append(ctx, c.stream, eventstore.Any, c.events...)
 		_, err := s.Append(ctx, c.stream, eventstore.Any, c.events...)
-		require.Error(t, first, c.name)
-		assert.Equal(t, first.Error(), err.Error(), c.name)
-		require.Error(t, err, c.name)
-		require.ErrorIs(t, err, eventstore.ErrInvalidArgument, c.name)
+		check.True(t, first != nil, "%s: want an error, got nil", c.name)
+		check.Equal(t, err.Error(), first.Error(), c.name)
+		check.True(t, err != nil, "%s: want an error, got nil", c.name)
+		check.ErrorIs(t, err, eventstore.ErrInvalidArgument, c.name)
 		var bad *eventstore.InvalidArgumentError
-		require.ErrorAs(t, err, &bad, c.name)
-		assert.Equal(t, c.stream, bad.Stream, c.name)
-		assert.Equal(t, c.index, bad.Index, c.name)
-		assert.Contains(t, bad.Field, c.field, c.name)
-		assert.LessOrEqual(t, len(err.Error()), 512, "%s: the message quotes a long value in part: %s", c.name, err)
+		check.ErrorAs(t, err, &bad, c.name)
+		check.Equal(t, bad.Stream, c.stream, c.name)
+		check.Equal(t, bad.Index, c.index, c.name)
+		check.Contains(t, bad.Field, c.field, c.name)
+		check.AtMost(t, len(err.Error()), 512, "%s: the message quotes a long value in part: %s", c.name, err)
 	}
 	requireNothingWritten(t, s, n, "every append was invalid")
 }
 
-func testBadRead(t *testing.T, s eventstore.Store) {
+func testBadRead(t testing.TB, s eventstore.Store) {
 	for _, stream := range []string{"", "$all"} {
 		var errs int
 		for _, err := range s.ReadStream(context.Background(), stream, eventstore.Forward(0)) {
-			require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "reading stream %q", stream)
+			check.ErrorIs(t, err, eventstore.ErrInvalidArgument, "reading stream %q", stream)
 			errs++
 		}
-		assert.Equal(t, 1, errs, "reading stream %q yields one error", stream)
+		check.Equal(t, errs, 1, "reading stream %q yields one error", stream)
 	}
 }
 
-func testCanceledAppend(t *testing.T, s eventstore.Store) {
+func testCanceledAppend(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := s.Append(ctx, n.stream("canceled"), eventstore.Any, events("x", 2)...)
-	require.Error(t, err)
-	assert.True(t, isCanceled(err), "append on a canceled context: %v", err)
+	check.True(t, err != nil, "want an error, got nil")
+	check.True(t, isCanceled(err), "append on a canceled context: %v", err)
 	requireNothingWritten(t, s, n, "the append's context was canceled")
 
 	var errs int
 	for _, err := range s.ReadStream(ctx, n.stream("canceled"), eventstore.Forward(0)) {
-		assert.True(t, isCanceled(err), "read on a canceled context: %v", err)
+		check.True(t, isCanceled(err), "read on a canceled context: %v", err)
 		errs++
 	}
-	assert.LessOrEqual(t, errs, 1)
+	check.AtMost(t, errs, 1)
 }

@@ -33,7 +33,7 @@ type ConsumerStore interface {
 
 // Factory returns fresh stores for one test, and registers their cleanup
 // with t.Cleanup.
-type Factory func(t *testing.T) Stores
+type Factory func(t testing.TB) Stores
 
 // Run is the saga conformance suite: a flow of its own (orders, their
 // payments and the sale that coordinates them) on the stores
@@ -44,7 +44,7 @@ type Factory func(t *testing.T) Stores
 func Run(t *testing.T, newStores Factory) {
 	for _, c := range []struct {
 		name string
-		run  func(t *testing.T, f *flow)
+		run  func(t testing.TB, f *flow)
 	}{
 		{"FlowEndsAsExpected", testFlowEnds},
 		{"RedeliveredEventsAreAbsorbed", testRedelivered},
@@ -73,7 +73,7 @@ type order struct {
 	amount int
 }
 
-func newFlow(t *testing.T, s Stores) *flow {
+func newFlow(t testing.TB, s Stores) *flow {
 	f := &flow{Stores: s, reg: codec.NewRegistry(codec.Options{}), clock: NewClock(Start)}
 	f.bus = command.New(s.Events, f.reg, command.Options{})
 	orders, oerr := aggregate.NewType[orderState]("order", aggregate.Options[orderState]{})
@@ -95,7 +95,7 @@ func newFlow(t *testing.T, s Stores) *flow {
 
 // runner returns a new runner of the sale on the flow's stores, as a new
 // process would make it.
-func (f *flow) runner(t *testing.T) *saga.Runner[sale] {
+func (f *flow) runner(t testing.TB) *saga.Runner[sale] {
 	t.Helper()
 	typ, err := newSale(f.reg)
 	if err != nil {
@@ -110,7 +110,7 @@ func (f *flow) runner(t *testing.T) *saga.Runner[sale] {
 }
 
 // place places n orders whose amounts cover every outcome.
-func (f *flow) place(t *testing.T, prefix string, n int) {
+func (f *flow) place(t testing.TB, prefix string, n int) {
 	t.Helper()
 	for i := range n {
 		o := order{id: fmt.Sprintf("%s-%d", prefix, i), amount: 100 + 97*i}
@@ -125,7 +125,7 @@ func (f *flow) place(t *testing.T, prefix string, n int) {
 // check checks that every order stands as its inputs dictate, with exactly
 // the events that make it so: none twice. withDeadlines says whether the
 // payment deadline has had time to fire.
-func (f *flow) check(t *testing.T, withDeadlines bool) {
+func (f *flow) check(t testing.TB, withDeadlines bool) {
 	t.Helper()
 	ctx := context.Background()
 	for _, o := range f.orders {
@@ -150,14 +150,14 @@ func (f *flow) check(t *testing.T, withDeadlines bool) {
 	}
 }
 
-func catchUp(t *testing.T, r *saga.Runner[sale]) {
+func catchUp(t testing.TB, r *saga.Runner[sale]) {
 	t.Helper()
 	if err := r.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testFlowEnds(t *testing.T, f *flow) {
+func testFlowEnds(t testing.TB, f *flow) {
 	r := f.runner(t)
 	f.place(t, "a", 36)
 	catchUp(t, r)
@@ -174,7 +174,7 @@ func testFlowEnds(t *testing.T, f *flow) {
 	}
 }
 
-func testRedelivered(t *testing.T, f *flow) {
+func testRedelivered(t testing.TB, f *flow) {
 	r := f.runner(t)
 	f.place(t, "b", 24)
 	catchUp(t, r)
@@ -209,7 +209,7 @@ func testRedelivered(t *testing.T, f *flow) {
 	}
 }
 
-func testTwoRunners(t *testing.T, f *flow) {
+func testTwoRunners(t testing.TB, f *flow) {
 	logs := &lockedWriter{}
 	f.log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	defer func() {
@@ -259,7 +259,7 @@ func testTwoRunners(t *testing.T, f *flow) {
 
 // explainUnsettled reports, for a test that failed, the saga instances of
 // the orders that did not end.
-func (f *flow) explainUnsettled(t *testing.T) {
+func (f *flow) explainUnsettled(t testing.TB) {
 	r := f.runner(t)
 	for _, o := range f.orders {
 		x, err := r.Explain(context.Background(), o.id)
@@ -294,7 +294,7 @@ func (f *flow) explainUnsettled(t *testing.T) {
 // or, unless withDeadlines, waiting for its payment deadline with its
 // payment pending (the step that sets the deadline also sends the charge,
 // so the deadline is set before the clock moves).
-func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
+func (f *flow) ended(t testing.TB, withDeadlines bool) bool {
 	t.Helper()
 	for _, o := range f.orders {
 		if f.standing(t, o.id) != expect(o.amount, withDeadlines) {
@@ -305,7 +305,7 @@ func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
 }
 
 // standing returns how order id stands.
-func (f *flow) standing(t *testing.T, id string) outcome {
+func (f *flow) standing(t testing.TB, id string) outcome {
 	t.Helper()
 	ctx := context.Background()
 	oi, err := f.orderRepo.Load(ctx, id)
@@ -320,7 +320,7 @@ func (f *flow) standing(t *testing.T, id string) outcome {
 		taken: pi.State.taken, pending: pi.State.pending, voided: pi.State.voided}
 }
 
-func testDeadlineRestart(t *testing.T, f *flow) {
+func testDeadlineRestart(t testing.TB, f *flow) {
 	before := f.runner(t)
 	f.place(t, "d", 14) // orders 2 and 9 wait for their payment deadline
 	catchUp(t, before)

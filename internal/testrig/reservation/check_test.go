@@ -61,7 +61,7 @@ func TestCheckerFindsACommandThatTookEffectTwice(t *testing.T) {
 	require.NoError(t, reservation.Route(bus))
 	sale, err := reservation.NewSale(reg)
 	require.NoError(t, err)
-	r, err := saga.NewRunner(sale, store, bus, saga.RunnerOptions{Checkpoints: memory.NewConsumers(),
+	r, err := saga.NewRunner(sale, store, bus, saga.RunnerOptions{Checkpoints: memory.New(),
 		Clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))})
 	require.NoError(t, err)
 	_, err = bus.Dispatch(ctx, command.Message{ID: "place-1", Command: reservation.PlaceOrder{OrderID: "1", Seats: 2, Amount: 100}})

@@ -65,7 +65,7 @@ func newBase(ctx context.Context, cfg Config, h hash.Hash) *base {
 	b.clock = sagatest.NewClock(b.start)
 	b.mem = memory.New()
 	b.store = &faultStore{Store: b.mem, inj: b.inj}
-	b.checkpoints = &faultCheckpoints{Consumers: memory.NewConsumers(), inj: b.inj}
+	b.checkpoints = &faultCheckpoints{Store: memory.New(), inj: b.inj}
 	b.reg = codec.NewRegistry(codec.Options{})
 	return b
 }

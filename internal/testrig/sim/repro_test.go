@@ -32,7 +32,7 @@ type reproRig struct {
 func newReproRig(t *testing.T) *reproRig {
 	t.Helper()
 	g := &reproRig{ctx: context.Background(), clock: sagatest.NewClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)), mem: memory.New()}
-	checkpoints := memory.NewConsumers()
+	checkpoints := memory.New()
 	runner := func(opts saga.RunnerOptions) *saga.Runner[Tab] {
 		code, err := newTabCode(2, false)
 		require.NoError(t, err)

@@ -52,7 +52,7 @@ func (s *faultStore) Append(ctx context.Context, stream string, expected eventst
 // delivery bridge and the outbox dispatcher), whose saves fail at random
 // before or after the write.
 type faultCheckpoints struct {
-	*memory.Consumers
+	*memory.Store
 	inj *injector
 }
 
@@ -63,7 +63,7 @@ func (c *faultCheckpoints) SaveCheckpoint(ctx context.Context, name string, expe
 	if f, _ := c.inj.fault(CheckpointBefore); f {
 		return fmt.Errorf("%w: saving checkpoint %q failed before the write", ErrInjected, name)
 	}
-	if err := c.Consumers.SaveCheckpoint(ctx, name, expected, next, fence); err != nil {
+	if err := c.Store.SaveCheckpoint(ctx, name, expected, next, fence); err != nil {
 		return err
 	}
 	if f, _ := c.inj.fault(CheckpointAfter); f {

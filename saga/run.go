@@ -11,12 +11,8 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/projection"
 )
-
-// DefaultWorkers is how many instances a runner steps at once by default.
-const DefaultWorkers = 64
 
 // start makes the runner's consumers, once: two per segment.
 func (r *Runner[S]) start() (*consumers, error) {
@@ -371,40 +367,4 @@ func (r *Runner[S]) unreadable(ctx context.Context, ev eventstore.Event, err err
 	r.e.stats.unreadable.Add(1)
 	r.e.log.WarnContext(ctx, "saga: a record of an instance stream cannot be read; it is passed over", slog.String("saga", r.e.t.name),
 		slog.String("stream", ev.StreamID), slog.Uint64("version", ev.Version), slog.String("type", ev.Type), slog.Any("error", err))
-}
-
-// fireWhenDue fires deadlines as they fall due, waiting on one timer for
-// the earliest, until ctx ends. Before firing, it lets the events consumers
-// handle what was stored (see settle).
-func (r *Runner[S]) fireWhenDue(ctx context.Context) error {
-	failures := 0
-	for {
-		at, pending, changed := r.timers.next()
-		var due <-chan time.Time
-		if pending {
-			due = r.e.after(max(at.Sub(r.e.now()), 0))
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		case <-due:
-			err := r.settle(ctx)
-			if err == nil {
-				_, err = r.FireDue(ctx)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				failures++
-				r.e.log.WarnContext(ctx, "saga: firing deadlines failed; retrying", slog.String("saga", r.e.t.name), slog.Any("error", err))
-				if err := backoff.Wait(ctx, r.e.retry.Delay(failures)); err != nil {
-					return nil
-				}
-				continue
-			}
-			failures = 0
-		}
-	}
 }

@@ -59,13 +59,13 @@ func (c *Consumer) flushBatch(ctx context.Context, batch []unit, from eventstore
 			return from, ctx.Err()
 		}
 		first := events[0]
-		if attempt >= c.opts.Retry.attempts() {
+		if attempt >= c.opts.attempts() {
 			return from, &HandlerError{Consumer: c.name, Stream: first.StreamID, Version: first.Version, Position: first.Position,
 				Type: first.Type, Attempts: attempt, Err: err}
 		}
 		c.log.WarnContext(ctx, "projection: batch failed; retrying", slog.Int("events", len(events)),
 			slog.String("from", first.Position.String()), slog.Int("attempt", attempt), slog.Any("error", err))
-		if err := backoff.Wait(ctx, c.opts.Retry.policy().Delay(attempt)); err != nil {
+		if err := backoff.Wait(ctx, c.opts.delay(attempt)); err != nil {
 			return from, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/projection"
+	"github.com/cairn-es/cairn/retry"
 )
 
 func appendN(t *testing.T, s eventstore.Store, stream string, n int) {
@@ -92,7 +93,7 @@ func TestBatchConsumerRetriesAFailingBatchThenStops(t *testing.T) {
 	c, err := projection.NewBatch("failing", store, consumers, func(context.Context, []eventstore.Event) error {
 		calls++
 		return boom
-	}, projection.Options{Retry: projection.Retry{Attempts: 3, Initial: time.Microsecond, Max: time.Microsecond},
+	}, projection.Options{Retry: retry.Policy{Attempts: 3, Initial: time.Microsecond, Max: time.Microsecond},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	err = c.CatchUp(context.Background())

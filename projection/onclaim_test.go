@@ -37,7 +37,7 @@ func TestOnClaimRunsOnceTheCheckpointIsHeld(t *testing.T) {
 	var leader []bool
 	var sessions []context.Context
 	fail := error(nil)
-	opts := projection.Options{Leases: consumers, Logger: discard(), StatsInterval: -1,
+	opts := projection.Options{Leases: consumers, Logger: discard(), NoStatsLog: true,
 		OnClaim: func(ctx context.Context, from eventstore.Position) error {
 			st, err := c.Stats(ctx)
 			require.NoError(t, err)

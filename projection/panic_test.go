@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // TestBatchHandlerPanicsAreRetried: a batch handler's panic (a saga
@@ -32,7 +33,7 @@ func TestBatchHandlerPanicsAreRetried(t *testing.T) {
 			panic("batch handler bug")
 		}
 		return nil
-	}, projection.Options{Retry: projection.Retry{Attempts: 3, Initial: time.Millisecond}, Logger: discard()})
+	}, projection.Options{Retry: retry.Policy{Attempts: 3, Initial: time.Millisecond}, Logger: discard()})
 	require.NoError(t, err)
 	require.NoError(t, c.CatchUp(context.Background()), "two panics, then the third attempt succeeds")
 	assert.EqualValues(t, 3, calls.Load())

@@ -5,33 +5,30 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 )
-
-// Backoff is how long a runner waits between the attempts of a failing
-// message (see [RunnerOptions.Retry]): Initial, doubled (or times
-// Multiplier) up to Max.
-type Backoff = backoff.Policy
 
 // RunnerOptions configure a [Runner]. The zero value is the default.
 type RunnerOptions struct {
 	// Clock is the time of steps and deadlines; nil means the system
 	// clock.
 	Clock Clock
-	// Retry is the wait between the attempts of a failing handler; its zero
-	// value waits 10ms, doubling up to 1s.
-	Retry Backoff
-	// Attempts is how many times a failing handler runs before its message
-	// is parked; zero means [DefaultAttempts].
-	Attempts int
+	// Retry is how a failing handler is run again: Retry.Attempts is how
+	// many times it runs before its message is parked (zero means
+	// [DefaultAttempts]), and the waits between the runs follow the rest
+	// of the policy.
+	Retry retry.Policy
 	// Logger receives what the runner handles on its own; nil means
 	// slog.Default().
 	Logger *slog.Logger
 
 	// CacheSize is how many instances' latest steps the runner keeps in
-	// memory; zero means [DefaultCacheSize], negative none. A step by
-	// another process is found at the next append, which then reloads.
+	// memory; zero (or less) means [DefaultCacheSize]. A step by another
+	// process is found at the next append, which then reloads.
 	CacheSize int
+	// NoCache keeps no instance in memory: every step loads its instance's
+	// latest record from the store, whatever CacheSize says.
+	NoCache bool
 	// Workers bounds how many instances Run steps at once; zero means
 	// [DefaultWorkers]. One instance's messages are always stepped one at
 	// a time, in order.
@@ -61,9 +58,11 @@ type RunnerOptions struct {
 	Holder   string
 	// GapAlert is how long a held message may wait for a missing message of
 	// its source before Run warns about the gap (once, through Logger);
-	// zero means [DefaultGapAlert], negative never. Open gaps are in
+	// zero (or less) means [DefaultGapAlert]. Open gaps are in
 	// [Runner.Gaps] and [Stats] whatever their age.
 	GapAlert time.Duration
+	// NoGapAlert turns the gap warnings off, whatever GapAlert says.
+	NoGapAlert bool
 	// BatchSize and MaxBatchDelay size the consumers' batches (see
 	// projection.Options); the instances of one batch are stepped in
 	// parallel.

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +17,6 @@ import (
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -51,8 +49,7 @@ func flakyRunner(t *testing.T, g *edgeRig) *saga.Runner[edgeState] {
 	bus := command.New(g.store, g.reg, command.Options{})
 	require.NoError(t, command.Route[edgeCharge](bus, flaky))
 	require.NoError(t, command.Route[edgeNotify](bus, flaky))
-	r, err := saga.NewRunner(g.typ, g.store, bus, saga.RunnerOptions{Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t),
-		Attempts: 1, Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}})
+	r, err := saga.NewRunner(g.typ, g.store, bus, saga.RunnerOptions{Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t)})
 	require.NoError(t, err)
 	flakyPoisoned.Store(false)
 	flakyApplied.Store(0)

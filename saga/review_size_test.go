@@ -13,14 +13,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -116,8 +114,7 @@ func TestReviewRejectionsHeldBehindAParkedMessageAreNotLost(t *testing.T) {
 	bus := command.New(g.store, g.reg, command.Options{})
 	require.NoError(t, command.Route[edgeCharge](bus, strict))
 	require.NoError(t, command.Route[edgeNotify](bus, strict))
-	r, err := saga.NewRunner(g.typ, g.store, bus, saga.RunnerOptions{Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t),
-		Attempts: 1, Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}})
+	r, err := saga.NewRunner(g.typ, g.store, bus, saga.RunnerOptions{Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t)})
 	require.NoError(t, err)
 	longRejections.Store(0)
 

@@ -28,7 +28,7 @@ func (r *Runner[S]) start() (*consumers, error) {
 		}
 		r.deadLetters = opts.DeadLetters
 		popts := projection.Options{BatchSize: opts.BatchSize, MaxBatchDelay: opts.MaxBatchDelay, Leases: opts.Leases,
-			LeaseTTL: opts.LeaseTTL, Holder: opts.Holder, Logger: r.e.log, StatsInterval: -1}
+			LeaseTTL: opts.LeaseTTL, Holder: opts.Holder, Logger: r.e.log, NoStatsLog: true}
 		eventsFilter := eventstore.Filter{Types: r.e.t.eventTypes()}
 		recordsFilter := eventstore.Filter{Types: []string{recordType}, StreamPrefixes: []string{r.e.t.Category()}}
 		c := &consumers{}

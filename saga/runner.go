@@ -9,7 +9,9 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/lru"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // Runner runs one saga type on an event store: it takes messages (events
@@ -74,7 +76,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	if clock == nil {
 		clock = systemClock{}
 	}
-	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: opts.Logger, retry: opts.Retry, attempts: opts.Attempts, stats: &counters{}}
+	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: opts.Logger, retry: backoffOf(opts.Retry), attempts: opts.Retry.Attempts, stats: &counters{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -82,9 +84,10 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 		e.attempts = DefaultAttempts
 	}
 	switch {
-	case opts.CacheSize == 0:
+	case opts.NoCache:
+	case opts.CacheSize <= 0:
 		e.cache = lru.New[*instance[S]](DefaultCacheSize)
-	case opts.CacheSize > 0:
+	default:
 		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
 	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(e.anyOrder), reports: lru.New[cachedReport](reportCacheSize), opts: opts, workers: opts.Workers, segments: segments}
@@ -100,4 +103,9 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	}
 	e.stored = r.observe
 	return r, nil
+}
+
+// backoffOf returns the waits of p.
+func backoffOf(p retry.Policy) backoff.Policy {
+	return backoff.Policy{Initial: p.Initial, Max: p.Max, Multiplier: p.Multiplier}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/retry"
 )
 
 func concurrencyTests(o Options) []test {
@@ -18,10 +19,10 @@ func concurrencyTests(o Options) []test {
 	return []test{
 		// Without a cache nor snapshots every dispatch replays the stream,
 		// so that variant is smaller: 3,200 commands would replay 5M events.
-		{"HotCounterReplayOnly", func(t *testing.T, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), -1, 0) }},
-		{"HotCounterSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, -1, 64) }},
-		{"HotCounterCache", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, 0, 0) }},
-		{"HotCounterCacheAndSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, 0, 50) }},
+		{"HotCounterReplayOnly", func(t *testing.T, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), true, 0) }},
+		{"HotCounterSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, true, 64) }},
+		{"HotCounterCache", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, false, 0) }},
+		{"HotCounterCacheAndSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, false, 50) }},
 		{"ManyAggregatesSmallCache", testManyAggregatesSmallCache},
 	}
 }
@@ -31,8 +32,8 @@ func concurrencyTests(o Options) []test {
 // own commands, so the two really conflict, and each retries from its cache
 // (evicted on conflict) or from the store. Whatever conflicts a bus gives up
 // on are redelivered with the same command ID, as a queue would.
-func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements, cacheSize int, snapshotEvery uint64) {
-	opts := command.Options{CacheSize: cacheSize, Backoff: command.Backoff{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}}
+func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements int, noCache bool, snapshotEvery uint64) {
+	opts := command.Options{NoCache: noCache, Retry: retry.Policy{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}}
 	buses := []*command.Bus{e.bus(opts, snapshotEvery), e.bus(opts, snapshotEvery)}
 	id := e.id("hot")
 	ctx := context.Background()

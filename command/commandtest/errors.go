@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/retry"
 )
 
 var errorTests = []test{
@@ -122,8 +123,8 @@ func (e *env) appendRaw(id string, values ...any) {
 func testApplyUnknownEvent(t *testing.T, e *env) {
 	id := e.id("poison")
 	e.appendRaw(id, Incremented{By: 1}, Poisoned{})
-	for _, cache := range []int{0, -1} {
-		b := e.bus(command.Options{CacheSize: cache}, 0)
+	for _, noCache := range []bool{false, true} {
+		b := e.bus(command.Options{NoCache: noCache}, 0)
 		_, err := b.Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
 		require.ErrorIs(t, err, aggregate.ErrApplyFailed)
 		assert.ErrorIs(t, err, aggregate.ErrUnknownEvent, "the aggregate's own reason is kept")
@@ -176,14 +177,14 @@ func (s *conflictingStore) Append(_ context.Context, stream string, expected eve
 
 func testConflictsBounded(t *testing.T, e *env) {
 	store := &conflictingStore{Store: e.store}
-	b := e.busOn(store, command.Options{MaxAttempts: 3, Backoff: command.Backoff{NoJitter: true, Initial: 1, Max: 1}}, 0)
+	b := e.busOn(store, command.Options{Retry: retry.Policy{Attempts: 3, Initial: 1, Max: 1}}, 0)
 	res, err := b.Dispatch(context.Background(), command.Message{Command: Increment{ID: e.id("c")}})
 	require.ErrorIs(t, err, eventstore.ErrWrongVersion)
 	var wv *eventstore.WrongVersionError
 	require.ErrorAs(t, err, &wv)
 	assert.Equal(t, "counter-"+e.id("c"), wv.Stream)
 	assert.Equal(t, 3, res.Attempts)
-	assert.Equal(t, 3, store.appends, "decided and appended MaxAttempts times")
+	assert.Equal(t, 3, store.appends, "decided and appended Retry.Attempts times")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -56,7 +56,7 @@ func testRedeliveredSequentially(t *testing.T, e *env) {
 	// earlier result, not the current version.
 	_, err = b.Dispatch(ctx, command.Message{ID: e.prefix + "cmd-2", Command: Increment{ID: id, By: 5}})
 	require.NoError(t, err)
-	for _, bus := range []*command.Bus{b, e.bus(command.Options{CacheSize: -1}, 0)} {
+	for _, bus := range []*command.Bus{b, e.bus(command.Options{NoCache: true}, 0)} {
 		late, err := bus.Dispatch(ctx, msg)
 		require.NoError(t, err)
 		assert.True(t, late.Duplicate)
@@ -69,7 +69,7 @@ func testRedeliveredSequentially(t *testing.T, e *env) {
 }
 
 func testRedeliveredConcurrently(t *testing.T, e *env) {
-	buses := []*command.Bus{e.bus(command.Options{}, 0), e.bus(command.Options{CacheSize: -1}, 0)}
+	buses := []*command.Bus{e.bus(command.Options{}, 0), e.bus(command.Options{NoCache: true}, 0)}
 	ctx := context.Background()
 	id := e.id("conc")
 	// The aggregate exists, and both buses have it loaded (or not cached).
@@ -122,7 +122,7 @@ func testRedeliveredBelowSnapshot(t *testing.T, e *env, store eventstore.Store) 
 	require.True(t, ok, "20 events with SnapshotEvery 5 must leave a snapshot")
 	require.Greater(t, snap.Version, first.Version, "the command must be older than the snapshot")
 
-	cold := e.busOn(store, command.Options{CacheSize: -1}, 5)
+	cold := e.busOn(store, command.Options{NoCache: true}, 5)
 	again, err := cold.Dispatch(ctx, old)
 	require.NoError(t, err)
 	assert.True(t, again.Duplicate)
@@ -158,7 +158,7 @@ func testRedeliveredBeyondScanLimit(t *testing.T, e *env) {
 	require.True(t, ok, "23 events with SnapshotEvery 5 must leave a snapshot")
 	require.Greater(t, snap.Version, firstOld.Version+2, "the commands must be further below the snapshot than the scan limit")
 
-	cold := e.busOn(store, command.Options{CacheSize: -1, ScanLimit: 2}, 5)
+	cold := e.busOn(store, command.Options{NoCache: true, ScanLimit: 2}, 5)
 	for _, c := range []struct {
 		msg   command.Message
 		first command.Result
@@ -208,7 +208,7 @@ func testIDReusedByAnotherType(t *testing.T, e *env) {
 	require.NoError(t, err)
 	_, err = b.Dispatch(ctx, command.Message{ID: e.prefix + "rejected", Command: Reject{ID: id}, RecordRejection: true})
 	require.Error(t, err)
-	for _, bus := range []*command.Bus{b, e.bus(command.Options{CacheSize: -1}, 0)} {
+	for _, bus := range []*command.Bus{b, e.bus(command.Options{NoCache: true}, 0)} {
 		for _, msg := range []command.Message{
 			{ID: first.ID, Command: IncrementTwice{ID: id}},
 			{ID: e.prefix + "rejected", Command: Increment{ID: id, By: 7}, RecordRejection: true},

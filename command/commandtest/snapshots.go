@@ -64,7 +64,7 @@ func testSnapshotUsed(t *testing.T, e *env) {
 	id := e.id("used")
 	e.increments(e.bus(command.Options{}, 0), id, 10)
 	e.plant(id, 4, `{"id":"`+id+`","count":1000,"applied":0}`, 2)
-	res, err := e.bus(command.Options{CacheSize: -1}, 100).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
+	res, err := e.bus(command.Options{NoCache: true}, 100).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(10), res.Version)
 	st := e.loadVia(id)
@@ -101,7 +101,7 @@ func testSnapshotFallback(t *testing.T, e *env) {
 			require.NoError(t, e.snaps.SaveSnapshot(context.Background(), storekit.Snapshot{
 				Stream: "counter-" + id, Version: tc.version, Type: tc.typ, SchemaVersion: tc.schema, Data: []byte(tc.data),
 			}))
-			res, err := e.bus(command.Options{CacheSize: -1}, 1000).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
+			res, err := e.bus(command.Options{NoCache: true}, 1000).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
 			require.NoError(t, err, "an untrustworthy snapshot must not fail the command")
 			assert.Equal(t, uint64(10), res.Version)
 			st := e.loadVia(id)

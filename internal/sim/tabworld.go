@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -132,7 +132,7 @@ func runTabs(ctx context.Context, cfg Config) (*Result, error) {
 	if w.o, err = w.process("operator", 2, true, &raceStore{Store: w.store, w: w}, saga.RunnerOptions{CacheSize: -1}); err != nil {
 		return nil, err
 	}
-	if w.colleague, err = w.process("colleague", 2, true, w.store, saga.RunnerOptions{CacheSize: -1}); err != nil {
+	if w.colleague, err = w.process("colleague", 2, true, w.store, saga.RunnerOptions{NoCache: true}); err != nil {
 		return nil, err
 	}
 	if err := w.run(); err != nil {
@@ -252,12 +252,13 @@ func (w *tabWorld) process(name string, v int, all bool, store eventstore.Store,
 	if err != nil {
 		return nil, err
 	}
-	tiny := backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}
-	bus, err := code.bus(store, command.Options{Logger: w.log, Backoff: tiny, Middleware: []command.Middleware{w.track}})
+	tiny := retry.Policy{Initial: time.Microsecond, Max: time.Microsecond}
+	bus, err := code.bus(store, command.Options{Logger: w.log, Retry: tiny, Middleware: []command.Middleware{w.track}})
 	if err != nil {
 		return nil, err
 	}
-	opts.Clock, opts.Logger, opts.Checkpoints, opts.Retry, opts.Attempts = w.clock, w.log, w.checkpoints, tiny, 3
+	opts.Clock, opts.Logger, opts.Checkpoints, opts.Retry = w.clock, w.log, w.checkpoints, tiny
+	opts.Retry.Attempts = 3
 	if opts.Workers == 0 {
 		opts.Workers = 1
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -322,13 +322,13 @@ func (w *world) restart() error {
 			w.stats.DuplicatesAbsorbed += int(st.Duplicates)
 		}
 	}
-	tiny := backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}
-	bus := command.New(w.store, w.reg, command.Options{Logger: w.log, Backoff: tiny, Middleware: []command.Middleware{w.track}})
+	tiny := retry.Policy{Initial: time.Microsecond, Max: time.Microsecond}
+	bus := command.New(w.store, w.reg, command.Options{Logger: w.log, Retry: tiny, Middleware: []command.Middleware{w.track}})
 	if err := reservation.Route(bus); err != nil {
 		return err
 	}
 	r, err := saga.NewRunner(w.sale, w.store, bus, saga.RunnerOptions{Clock: w.clock, Workers: 1, Logger: w.log,
-		Checkpoints: w.checkpoints, Retry: tiny, Attempts: 3})
+		Checkpoints: w.checkpoints, Retry: retry.Policy{Attempts: 3, Initial: tiny.Initial, Max: tiny.Max}})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/busroutes"
 	"github.com/cairn-es/cairn/internal/keylock"
 	"github.com/cairn-es/cairn/internal/lru"
 	"github.com/cairn-es/cairn/retry"
@@ -122,9 +123,11 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 	return b
 }
 
-// Routes reports whether the bus routes commands of Go type ct, so that a
-// component that sends commands (a saga) can check its set-up.
-func (b *Bus) Routes(ct reflect.Type) bool {
+// A saga runner checks at set-up that its bus routes what it sends.
+func init() { busroutes.Register((*Bus).routesType) }
+
+// routesType reports whether the bus routes commands of Go type ct.
+func (b *Bus) routesType(ct reflect.Type) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.routes[ct] != nil

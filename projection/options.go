@@ -1,7 +1,6 @@
 package projection
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,14 +119,6 @@ type Options struct {
 	// NoStatsLog keeps a running consumer from logging its Stats,
 	// whatever StatsInterval says.
 	NoStatsLog bool
-	// OnClaim, when set, is called at the start of each session of Run and
-	// CatchUp: once the consumer holds its lease (if any) and has claimed
-	// the checkpoint under the lease's fence, before the first event, with
-	// the position it resumes after. ctx ends with the session. An error
-	// ends the session as a store's would. It lets a component that keeps
-	// state beside the checkpoint (a saga runner's deadline index) read
-	// what a former holder of the lease changed up to that checkpoint.
-	OnClaim func(ctx context.Context, from eventstore.Position) error
 }
 
 // validate checks the options of consumer name where New can still say

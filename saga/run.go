@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/batchconsumer"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -42,15 +43,15 @@ func (r *Runner[S]) start() (*consumers, error) {
 			// lease, or without leases the other runner that moved the
 			// checkpoint) may have set deadlines there that this one never
 			// read: read them once the checkpoint is ours.
-			oopts.OnClaim = func(ctx context.Context, from eventstore.Position) error { return r.claimedOutbox(ctx, k, from) }
+			claimed := func(ctx context.Context, from eventstore.Position) error { return r.claimedOutbox(ctx, k, from) }
 			var err error
-			if seg.events, err = projection.NewBatch(events, r.e.store, checkpoints,
-				func(ctx context.Context, evs []eventstore.Event) error { return r.handleEvents(ctx, k, evs) }, eopts); err != nil {
+			if seg.events, err = batchconsumer.New[*projection.Consumer](events, r.e.store, checkpoints,
+				func(ctx context.Context, evs []eventstore.Event) error { return r.handleEvents(ctx, k, evs) }, nil, eopts); err != nil {
 				r.startErr = err
 				return
 			}
-			if seg.outbox, err = projection.NewBatch(outbox, r.e.store, checkpoints,
-				func(ctx context.Context, evs []eventstore.Event) error { return r.handleRecords(ctx, k, evs) }, oopts); err != nil {
+			if seg.outbox, err = batchconsumer.New[*projection.Consumer](outbox, r.e.store, checkpoints,
+				func(ctx context.Context, evs []eventstore.Event) error { return r.handleRecords(ctx, k, evs) }, claimed, oopts); err != nil {
 				r.startErr = err
 				return
 			}

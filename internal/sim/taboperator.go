@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/sagaharness"
 	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -298,7 +299,7 @@ func (w *tabWorld) repair() error {
 }
 
 // retryDeadLetters hands tab t's dead letters to the operator's runner,
-// oldest event first: events to HandleStored, records to SendStored; a
+// oldest event first: events to HandleStored, records to sagaharness.SendStored; a
 // record that is not one (the foreign event, the damaged copy) is
 // dropped. Each is deleted once taken.
 func (w *tabWorld) retryDeadLetters(t *tab) error {
@@ -320,7 +321,7 @@ func (w *tabWorld) retryDeadLetters(t *tab) error {
 				if consumer == r.EventsConsumer() {
 					_, err = r.HandleStored(w.ctx, d.Event)
 				} else {
-					err = r.SendStored(w.ctx, d.Event)
+					err = sagaharness.SendStored(r)(w.ctx, d.Event)
 				}
 			}
 			switch {

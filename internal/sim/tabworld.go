@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/sagaharness"
 	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -405,7 +406,7 @@ func (w *tabWorld) saveBridge() error {
 // send is the production outbox's turn.
 func (w *tabWorld) send() error {
 	r := w.a.runner
-	return w.sendRecords(&w.outbox, w.a.code.typ.Category(), r.OutboxConsumer(), r.SendStored, w.parkRecord)
+	return w.sendRecords(&w.outbox, w.a.code.typ.Category(), r.OutboxConsumer(), sagaharness.SendStored(r), w.parkRecord)
 }
 
 // fire is the production scheduler's turn.

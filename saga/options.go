@@ -34,7 +34,7 @@ type RunnerOptions struct {
 	// a time, in order.
 	Workers int
 	// Checkpoints keeps the positions of the runner's two consumers (see
-	// [Runner.EventsConsumer] and [Runner.OutboxConsumer]); nil means the
+	// [Runner.Consumers]); nil means the
 	// event store, which must then be an [storekit.CheckpointStore].
 	Checkpoints storekit.CheckpointStore
 	// DeadLetters keeps the stored events that reach no instance (they do
@@ -72,8 +72,8 @@ type RunnerOptions struct {
 	// Segments lets several processes share the saga type's instances:
 	// instance IDs hash to this many segments (see [Segment]), each with
 	// its own two consumers, checkpoints and leases (see
-	// [Runner.SegmentConsumers]). Zero or one is one segment, under the
-	// consumer names of [Runner.EventsConsumer] and [Runner.OutboxConsumer];
+	// [Runner.Consumers]). Zero or one is one segment, under the consumer
+	// names of earlier versions, "saga:<type>" and "saga:<type>:outbox";
 	// at most [MaxSegments].
 	//
 	// When Exclusive, each Run holds one of Segments member leases

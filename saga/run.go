@@ -72,17 +72,6 @@ func (r *Runner[S]) checkpoints() storekit.CheckpointStore {
 	return c
 }
 
-// EventsConsumer is the name of the consumer of the events the saga maps:
-// its checkpoint and lease are stored under it (for a runner of several
-// segments, see [Runner.SegmentConsumers]), and the dead letters of stored
-// events that map to no instance, whatever the segments.
-func (r *Runner[S]) EventsConsumer() string { return StreamPrefix + r.e.t.name }
-
-// OutboxConsumer is the name of the consumer of the saga's step records,
-// which sends their commands (for a runner of several segments, see
-// [Runner.SegmentConsumers]).
-func (r *Runner[S]) OutboxConsumer() string { return StreamPrefix + r.e.t.name + ":outbox" }
-
 // Run runs the saga until ctx ends, then returns nil: it hands every
 // stored event the saga maps to its instance (instances in parallel, each
 // one's events in order), sends the commands the steps record, and fires
@@ -218,7 +207,7 @@ func (r *Runner[S]) handleEvents(ctx context.Context, k int, events []eventstore
 			if k != 0 {
 				continue
 			}
-			if err := r.deadLetter(ctx, r.EventsConsumer(), ev, "", problem); err != nil {
+			if err := r.deadLetter(ctx, r.unroutedName(), ev, "", problem); err != nil {
 				return err
 			}
 			continue

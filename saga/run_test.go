@@ -148,10 +148,10 @@ func TestAnEventThatReachesNoInstanceIsParkedAndTheOthersGoOn(t *testing.T) {
 	f.place(t, "after")
 	require.NoError(t, f.runner.CatchUp(ctx))
 	assert.Equal(t, &Order{Reserved: 1, Paid: 1, Confirmed: 1}, f.order(t, "after"))
-	n, err := f.consumers.CountDeadLetters(ctx, f.runner.EventsConsumer())
+	n, err := f.consumers.CountDeadLetters(ctx, eventsConsumer(f.runner))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	for d, err := range f.consumers.DeadLetters(ctx, f.runner.EventsConsumer()) {
+	for d, err := range f.consumers.DeadLetters(ctx, eventsConsumer(f.runner)) {
 		require.NoError(t, err)
 		assert.Equal(t, "notes-x", d.Event.StreamID)
 		assert.Contains(t, d.Error, "empty instance ID")

@@ -106,7 +106,7 @@ func (w *world) observe() error {
 // send is the outbox dispatcher's turn.
 func (w *world) send() error {
 	r := w.proc.runner
-	return w.sendRecords(&w.outbox, w.sale.Category(), r.OutboxConsumer(), sagaharness.SendStored(r), nil)
+	return w.sendRecords(&w.outbox, w.sale.Category(), outboxConsumer(r), sagaharness.SendStored(r), nil)
 }
 
 // sendRecords is an outbox dispatcher's turn: it sends the step records

@@ -304,7 +304,7 @@ func (w *tabWorld) repair() error {
 // dropped. Each is deleted once taken.
 func (w *tabWorld) retryDeadLetters(t *tab) error {
 	r := w.o.runner
-	for _, consumer := range []string{r.EventsConsumer(), r.OutboxConsumer()} {
+	for _, consumer := range []string{eventsConsumer(r), outboxConsumer(r)} {
 		var mine []eventstore.DeadLetter
 		for d, err := range w.checkpoints.DeadLetters(w.ctx, consumer) {
 			if err != nil {
@@ -318,14 +318,14 @@ func (w *tabWorld) retryDeadLetters(t *tab) error {
 		for _, d := range mine {
 			err := ErrInjected
 			for attempt := 0; errors.Is(err, ErrInjected) && attempt < 20; attempt++ {
-				if consumer == r.EventsConsumer() {
+				if consumer == eventsConsumer(r) {
 					_, err = r.HandleStored(w.ctx, d.Event)
 				} else {
 					err = sagaharness.SendStored(r)(w.ctx, d.Event)
 				}
 			}
 			switch {
-			case err == nil, consumer == r.OutboxConsumer() && d.Event.Version == t.damaged:
+			case err == nil, consumer == outboxConsumer(r) && d.Event.Version == t.damaged:
 			default:
 				w.violate("operator: retrying the dead letter %s#%d failed: %v", d.Event.StreamID, d.Event.Version, err)
 			}

@@ -395,18 +395,18 @@ func (w *tabWorld) produce() error {
 // deliverStored is the bridge's turn, into the production runner.
 func (w *tabWorld) deliverStored() error {
 	r := w.a.runner
-	return w.base.deliverStored(&w.bridge, sink{consumer: r.EventsConsumer(), handle: r.HandleStored, park: w.parkEvent})
+	return w.base.deliverStored(&w.bridge, sink{consumer: eventsConsumer(r), handle: r.HandleStored, park: w.parkEvent})
 }
 
 // saveBridge moves the bridge's checkpoint.
 func (w *tabWorld) saveBridge() error {
-	return w.base.saveBridge(&w.bridge, w.a.runner.EventsConsumer())
+	return w.base.saveBridge(&w.bridge, eventsConsumer(w.a.runner))
 }
 
 // send is the production outbox's turn.
 func (w *tabWorld) send() error {
 	r := w.a.runner
-	return w.sendRecords(&w.outbox, w.a.code.typ.Category(), r.OutboxConsumer(), sagaharness.SendStored(r), w.parkRecord)
+	return w.sendRecords(&w.outbox, w.a.code.typ.Category(), outboxConsumer(r), sagaharness.SendStored(r), w.parkRecord)
 }
 
 // fire is the production scheduler's turn.
@@ -422,11 +422,11 @@ func instanceProblem(err error) bool {
 }
 
 func (w *tabWorld) parkEvent(ev eventstore.Event, err error) (bool, error) {
-	return w.park(w.a.runner.EventsConsumer(), ev, err)
+	return w.park(eventsConsumer(w.a.runner), ev, err)
 }
 
 func (w *tabWorld) parkRecord(ev eventstore.Event, err error) (bool, error) {
-	return w.park(w.a.runner.OutboxConsumer(), ev, err)
+	return w.park(outboxConsumer(w.a.runner), ev, err)
 }
 
 // park keeps ev as a dead letter of consumer when err concerns its

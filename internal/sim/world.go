@@ -343,10 +343,22 @@ func (w *world) restart() error {
 
 // deliverStored is the bridge's turn, into the runner's HandleStored.
 func (w *world) deliverStored() error {
-	return w.base.deliverStored(&w.bridge, sink{consumer: w.proc.runner.EventsConsumer(), handle: w.proc.runner.HandleStored})
+	return w.base.deliverStored(&w.bridge, sink{consumer: eventsConsumer(w.proc.runner), handle: w.proc.runner.HandleStored})
 }
 
 // saveBridge moves the bridge's checkpoint.
 func (w *world) saveBridge() error {
-	return w.base.saveBridge(&w.bridge, w.proc.runner.EventsConsumer())
+	return w.base.saveBridge(&w.bridge, eventsConsumer(w.proc.runner))
+}
+
+// eventsConsumer and outboxConsumer name the consumers of a runner of one
+// segment.
+func eventsConsumer[S any](r *saga.Runner[S]) string {
+	events, _, _ := r.Consumers(0)
+	return events
+}
+
+func outboxConsumer[S any](r *saga.Runner[S]) string {
+	_, outbox, _ := r.Consumers(0)
+	return outbox
 }

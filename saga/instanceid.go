@@ -6,13 +6,6 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-// InstanceOf returns the ID of the instance that event, with metadata md,
-// goes to, by its mapping's Instance function (see [Runner.InstanceFrom]
-// for a mapping that also needs where the event came from).
-func (r *Runner[S]) InstanceOf(event any, md eventstore.Metadata) (string, error) {
-	return r.InstanceFrom(event, Origin{Metadata: md})
-}
-
 // InstanceFrom returns the ID of the instance that event, from origin
 // from, goes to, by its mapping's Instance or InstanceFrom function: the
 // instance [Runner.Deliver] would step for a delivery of that source and

@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/internal/busroutes"
+	"github.com/cairn-es/cairn/internal/busprobe"
 	"github.com/cairn-es/cairn/internal/keylock"
 	"github.com/cairn-es/cairn/internal/lru"
 	"github.com/cairn-es/cairn/retry"
@@ -123,8 +123,9 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 	return b
 }
 
-// A saga runner checks at set-up that its bus routes what it sends.
-func init() { busroutes.Register((*Bus).routesType) }
+// A saga runner checks at set-up that its bus routes what it sends, and
+// commandtest looks at the cache, through internal/busprobe.
+func init() { busprobe.Register((*Bus).routesType, (*Bus).cachedAggregates) }
 
 // routesType reports whether the bus routes commands of Go type ct.
 func (b *Bus) routesType(ct reflect.Type) bool {
@@ -205,5 +206,5 @@ func (n commandName) is(recorded string) bool {
 	return recorded == "" || n.name == "" || n.names[recorded]
 }
 
-// CachedAggregates returns how many loaded aggregates the bus keeps now.
-func (b *Bus) CachedAggregates() int { return b.cache.Len() }
+// cachedAggregates returns how many loaded aggregates the bus keeps now.
+func (b *Bus) cachedAggregates() int { return b.cache.Len() }

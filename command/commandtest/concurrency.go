@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/internal/busprobe"
 	"github.com/cairn-es/cairn/retry"
 )
 
@@ -100,7 +101,7 @@ func testManyAggregatesSmallCache(t *testing.T, e *env) {
 		}()
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, b.CachedAggregates(), 4)
+	assert.LessOrEqual(t, busprobe.CachedAggregates(b), 4)
 	sum := 0
 	for a := range aggregates {
 		sum += e.load(e.id(fmt.Sprint("agg", a))).Count

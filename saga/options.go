@@ -33,9 +33,9 @@ type RunnerOptions struct {
 	// [DefaultWorkers]. One instance's messages are always stepped one at
 	// a time, in order.
 	Workers int
-	// Checkpoints keeps the positions of the runner's two consumers (see
-	// [Runner.Consumers]); nil means the
-	// event store, which must then be an [storekit.CheckpointStore].
+	// Checkpoints keeps the positions of the runner's consumers (see
+	// [Runner.Consumers]); nil means the event store, which must then be
+	// an [storekit.CheckpointStore].
 	Checkpoints storekit.CheckpointStore
 	// DeadLetters keeps the stored events that reach no instance (they do
 	// not decode, or their mapping finds no instance ID); nil means

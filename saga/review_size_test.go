@@ -13,12 +13,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -114,7 +116,8 @@ func TestReviewRejectionsHeldBehindAParkedMessageAreNotLost(t *testing.T) {
 	bus := command.New(g.store, g.reg, command.Options{})
 	require.NoError(t, command.Route[edgeCharge](bus, strict))
 	require.NoError(t, command.Route[edgeNotify](bus, strict))
-	r, err := saga.NewRunner(g.typ, g.store, bus, saga.RunnerOptions{Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t)})
+	r, err := saga.NewRunner(g.typ, g.store, bus, saga.RunnerOptions{Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t),
+		Retry: retry.Policy{Attempts: 1, Initial: time.Microsecond, Max: time.Microsecond}})
 	require.NoError(t, err)
 	longRejections.Store(0)
 

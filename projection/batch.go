@@ -268,7 +268,7 @@ func (c *Consumer) handlePlain(ctx context.Context, u unit, pend pending) error 
 				return ctx.Err()
 			}
 			f.record(err)
-			if f.attempts >= c.opts.Retry.attempts() {
+			if f.attempts >= c.opts.attempts() {
 				if err := c.parkPlain(ctx, u, f); err != nil {
 					return err
 				}
@@ -328,7 +328,7 @@ func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Positio
 	}
 	for {
 		if f := failing(fails, given); f != nil {
-			if f.attempts >= c.opts.Retry.attempts() {
+			if f.attempts >= c.opts.attempts() {
 				if !c.parks() {
 					return from, c.handlerError(u, f)
 				}
@@ -405,7 +405,7 @@ func (c *Consumer) backOff(ctx context.Context, u unit, f *failure) error {
 	c.log.DebugContext(ctx, "projection: handler failed; retrying",
 		slog.String("stream", u.ev.StreamID), slog.Uint64("version", u.ev.Version),
 		slog.String("type", u.ev.Type), slog.Int("part", f.part), slog.Int("attempt", f.attempts), slog.Any("error", f.err))
-	return backoff.Wait(ctx, c.opts.Retry.policy().Delay(f.attempts))
+	return backoff.Wait(ctx, c.opts.delay(f.attempts))
 }
 
 // parks reports whether a part whose retries are spent is parked; if not,

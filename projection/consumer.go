@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/batchconsumer"
 )
 
 // Consumer is a named, checkpointed consumer of a store's global log. Build
@@ -27,12 +28,14 @@ type Consumer struct {
 	reg         *codec.Registry
 	checkpoints storekit.CheckpointStore
 	exec        executor
-	// batch, when set, is the handler of a batch consumer (see NewBatch):
+	// batch, when set, is the handler of a batch consumer (see newBatch):
 	// it takes whole batches of stored events, and nothing is decoded.
-	batch BatchHandler
-	opts  Options
-	log   *slog.Logger
-	stats recorder
+	batch batchconsumer.Handler
+	// onClaim, when set, is told of each session's claimed checkpoint.
+	onClaim batchconsumer.OnClaim
+	opts    Options
+	log     *slog.Logger
+	stats   recorder
 
 	// held is the lease of the running session, once it has claimed the
 	// checkpoint under the lease's fence: a dead letter retried in this
@@ -354,13 +357,13 @@ func (c *Consumer) claim(ctx context.Context, fence storekit.Fence) (eventstore.
 	}
 }
 
-// claimed runs Options.OnClaim, if set, for a session that resumes after
+// claimed runs the consumer's onClaim, if set, for a session that resumes after
 // from.
 func (c *Consumer) claimed(ctx context.Context, from eventstore.Position) error {
-	if c.opts.OnClaim == nil {
+	if c.onClaim == nil {
 		return nil
 	}
-	if err := c.guard("OnClaim", nil, func() error { return c.opts.OnClaim(ctx, from) }); err != nil {
+	if err := c.guard("OnClaim", nil, func() error { return c.onClaim(ctx, from) }); err != nil {
 		return fmt.Errorf("consumer %q: on claim: %w", c.name, err)
 	}
 	return nil

@@ -98,6 +98,26 @@ func TestRunLogsStats(t *testing.T) {
 	}
 }
 
+// TestNoStatsLogKeepsRunQuiet: NoStatsLog turns the periodic stats
+// records off, whatever StatsInterval says.
+func TestNoStatsLogKeepsRunQuiet(t *testing.T) {
+	events := memory.New()
+	t.Cleanup(func() { _ = events.Close() })
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	c, err := projection.New("quiet", events, projectiontest.Registry(t), memory.New(),
+		func(context.Context, codec.Decoded) error { return nil },
+		projection.Options{StatsInterval: time.Millisecond, NoStatsLog: true, Logger: logger})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	time.Sleep(100 * time.Millisecond) // a hundred intervals
+	cancel()
+	require.NoError(t, <-done)
+	assert.NotContains(t, buf.String(), "projection: stats")
+}
+
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf strings.Builder

@@ -174,11 +174,11 @@ func (c *Consumer) Stats(ctx context.Context) (Stats, error) {
 // logStats logs the consumer's Stats at info level every interval until
 // ctx ends.
 func (c *Consumer) logStats(ctx context.Context) {
-	every := c.opts.StatsInterval
-	if every < 0 {
+	if c.opts.NoStatsLog {
 		return
 	}
-	if every == 0 {
+	every := c.opts.StatsInterval
+	if every <= 0 {
 		every = 30 * time.Second
 	}
 	for backoff.Wait(ctx, every) == nil {

@@ -26,7 +26,7 @@ var ErrNoDeadLetters = errors.New("saga: the runner has no dead letter store")
 
 // DeadLetters yields the runner's dead letters: those of its events
 // consumers (the events that reach no instance are parked under
-// [Runner.EventsConsumer]), then those of its outboxes, each consumer's
+// "saga:<type>", see [Runner.Consumers]), then those of its outboxes, each consumer's
 // oldest first.
 func (r *Runner[S]) DeadLetters(ctx context.Context) iter.Seq2[eventstore.DeadLetter, error] {
 	return func(yield func(eventstore.DeadLetter, error) bool) {
@@ -51,10 +51,10 @@ func (r *Runner[S]) DeadLetters(ctx context.Context) iter.Seq2[eventstore.DeadLe
 // deadLetterConsumers returns the names of the consumers whose dead
 // letters are the runner's.
 func (r *Runner[S]) deadLetterConsumers() []string {
-	names := []string{r.EventsConsumer()}
+	names := []string{r.unroutedName()}
 	for k := range r.segments {
 		events, _ := r.segmentNames(k)
-		if events != r.EventsConsumer() {
+		if events != r.unroutedName() {
 			names = append(names, events)
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 	"github.com/cairn-es/cairn/upcast"
@@ -268,11 +267,11 @@ func (g *edgeRig) runner(t *testing.T, store eventstore.Store, opts saga.RunnerO
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	if opts.Attempts == 0 {
-		opts.Attempts = 1
+	if opts.Retry.Initial == 0 && opts.Retry.Max == 0 {
+		opts.Retry.Initial, opts.Retry.Max = time.Microsecond, time.Microsecond
 	}
-	if opts.Retry == (backoff.Policy{}) {
-		opts.Retry = backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}
+	if opts.Retry.Attempts == 0 {
+		opts.Retry.Attempts = 1
 	}
 	r, err := saga.NewRunner(g.typ, store, g.bus, opts)
 	require.NoError(t, err)

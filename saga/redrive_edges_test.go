@@ -124,7 +124,7 @@ func testRedriveByAnotherProcessSendsTheRejectedCommandAgain(t *testing.T, st ed
 	production := chargeRejected(t, g)
 
 	last := edgeHistory(t, production, "1")
-	operator := g.runner(t, nil, saga.RunnerOptions{CacheSize: -1})
+	operator := g.runner(t, nil, saga.RunnerOptions{NoCache: true})
 	_, err := operator.Redrive(ctx, "1", 1)
 	require.NoError(t, err)
 	// Production's outbox sends the re-run's record, its cached view from

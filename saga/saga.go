@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/busprobe"
 )
 
 // StreamPrefix starts the name of every saga instance stream. Aggregate
@@ -293,7 +294,7 @@ func (t *Type[S]) freeze(bus *command.Bus) error {
 	}
 	if bus != nil {
 		for ct := range t.sends {
-			if !bus.Routes(ct) {
+			if !busprobe.Routes(bus, ct) {
 				return &SetupError{Saga: t.name, Reason: fmt.Sprintf("it sends %s, which the command bus does not route", ct)}
 			}
 		}

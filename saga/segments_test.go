@@ -87,18 +87,17 @@ func saleRunner(t *testing.T, opts saga.RunnerOptions) (*saga.Runner[reservation
 func TestSegmentConsumerNames(t *testing.T) {
 	one, err := saleRunner(t, saga.RunnerOptions{})
 	require.NoError(t, err)
-	events, outbox, err := one.SegmentConsumers(0)
+	events, outbox, err := one.Consumers(0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"saga:sale", "saga:sale:outbox"}, []string{events, outbox})
-	assert.Equal(t, []string{one.EventsConsumer(), one.OutboxConsumer()}, []string{events, outbox})
 
 	four, err := saleRunner(t, saga.RunnerOptions{Segments: 4})
 	require.NoError(t, err)
-	events, outbox, err = four.SegmentConsumers(3)
+	events, outbox, err = four.Consumers(3)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"saga:sale#3/4", "saga:sale#3/4:outbox"}, []string{events, outbox})
 	for _, k := range []int{-1, 4} {
-		_, _, err = four.SegmentConsumers(k)
+		_, _, err = four.Consumers(k)
 		check.Invalid(t, err, "segment", fmt.Sprint("segment ", k))
 	}
 	for _, n := range []int{-1, saga.MaxSegments + 1} {
@@ -150,7 +149,7 @@ func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
 	assert.Equal(t, steps, stats.Handled, "each message handled once, by its instance's segment")
 	assert.Zero(t, stats.Duplicates)
 	assert.EqualValues(t, 1, stats.Parked, "the event that reaches no instance is parked once")
-	n, err := c.CountDeadLetters(ctx, r.EventsConsumer())
+	n, err := c.CountDeadLetters(ctx, "saga:sale")
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 
@@ -158,7 +157,7 @@ func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
 	// instances too.
 	var ends [2][]eventstore.Position
 	for k := range 3 {
-		events, outbox, err := r.SegmentConsumers(k)
+		events, outbox, err := r.Consumers(k)
 		require.NoError(t, err)
 		for i, name := range []string{events, outbox} {
 			cp, err := c.Checkpoint(ctx, name)
@@ -171,9 +170,21 @@ func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
 		assert.Equal(t, ends[i][0], ends[i][1])
 		assert.Equal(t, ends[i][0], ends[i][2])
 	}
-	for _, name := range []string{r.EventsConsumer(), r.OutboxConsumer()} {
+	for _, name := range []string{"saga:sale", "saga:sale:outbox"} {
 		cp, err := c.Checkpoint(ctx, name)
 		require.NoError(t, err)
 		assert.True(t, cp.Position.IsZero(), "the unsegmented consumer %s is not used", name)
 	}
+}
+
+// eventsConsumer and outboxConsumer name the consumers of a runner of one
+// segment.
+func eventsConsumer[S any](r *saga.Runner[S]) string {
+	events, _, _ := r.Consumers(0)
+	return events
+}
+
+func outboxConsumer[S any](r *saga.Runner[S]) string {
+	_, outbox, _ := r.Consumers(0)
+	return outbox
 }

@@ -49,7 +49,7 @@ func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
 		break
 	}
 	require.Eventually(t, func() bool {
-		cp, err := c.Checkpoint(ctx, a.runner.OutboxConsumer())
+		cp, err := c.Checkpoint(ctx, outboxConsumer(a.runner))
 		require.NoError(t, err)
 		return !cp.Position.Before(last)
 	}, twoRunnerWait, time.Millisecond, "the first runner's outbox did not pass the step that set the deadline")

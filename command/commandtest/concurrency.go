@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/internal/busprobe"
 	"github.com/cairn-es/cairn/internal/check"
+	"github.com/cairn-es/cairn/retry"
 )
 
 func concurrencyTests(o Options) []test {
@@ -16,10 +18,10 @@ func concurrencyTests(o Options) []test {
 	return []test{
 		// Without a cache nor snapshots every dispatch replays the stream,
 		// so that variant is smaller: 3,200 commands would replay 5M events.
-		{"HotCounterReplayOnly", func(t testing.TB, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), -1, 0) }},
-		{"HotCounterSnapshots", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, -1, 64) }},
-		{"HotCounterCache", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, 0, 0) }},
-		{"HotCounterCacheAndSnapshots", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, 0, 50) }},
+		{"HotCounterReplayOnly", func(t testing.TB, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), true, 0) }},
+		{"HotCounterSnapshots", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, true, 64) }},
+		{"HotCounterCache", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, false, 0) }},
+		{"HotCounterCacheAndSnapshots", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, false, 50) }},
 		{"ManyAggregatesSmallCache", testManyAggregatesSmallCache},
 	}
 }
@@ -29,8 +31,8 @@ func concurrencyTests(o Options) []test {
 // own commands, so the two really conflict, and each retries from its cache
 // (evicted on conflict) or from the store. Whatever conflicts a bus gives up
 // on are redelivered with the same command ID, as a queue would.
-func testHotCounter(t testing.TB, e *env, hotWorkers, hotIncrements, cacheSize int, snapshotEvery uint64) {
-	opts := command.Options{CacheSize: cacheSize, Backoff: command.Backoff{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}}
+func testHotCounter(t testing.TB, e *env, hotWorkers, hotIncrements int, noCache bool, snapshotEvery uint64) {
+	opts := command.Options{NoCache: noCache, Retry: retry.Policy{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}}
 	buses := []*command.Bus{e.bus(opts, snapshotEvery), e.bus(opts, snapshotEvery)}
 	id := e.id("hot")
 	ctx := context.Background()
@@ -102,7 +104,7 @@ func testManyAggregatesSmallCache(t testing.TB, e *env) {
 		}()
 	}
 	wg.Wait()
-	check.AtMost(t, b.CachedAggregates(), 4)
+	check.AtMost(t, busprobe.CachedAggregates(b), 4)
 	sum := 0
 	for a := range aggregates {
 		sum += e.load(e.id(fmt.Sprint("agg", a))).Count

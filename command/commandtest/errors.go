@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/check"
+	"github.com/cairn-es/cairn/retry"
 )
 
 var errorTests = []test{
@@ -119,8 +120,8 @@ func (e *env) appendRaw(id string, values ...any) {
 func testApplyUnknownEvent(t testing.TB, e *env) {
 	id := e.id("poison")
 	e.appendRaw(id, Incremented{By: 1}, Poisoned{})
-	for _, cache := range []int{0, -1} {
-		b := e.bus(command.Options{CacheSize: cache}, 0)
+	for _, noCache := range []bool{false, true} {
+		b := e.bus(command.Options{NoCache: noCache}, 0)
 		_, err := b.Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
 		check.ErrorIs(t, err, aggregate.ErrApplyFailed)
 		check.ErrorIs(t, err, aggregate.ErrUnknownEvent, "the aggregate's own reason is kept")
@@ -173,14 +174,14 @@ func (s *conflictingStore) Append(_ context.Context, stream string, expected eve
 
 func testConflictsBounded(t testing.TB, e *env) {
 	store := &conflictingStore{Store: e.store}
-	b := e.busOn(store, command.Options{MaxAttempts: 3, Backoff: command.Backoff{NoJitter: true, Initial: 1, Max: 1}}, 0)
+	b := e.busOn(store, command.Options{Retry: retry.Policy{Attempts: 3, Initial: 1, Max: 1}}, 0)
 	res, err := b.Dispatch(context.Background(), command.Message{Command: Increment{ID: e.id("c")}})
 	check.ErrorIs(t, err, eventstore.ErrWrongVersion)
 	var wv *eventstore.WrongVersionError
 	check.ErrorAs(t, err, &wv)
 	check.Equal(t, wv.Stream, "counter-"+e.id("c"))
 	check.Equal(t, res.Attempts, 3)
-	check.Equal(t, store.appends, 3, "decided and appended MaxAttempts times")
+	check.Equal(t, store.appends, 3, "decided and appended Retry.Attempts times")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -54,7 +54,7 @@ func testRedeliveredSequentially(t testing.TB, e *env) {
 	// earlier result, not the current version.
 	_, err = b.Dispatch(ctx, command.Message{ID: e.prefix + "cmd-2", Command: Increment{ID: id, By: 5}})
 	check.NoError(t, err)
-	for _, bus := range []*command.Bus{b, e.bus(command.Options{CacheSize: -1}, 0)} {
+	for _, bus := range []*command.Bus{b, e.bus(command.Options{NoCache: true}, 0)} {
 		late, err := bus.Dispatch(ctx, msg)
 		check.NoError(t, err)
 		check.True(t, late.Duplicate)
@@ -67,7 +67,7 @@ func testRedeliveredSequentially(t testing.TB, e *env) {
 }
 
 func testRedeliveredConcurrently(t testing.TB, e *env) {
-	buses := []*command.Bus{e.bus(command.Options{}, 0), e.bus(command.Options{CacheSize: -1}, 0)}
+	buses := []*command.Bus{e.bus(command.Options{}, 0), e.bus(command.Options{NoCache: true}, 0)}
 	ctx := context.Background()
 	id := e.id("conc")
 	// The aggregate exists, and both buses have it loaded (or not cached).
@@ -122,7 +122,7 @@ func testRedeliveredBelowSnapshot(t testing.TB, e *env, store eventstore.Store) 
 	check.True(t, ok, "20 events with SnapshotEvery 5 must leave a snapshot")
 	check.Less(t, first.Version, snap.Version, "the command must be older than the snapshot")
 
-	cold := e.busOn(store, command.Options{CacheSize: -1}, 5)
+	cold := e.busOn(store, command.Options{NoCache: true}, 5)
 	again, err := cold.Dispatch(ctx, old)
 	check.NoError(t, err)
 	check.True(t, again.Duplicate, "command %s, redelivered below the snapshot at %d, was not found in the stream and decided again at %d",
@@ -159,7 +159,7 @@ func testRedeliveredBeyondScanLimit(t testing.TB, e *env) {
 	check.True(t, ok, "23 events with SnapshotEvery 5 must leave a snapshot")
 	check.Less(t, firstOld.Version+2, snap.Version, "the commands must be further below the snapshot than the scan limit")
 
-	cold := e.busOn(store, command.Options{CacheSize: -1, ScanLimit: 2}, 5)
+	cold := e.busOn(store, command.Options{NoCache: true, ScanLimit: 2}, 5)
 	for _, c := range []struct {
 		msg   command.Message
 		first command.Result
@@ -209,7 +209,7 @@ func testIDReusedByAnotherType(t testing.TB, e *env) {
 	check.NoError(t, err)
 	_, err = b.Dispatch(ctx, command.Message{ID: e.prefix + "rejected", Command: Reject{ID: id}, RecordRejection: true})
 	check.True(t, err != nil, "want an error, got nil")
-	for _, bus := range []*command.Bus{b, e.bus(command.Options{CacheSize: -1}, 0)} {
+	for _, bus := range []*command.Bus{b, e.bus(command.Options{NoCache: true}, 0)} {
 		for _, msg := range []command.Message{
 			{ID: first.ID, Command: IncrementTwice{ID: id}},
 			{ID: e.prefix + "rejected", Command: Increment{ID: id, By: 7}, RecordRejection: true},

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/check"
+	"github.com/cairn-es/cairn/retry"
 )
 
 func rejectionTests(o Options) []test {
@@ -76,7 +77,7 @@ func testRecordedRejectionIsFinal(t testing.TB, e *env) {
 	// The aggregate moves on: decided now, the command would succeed.
 	_, err = b.Dispatch(ctx, command.Message{ID: "inc", Command: Increment{ID: id}})
 	check.NoError(t, err)
-	cold := e.bus(command.Options{CacheSize: -1}, 0)
+	cold := e.bus(command.Options{NoCache: true}, 0)
 	for _, c := range []struct {
 		what   string
 		bus    *command.Bus
@@ -127,7 +128,7 @@ func testRecordedRejectionBelowSnapshot(t testing.TB, e *env) {
 			check.True(t, ok, "21 events with SnapshotEvery 5 must leave a snapshot")
 			check.Less(t, uint64(c.scan), snap.Version, "the rejection must lie below the snapshot, further than the scan limit")
 
-			cold := e.busOn(c.store, command.Options{CacheSize: -1, ScanLimit: c.scan}, 5)
+			cold := e.busOn(c.store, command.Options{NoCache: true, ScanLimit: c.scan}, 5)
 			again, err := cold.Dispatch(ctx, msg)
 			requireRecordedRejection(t, again, err, msg, 0, reason, c.name)
 			check.Len(t, e.events(id), 21, "nothing appended")
@@ -163,7 +164,7 @@ func testApplyNeverSeesRecordedRejections(t testing.TB, e *env) {
 	want := Counter{ID: id, Count: 3, Applied: 3}
 	check.Equal(t, *e.load(id), want, "a full replay applies the three increments and nothing else")
 	check.Equal(t, *e.loadVia(id), want, "a load from the snapshot agrees")
-	for what, bus := range map[string]*command.Bus{"cached": b, "cold": e.bus(command.Options{CacheSize: -1}, 2)} {
+	for what, bus := range map[string]*command.Bus{"cached": b, "cold": e.bus(command.Options{NoCache: true}, 2)} {
 		res, err := bus.Dispatch(ctx, command.Message{ID: "check-" + what, Command: CheckCount{ID: id, Want: 3}})
 		check.NoError(t, err, "the %s instance decides on the same state", what)
 		check.Equal(t, res.Version, uint64(4), what)
@@ -182,7 +183,7 @@ func testApplyNeverSeesRecordedRejections(t testing.TB, e *env) {
 // another after reports both.
 func testOneOutcomeUnderContention(t testing.TB, e *env, rounds int, record bool) {
 	ctx := context.Background()
-	opts := command.Options{Backoff: command.Backoff{Initial: 20 * time.Microsecond, Max: time.Millisecond}}
+	opts := command.Options{Retry: retry.Policy{Initial: 20 * time.Microsecond, Max: time.Millisecond}}
 	buses := []*command.Bus{e.bus(opts, 0), e.bus(opts, 0), e.bus(opts, 0)}
 	const dispatchers = 4
 	type answer struct {

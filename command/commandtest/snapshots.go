@@ -62,7 +62,7 @@ func testSnapshotUsed(t testing.TB, e *env) {
 	id := e.id("used")
 	e.increments(e.bus(command.Options{}, 0), id, 10)
 	e.plant(id, 4, `{"id":"`+id+`","count":1000,"applied":0}`, 2)
-	res, err := e.bus(command.Options{CacheSize: -1}, 100).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
+	res, err := e.bus(command.Options{NoCache: true}, 100).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
 	check.NoError(t, err)
 	check.Equal(t, res.Version, uint64(10))
 	st := e.loadVia(id)
@@ -99,7 +99,7 @@ func testSnapshotFallback(t testing.TB, e *env) {
 			check.NoError(t, e.snaps.SaveSnapshot(context.Background(), storekit.Snapshot{
 				Stream: "counter-" + id, Version: tc.version, Type: tc.typ, SchemaVersion: tc.schema, Data: []byte(tc.data),
 			}))
-			res, err := e.bus(command.Options{CacheSize: -1}, 1000).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
+			res, err := e.bus(command.Options{NoCache: true}, 1000).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
 			check.NoError(t, err, "an untrustworthy snapshot must not fail the command")
 			check.Equal(t, res.Version, uint64(10))
 			st := e.loadVia(id)

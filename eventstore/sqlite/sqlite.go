@@ -73,9 +73,11 @@ type Options struct {
 	BusyTimeout time.Duration
 	// PollInterval is how often subscribers look for events appended by
 	// other processes; commits by this store wake them at once. Zero means
-	// [storekit.DefaultPollInterval]; a negative value turns polling off
-	// when no other process writes to the file.
+	// [storekit.DefaultPollInterval].
 	PollInterval time.Duration
+	// NoPolling turns that polling off, for a file no other process
+	// writes to: subscribers then wake only on this store's commits.
+	NoPolling bool
 	// MaxReaders bounds each pool of read connections: the one that reads
 	// events and the one that reads the consumer tables. Zero means 4.
 	MaxReaders int
@@ -108,7 +110,7 @@ func (o Options) withDefaults() Options {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
 	}
-	if o.PollInterval == 0 {
+	if o.PollInterval <= 0 {
 		o.PollInterval = storekit.DefaultPollInterval
 	}
 	if o.MaxReaders <= 0 {
@@ -310,9 +312,13 @@ func (s *Store) Path() string { return s.path }
 // store wake subscribers at once; appends by other processes are seen
 // within [Options.PollInterval].
 func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
+	poll := s.opts.PollInterval
+	if s.opts.NoPolling {
+		poll = 0 // with Changed set, Follow then waits for commits alone
+	}
 	return storekit.Follow(ctx, after, filter, s.readPage, storekit.FollowOptions{
 		Changed:      s.changes.Changed,
-		PollInterval: max(s.opts.PollInterval, 0),
+		PollInterval: poll,
 		Closed:       s.done,
 		Transient:    isBusy,
 		Logger:       s.opts.Logger,

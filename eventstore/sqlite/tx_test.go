@@ -127,7 +127,7 @@ func TestInTxRefusesNestedWrites(t *testing.T) {
 func TestAppendTx(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := openTemp(t, sqlite.Options{PollInterval: -1})
+	s := openTemp(t, sqlite.Options{NoPolling: true})
 	sub := s.Subscribe(ctx, eventstore.Position{}, eventstore.Filter{})
 	next, stop := iterPull(sub)
 	defer stop()

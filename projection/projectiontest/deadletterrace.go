@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // reparkHook is a consumer store that runs before, once, when a failed
@@ -127,7 +128,7 @@ func testRacingForeignLetters[Tx any](t testing.TB, h Harness[Tx]) {
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
 	letters := h.New(t).Consumers
 	opts := func(dl storekit.DeadLetterStore) projection.Options {
-		return projection.Options{BatchSize: 4, Retry: projection.Retry{Attempts: 1}, DeadLetters: dl, Logger: quiet()}
+		return projection.Options{BatchSize: 4, Retry: retry.Policy{Attempts: 1}, DeadLetters: dl, Logger: quiet()}
 	}
 	sw := &crashSwitch{}
 	dyingLetters := &foreignParkHook{DeadLetterStore: lettersCrash{DeadLetterStore: letters, sw: sw}}
@@ -182,7 +183,7 @@ func testSessionStartLoadsLittle[Tx any](t testing.TB, h Harness[Tx]) {
 		fail.set[n] = true
 	}
 	c, err := projection.NewTx("start-bounded", st.Events, Registry(t), st.Consumers, countingTx(h, fail.check),
-		projection.Options{BatchSize: 16, Retry: projection.Retry{Attempts: 1}, Logger: quiet()})
+		projection.Options{BatchSize: 16, Retry: retry.Policy{Attempts: 1}, Logger: quiet()})
 	check.NoError(t, err)
 	check.NoError(t, c.CatchUp(ctx))
 	n, err := st.Consumers.CountDeadLetters(ctx, "start-bounded")

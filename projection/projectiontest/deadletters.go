@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // errCrashed is what the stores of a consumer that "died" return: the
@@ -220,7 +221,7 @@ func testDecodeErrorParkedOnce[Tx any](t testing.TB, h Harness[Tx]) {
 			var log lockedBuffer
 			c, err := projection.NewTx("decode-once", st.Events, Registry(t), parkCounter[Tx]{ConsumerStore: st.Consumers, parks: parks},
 				countingTx(h, nil), projection.Options{BatchSize: 10,
-					Retry:  projection.Retry{Attempts: attempts, Initial: time.Millisecond, Max: time.Millisecond},
+					Retry:  retry.Policy{Attempts: attempts, Initial: time.Millisecond, Max: time.Millisecond},
 					Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			check.NoError(t, err)
 			check.NoError(t, c.CatchUp(ctx))

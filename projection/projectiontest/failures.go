@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // waitLimit bounds how long the suite waits for something that must
@@ -22,7 +23,7 @@ const waitLimit = 20 * time.Second
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // fastRetry retries quickly, so failure tests stay short.
-var fastRetry = projection.Retry{Attempts: 3, Initial: time.Millisecond, Max: 2 * time.Millisecond}
+var fastRetry = retry.Policy{Attempts: 3, Initial: time.Millisecond, Max: 2 * time.Millisecond}
 
 // failOn returns a failure switch: the handler fails on the items in set
 // while on is true.

@@ -32,7 +32,7 @@ func testRacingWithoutLease[Tx any](t testing.TB, h Harness[Tx]) {
 	var wg sync.WaitGroup
 	for range 2 {
 		c, err := projection.NewTx("race", st.Events, reg, st.Consumers, handler,
-			projection.Options{BatchSize: 7, Logger: quiet(), StatsInterval: -1})
+			projection.Options{BatchSize: 7, Logger: quiet(), NoStatsLog: true})
 		check.NoError(t, err)
 		wg.Add(1)
 		go func() {

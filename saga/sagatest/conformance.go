@@ -185,7 +185,7 @@ func testRedelivered(t testing.TB, f *flow) {
 	// Every event and record delivered again, as after a crash that lost
 	// both checkpoints: nothing changes.
 	ctx := context.Background()
-	for _, name := range []string{r.EventsConsumer(), r.OutboxConsumer()} {
+	for _, name := range []string{eventsConsumer(r), outboxConsumer(r)} {
 		cp, err := f.Consumers.Checkpoint(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -268,8 +268,8 @@ func (f *flow) explainUnsettled(t testing.TB) {
 			continue
 		}
 		if !x.Completed {
-			cp, _ := f.Consumers.Checkpoint(context.Background(), r.OutboxConsumer())
-			ecp, _ := f.Consumers.Checkpoint(context.Background(), r.EventsConsumer())
+			cp, _ := f.Consumers.Checkpoint(context.Background(), outboxConsumer(r))
+			ecp, _ := f.Consumers.Checkpoint(context.Background(), eventsConsumer(r))
 			var pays []string
 			for e, err := range f.Events.ReadStream(context.Background(), "payment-"+o.id, eventstore.Forward(0)) {
 				if err == nil {
@@ -354,4 +354,16 @@ func (w *lockedWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return string(w.b)
+}
+
+// eventsConsumer and outboxConsumer name the consumers of a runner of one
+// segment.
+func eventsConsumer[S any](r *saga.Runner[S]) string {
+	events, _, _ := r.Consumers(0)
+	return events
+}
+
+func outboxConsumer[S any](r *saga.Runner[S]) string {
+	_, outbox, _ := r.Consumers(0)
+	return outbox
 }

@@ -11,11 +11,12 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/sagareplay"
 	"github.com/cairn-es/cairn/saga"
 )
 
 // CheckHistory runs recorded instance histories through the current code
-// of saga type t (see [saga.Replay]) and fails the test for every step
+// of saga type t and fails the test for every step
 // that the current code decides differently (other commands, other
 // deadlines, another completion) or cannot decide (the recorded state or
 // message no longer decodes), naming the instance, its stream and the
@@ -37,7 +38,7 @@ import (
 func CheckHistory[S any](tb testing.TB, t *saga.Type[S], histories ...iter.Seq2[eventstore.Event, error]) {
 	tb.Helper()
 	for i, h := range histories {
-		divergences, err := saga.Replay(context.Background(), t, h)
+		divergences, err := sagareplay.Replay(context.Background(), t, h)
 		if err != nil {
 			tb.Errorf("sagatest: history %d of %d: %v", i+1, len(histories), err)
 			continue

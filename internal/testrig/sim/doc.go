@@ -8,7 +8,7 @@
 // time, and otherwise drops, duplicates, delays and reorders them; a
 // payment provider delivers its messages through Runner.Deliver out of
 // order and more than once; an outbox dispatcher hands the saga's step
-// records to Runner.SendStored; a scheduler calls Runner.FireDue. The
+// records to sagaharness.SendStored; a scheduler calls Runner.FireDue. The
 // store under them (the memory store, which outlives every crash) fails
 // appends and checkpoint saves before or after the write, and the process
 // (bus, runner, bridge and outbox with their caches and cursors) crashes

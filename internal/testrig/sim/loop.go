@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/sagaharness"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 )
 
@@ -105,7 +106,7 @@ func (w *world) observe() error {
 // send is the outbox dispatcher's turn.
 func (w *world) send() error {
 	r := w.proc.runner
-	return w.sendRecords(&w.outbox, w.sale.Category(), r.OutboxConsumer(), r.SendStored, nil)
+	return w.sendRecords(&w.outbox, w.sale.Category(), outboxConsumer(r), sagaharness.SendStored(r), nil)
 }
 
 // sendRecords is an outbox dispatcher's turn: it sends the step records

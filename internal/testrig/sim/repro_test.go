@@ -46,7 +46,7 @@ func newReproRig(t *testing.T) *reproRig {
 	var err error
 	g.code, err = newTabCode(2, false)
 	require.NoError(t, err)
-	g.prod, g.oper = runner(saga.RunnerOptions{}), runner(saga.RunnerOptions{CacheSize: -1})
+	g.prod, g.oper = runner(saga.RunnerOptions{}), runner(saga.RunnerOptions{NoCache: true})
 	return g
 }
 

@@ -95,7 +95,7 @@ func (w *tabWorld) check() error {
 			}
 		}
 	}
-	c, err := w.process("checker", 2, true, view, saga.RunnerOptions{CacheSize: -1})
+	c, err := w.process("checker", 2, true, view, saga.RunnerOptions{NoCache: true})
 	if err != nil {
 		return err
 	}

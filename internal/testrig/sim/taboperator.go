@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/sagaharness"
 	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -298,12 +299,12 @@ func (w *tabWorld) repair() error {
 }
 
 // retryDeadLetters hands tab t's dead letters to the operator's runner,
-// oldest event first: events to HandleStored, records to SendStored; a
+// oldest event first: events to HandleStored, records to sagaharness.SendStored; a
 // record that is not one (the foreign event, the damaged copy) is
 // dropped. Each is deleted once taken.
 func (w *tabWorld) retryDeadLetters(t *tab) error {
 	r := w.o.runner
-	for _, consumer := range []string{r.EventsConsumer(), r.OutboxConsumer()} {
+	for _, consumer := range []string{eventsConsumer(r), outboxConsumer(r)} {
 		var mine []eventstore.DeadLetter
 		for d, err := range w.checkpoints.DeadLetters(w.ctx, consumer) {
 			if err != nil {
@@ -317,14 +318,14 @@ func (w *tabWorld) retryDeadLetters(t *tab) error {
 		for _, d := range mine {
 			err := ErrInjected
 			for attempt := 0; errors.Is(err, ErrInjected) && attempt < 20; attempt++ {
-				if consumer == r.EventsConsumer() {
+				if consumer == eventsConsumer(r) {
 					_, err = r.HandleStored(w.ctx, d.Event)
 				} else {
-					err = r.SendStored(w.ctx, d.Event)
+					err = sagaharness.SendStored(r)(w.ctx, d.Event)
 				}
 			}
 			switch {
-			case err == nil, consumer == r.OutboxConsumer() && d.Event.Version == t.damaged:
+			case err == nil, consumer == outboxConsumer(r) && d.Event.Version == t.damaged:
 			default:
 				w.violate("operator: retrying the dead letter %s#%d failed: %v", d.Event.StreamID, d.Event.Version, err)
 			}

@@ -14,7 +14,8 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/sagaharness"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -129,10 +130,10 @@ func runTabs(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	var err error
-	if w.o, err = w.process("operator", 2, true, &raceStore{Store: w.store, w: w}, saga.RunnerOptions{CacheSize: -1}); err != nil {
+	if w.o, err = w.process("operator", 2, true, &raceStore{Store: w.store, w: w}, saga.RunnerOptions{NoCache: true}); err != nil {
 		return nil, err
 	}
-	if w.colleague, err = w.process("colleague", 2, true, w.store, saga.RunnerOptions{CacheSize: -1}); err != nil {
+	if w.colleague, err = w.process("colleague", 2, true, w.store, saga.RunnerOptions{NoCache: true}); err != nil {
 		return nil, err
 	}
 	if err := w.run(); err != nil {
@@ -252,12 +253,13 @@ func (w *tabWorld) process(name string, v int, all bool, store eventstore.Store,
 	if err != nil {
 		return nil, err
 	}
-	tiny := backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}
-	bus, err := code.bus(store, command.Options{Logger: w.log, Backoff: tiny, Middleware: []command.Middleware{w.track}})
+	tiny := retry.Policy{Initial: time.Microsecond, Max: time.Microsecond}
+	bus, err := code.bus(store, command.Options{Logger: w.log, Retry: tiny, Middleware: []command.Middleware{w.track}})
 	if err != nil {
 		return nil, err
 	}
-	opts.Clock, opts.Logger, opts.Checkpoints, opts.Retry, opts.Attempts = w.clock, w.log, w.checkpoints, tiny, 3
+	opts.Clock, opts.Logger, opts.Checkpoints, opts.Retry = w.clock, w.log, w.checkpoints, tiny
+	opts.Retry.Attempts = 3
 	if opts.Workers == 0 {
 		opts.Workers = 1
 	}
@@ -393,18 +395,18 @@ func (w *tabWorld) produce() error {
 // deliverStored is the bridge's turn, into the production runner.
 func (w *tabWorld) deliverStored() error {
 	r := w.a.runner
-	return w.base.deliverStored(&w.bridge, sink{consumer: r.EventsConsumer(), handle: r.HandleStored, park: w.parkEvent})
+	return w.base.deliverStored(&w.bridge, sink{consumer: eventsConsumer(r), handle: r.HandleStored, park: w.parkEvent})
 }
 
 // saveBridge moves the bridge's checkpoint.
 func (w *tabWorld) saveBridge() error {
-	return w.base.saveBridge(&w.bridge, w.a.runner.EventsConsumer())
+	return w.base.saveBridge(&w.bridge, eventsConsumer(w.a.runner))
 }
 
 // send is the production outbox's turn.
 func (w *tabWorld) send() error {
 	r := w.a.runner
-	return w.sendRecords(&w.outbox, w.a.code.typ.Category(), r.OutboxConsumer(), r.SendStored, w.parkRecord)
+	return w.sendRecords(&w.outbox, w.a.code.typ.Category(), outboxConsumer(r), sagaharness.SendStored(r), w.parkRecord)
 }
 
 // fire is the production scheduler's turn.
@@ -420,11 +422,11 @@ func instanceProblem(err error) bool {
 }
 
 func (w *tabWorld) parkEvent(ev eventstore.Event, err error) (bool, error) {
-	return w.park(w.a.runner.EventsConsumer(), ev, err)
+	return w.park(eventsConsumer(w.a.runner), ev, err)
 }
 
 func (w *tabWorld) parkRecord(ev eventstore.Event, err error) (bool, error) {
-	return w.park(w.a.runner.OutboxConsumer(), ev, err)
+	return w.park(outboxConsumer(w.a.runner), ev, err)
 }
 
 // park keeps ev as a dead letter of consumer when err concerns its

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -322,13 +322,13 @@ func (w *world) restart() error {
 			w.stats.DuplicatesAbsorbed += int(st.Duplicates)
 		}
 	}
-	tiny := backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}
-	bus := command.New(w.store, w.reg, command.Options{Logger: w.log, Backoff: tiny, Middleware: []command.Middleware{w.track}})
+	tiny := retry.Policy{Initial: time.Microsecond, Max: time.Microsecond}
+	bus := command.New(w.store, w.reg, command.Options{Logger: w.log, Retry: tiny, Middleware: []command.Middleware{w.track}})
 	if err := reservation.Route(bus); err != nil {
 		return err
 	}
 	r, err := saga.NewRunner(w.sale, w.store, bus, saga.RunnerOptions{Clock: w.clock, Workers: 1, Logger: w.log,
-		Checkpoints: w.checkpoints, Retry: tiny, Attempts: 3})
+		Checkpoints: w.checkpoints, Retry: retry.Policy{Attempts: 3, Initial: tiny.Initial, Max: tiny.Max}})
 	if err != nil {
 		return err
 	}
@@ -343,10 +343,22 @@ func (w *world) restart() error {
 
 // deliverStored is the bridge's turn, into the runner's HandleStored.
 func (w *world) deliverStored() error {
-	return w.base.deliverStored(&w.bridge, sink{consumer: w.proc.runner.EventsConsumer(), handle: w.proc.runner.HandleStored})
+	return w.base.deliverStored(&w.bridge, sink{consumer: eventsConsumer(w.proc.runner), handle: w.proc.runner.HandleStored})
 }
 
 // saveBridge moves the bridge's checkpoint.
 func (w *world) saveBridge() error {
-	return w.base.saveBridge(&w.bridge, w.proc.runner.EventsConsumer())
+	return w.base.saveBridge(&w.bridge, eventsConsumer(w.proc.runner))
+}
+
+// eventsConsumer and outboxConsumer name the consumers of a runner of one
+// segment.
+func eventsConsumer[S any](r *saga.Runner[S]) string {
+	events, _, _ := r.Consumers(0)
+	return events
+}
+
+func outboxConsumer[S any](r *saga.Runner[S]) string {
+	_, outbox, _ := r.Consumers(0)
+	return outbox
 }

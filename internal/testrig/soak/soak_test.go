@@ -172,7 +172,7 @@ func runSoak(t *testing.T, z size) {
 	require.NoError(t, err)
 	first, err := rs.start()
 	require.NoError(t, err)
-	smp := startSampler(ctx, s, names.EventsConsumer(), names.OutboxConsumer(), z.SampleEvery, began)
+	smp := startSampler(ctx, s, eventsConsumer(names), outboxConsumer(names), z.SampleEvery, began)
 
 	placed := make(chan placement, 1)
 	go func() { placed <- placeOrders(ctx, bus, z.Rate, z.Duration, z.Workers) }()
@@ -225,4 +225,16 @@ func drain(ctx context.Context, s *sqlite.Store, tl *tally, p placement, d time.
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// eventsConsumer and outboxConsumer name the consumers of a runner of one
+// segment.
+func eventsConsumer[S any](r *saga.Runner[S]) string {
+	events, _, _ := r.Consumers(0)
+	return events
+}
+
+func outboxConsumer[S any](r *saga.Runner[S]) string {
+	_, outbox, _ := r.Consumers(0)
+	return outbox
 }

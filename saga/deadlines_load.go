@@ -16,6 +16,33 @@ import (
 // this one never read, so each claim first reads what lies between where
 // the index was whole and the claimed checkpoint.
 
+// observe tells the runner's indexes (deadlines, what is stuck) of record version
+// of instance id: one it stored, or one its outbox read. Only the
+// instances of the segments this runner runs are indexed.
+func (r *Runner[S]) observe(id string, version uint64, rec *record) {
+	r.observeRecord(id, version, rec, false)
+}
+
+// observeScanned is observe for a record that a scan of the saga's
+// records read, which the steps observed since the scan began override.
+func (r *Runner[S]) observeScanned(id string, version uint64, rec *record) {
+	r.observeRecord(id, version, rec, true)
+}
+
+func (r *Runner[S]) observeRecord(id string, version uint64, rec *record, scanned bool) {
+	r.activity.RLock()
+	defer r.activity.RUnlock()
+	if !r.timers.isActive(Segment(id, r.segments)) {
+		return
+	}
+	r.timers.observe(id, version, rec.Deadlines)
+	if scanned {
+		r.stuck.observeScanned(id, version, rec)
+	} else {
+		r.stuck.observe(id, version, rec)
+	}
+}
+
 // loadDeadlines fills the deadline and stuck indexes of every active
 // segment whose index is not known to be whole (never read, or active
 // again after Run gave it up) from the latest step of each instance, read

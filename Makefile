@@ -16,7 +16,7 @@ all: build lint test
 build:
 	$(GO) build ./...
 
-# The PostgreSQL tests start a throwaway server of their own (internal/pgtest)
+# The PostgreSQL tests start a throwaway server of their own (internal/testrig/pgtest)
 # unless CAIRN_POSTGRES_URL names one; KurrentDB tests need CAIRN_KURRENTDB_URL.
 # go vet's whole set runs in `make lint` (CI runs both); `go test` runs its
 # high-confidence checks on every package it tests.
@@ -28,14 +28,14 @@ test:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'Projections/Crash' ./projection/
 	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:
 	@# under the race detector above, 50 seeds place 25 each.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/sim/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/testrig/sim/
 	@# The widened saga simulation (the tab workload, issue 20): a slice of
 	@# 300 seeds of 30 tabs; `make sim WORKLOAD=tabs` runs the campaign.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/sim/ -args -sim.workload=tabs -sim.seeds=300
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/testrig/sim/ -args -sim.workload=tabs -sim.seeds=300
 	@# The failpoints and the crash matrix's small slice (every failpoint on
 	@# SQLite x seeds 1-2, three on PostgreSQL x seed 1) need a test binary
 	@# built with the failpoints tag; its children run without -race.
-	$(GO) test -tags cairnfailpoints -count=1 -timeout $(TEST_TIMEOUT) ./internal/failpoint/ ./internal/crashmatrix/
+	$(GO) test -tags cairnfailpoints -count=1 -timeout $(TEST_TIMEOUT) ./internal/failpoint/ ./internal/testrig/crashmatrix/
 
 # Full-size checks that take too long for every test run; each suite reads
 # CAIRN_TORTURE=1 and runs at its issue's full size. Figures: docs/reliability.md.
@@ -48,7 +48,7 @@ torture:
 	@# Crash matrix (issue 14): 9 failpoints x SQLite and PostgreSQL x seeds
 	@# 1-100, a child SIGKILLed at each cell's failpoint, a clean child
 	@# draining; the table of figures is the last thing printed.
-	CAIRN_TORTURE=1 $(GO) test -tags cairnfailpoints -count=1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestCrashMatrix$$' ./internal/crashmatrix/
+	CAIRN_TORTURE=1 $(GO) test -tags cairnfailpoints -count=1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestCrashMatrix$$' ./internal/testrig/crashmatrix/
 	@# A saga's memory (issue 20): 10,000 instances rescheduling an
 	@# inactivity timeout 100 times each, the live heap flat.
 	CAIRN_TORTURE=1 $(GO) test -count=1 -v -timeout $(TORTURE_TIMEOUT) -run 'TestTenThousandInstances' ./saga/
@@ -58,14 +58,16 @@ bench:
 
 lint:
 	@.ci/no-build-outputs
+	@# No arrow from the library to a test rig, a tool or an example.
+	@.ci/layering
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags cairnfailpoints ./internal/failpoint/ ./internal/crashmatrix/
+	$(GO) vet -tags cairnfailpoints ./internal/failpoint/ ./internal/testrig/crashmatrix/
 	$(GO) run $(STATICCHECK) ./...
 	@# govulncheck cannot reach its database here: known advisories are
-	@# pinned as minimum versions instead (internal/depaudit/minimums.txt).
-	$(GO) run ./internal/depaudit
+	@# pinned as minimum versions instead (internal/tools/depaudit/minimums.txt).
+	$(GO) run ./internal/tools/depaudit
 
 # The soak (issue 14): the reservation flow on SQLite at a steady rate for
 # SOAK, its saga runner SIGKILLed at random; memory, goroutines and lag must
@@ -74,7 +76,7 @@ lint:
 # size (TestSoakSmoke). docs/reliability.md records the runs.
 SOAK ?= 20m
 soak:
-	CAIRN_SOAK=$(SOAK) $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 40m ./internal/soak/
+	CAIRN_SOAK=$(SOAK) $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 40m ./internal/testrig/soak/
 
 # Each codec fuzz target for FUZZTIME (the seed corpora already run in `make test`).
 FUZZTIME ?= 60s
@@ -85,7 +87,7 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./codec/ || exit 1; \
 	done
 
-# The deterministic saga simulation (internal/sim): SIM_SEEDS seeds from
+# The deterministic saga simulation (internal/testrig/sim): SIM_SEEDS seeds from
 # SIM_FROM with a summary, or with SEED=n that one seed, replayed exactly,
 # with its trace. ORDERS sets the orders (tabs) per seed (100 orders, 30
 # tabs by default; a seed that failed under the race detector names the
@@ -97,7 +99,7 @@ SIM_SEEDS ?= 10000
 SIM_FROM  ?= 1
 WORKLOAD  ?= sales
 sim:
-	$(GO) test -count=1 -timeout 180m -v -run '^TestSimulation$$' ./internal/sim/ -args -sim.workload=$(WORKLOAD) \
+	$(GO) test -count=1 -timeout 180m -v -run '^TestSimulation$$' ./internal/testrig/sim/ -args -sim.workload=$(WORKLOAD) \
 		-sim.seeds=$(SIM_SEEDS) -sim.from=$(SIM_FROM) $(if $(ORDERS),-sim.orders=$(ORDERS)) $(if $(SEED),-sim.seed=$(SEED))
 
 # The flagship example on the embedded store, in ./data: a second run adds

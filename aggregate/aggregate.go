@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/clip"
 )
 
@@ -96,7 +97,7 @@ func NewType[T any, PT Root[T]](name string, opts Options[T], bindings ...Bindin
 		return nil, bad(`contains ":", which Cairn keeps for its own streams (saga instances are "saga:<type>-<id>")`)
 	}
 	var invalid *eventstore.InvalidArgumentError
-	if err := eventstore.ValidateStream(eventstore.Category(name) + "x"); errors.As(err, &invalid) {
+	if err := storekit.ValidateStream(eventstore.Category(name) + "x"); errors.As(err, &invalid) {
 		// The reason only: the error's own message would quote the name again.
 		return nil, bad("is not a valid stream category: the stream names it makes " + invalid.Reason)
 	}
@@ -123,7 +124,7 @@ func (t *Type[T, PT]) ID(stream string) (string, bool) {
 }
 
 // ValidateID checks an aggregate ID: not empty, and making with the type's
-// name a valid stream name (see [eventstore.ValidateStream]). A bad one is
+// name a valid stream name (see [storekit.ValidateStream]). A bad one is
 // an [*eventstore.InvalidArgumentError] whose Field is "aggregate ID", not
 // the "stream name" that the store would report, since the ID is what the
 // caller chose.
@@ -136,7 +137,7 @@ func (t *Type[T, PT]) ValidateID(id string) error {
 		return bad("is empty")
 	}
 	var invalid *eventstore.InvalidArgumentError
-	if err := eventstore.ValidateStream(stream); errors.As(err, &invalid) {
+	if err := storekit.ValidateStream(stream); errors.As(err, &invalid) {
 		return bad(fmt.Sprintf("%s makes a stream name that %s", clip.Quote(id), invalid.Reason))
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // TestBadInstancesAreRefused: an instance that no Load returned (nil, or
@@ -27,13 +27,13 @@ func TestBadInstancesAreRefused(t *testing.T) {
 		"zero instance": {},
 	} {
 		_, err := repo.Save(ctx, inst, []any{Added{N: 1}}, aggregate.SaveOptions{})
-		storetest.RequireInvalid(t, err, "instance", "Save: "+what)
+		check.Invalid(t, err, "instance", "Save: "+what)
 		_, err = repo.Refresh(ctx, inst)
-		storetest.RequireInvalid(t, err, "instance", "Refresh: "+what)
+		check.Invalid(t, err, "instance", "Refresh: "+what)
 		_, _, err = repo.PriorOutcome(ctx, inst, "c")
-		storetest.RequireInvalid(t, err, "instance", "PriorOutcome: "+what)
+		check.Invalid(t, err, "instance", "PriorOutcome: "+what)
 		_, _, _, err = repo.RecentOutcome(ctx, inst, "c")
-		storetest.RequireInvalid(t, err, "instance", "RecentOutcome: "+what)
+		check.Invalid(t, err, "instance", "RecentOutcome: "+what)
 	}
 }
 
@@ -47,11 +47,11 @@ func TestNilEventNamesStreamAndIndex(t *testing.T) {
 	inst, err := repo.Load(context.Background(), "n")
 	require.NoError(t, err)
 	_, err = repo.Save(context.Background(), inst, []any{Added{N: 1}, nil}, aggregate.SaveOptions{})
-	bad := storetest.RequireInvalid(t, err, "event", "a nil event")
+	bad := check.Invalid(t, err, "event", "a nil event")
 	assert.Equal(t, "tally-n", bad.Stream)
 	assert.Equal(t, 1, bad.Index)
 	_, err = repo.Save(context.Background(), inst, []any{(*Added)(nil)}, aggregate.SaveOptions{})
-	storetest.RequireInvalid(t, err, "event", "a nil pointer event")
+	check.Invalid(t, err, "event", "a nil pointer event")
 	for _, err := range store.ReadStream(context.Background(), "tally-n", eventstore.Forward(0)) {
 		require.NoError(t, err)
 		t.Fatal("a refused decision stored events")
@@ -68,8 +68,8 @@ func TestBadAggregateIDs(t *testing.T) {
 	require.NoError(t, err)
 	for _, id := range []string{"", "a\x00", "a\xff", strings.Repeat("i", 600), strings.Repeat("i", 4<<20)} {
 		_, err := repo.Load(context.Background(), id)
-		storetest.RequireInvalid(t, err, "aggregate ID", "Load")
-		storetest.RequireInvalid(t, typ.ValidateID(id), "aggregate ID", "ValidateID")
+		check.Invalid(t, err, "aggregate ID", "Load")
+		check.Invalid(t, typ.ValidateID(id), "aggregate ID", "ValidateID")
 	}
 	require.NoError(t, typ.ValidateID("ok"))
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/cairn-es/cairn/aggregate"
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // BenchmarkLoad loads a 10,000-event aggregate from the memory store: by
@@ -24,7 +24,7 @@ func BenchmarkLoad(b *testing.B) {
 			ctx := context.Background()
 			store := memory.New()
 			b.Cleanup(func() { _ = store.Close() })
-			snaps := memory.NewSnapshotStore()
+			snaps := memory.New()
 			reg := newRegistry(b)
 			every := uint64(0)
 			if bc.snapshot {
@@ -52,7 +52,7 @@ func BenchmarkLoad(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					err = snaps.SaveSnapshot(ctx, eventstore.Snapshot{Stream: inst.Stream, Version: inst.Version, Type: raw.Type, SchemaVersion: raw.Version, Data: raw.Data})
+					err = snaps.SaveSnapshot(ctx, storekit.Snapshot{Stream: inst.Stream, Version: inst.Version, Type: raw.Type, SchemaVersion: raw.Version, Data: raw.Data})
 					if err != nil {
 						b.Fatal(err)
 					}

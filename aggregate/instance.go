@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // RememberedCommands is how many commands an instance remembers: the most
@@ -61,7 +62,7 @@ func (i *Instance[T, PT]) hash(commandID string) uint64 { return maphash.String(
 // Expected returns the expected version for appending to the instance's
 // stream: the instance's own version.
 func (i *Instance[T, PT]) Expected() eventstore.ExpectedVersion {
-	return eventstore.StreamState(i.Version, i.Exists)
+	return storekit.StreamState(i.Version, i.Exists)
 }
 
 // Handle lets the instance decide cmd (see [Type.Handle]), turning a panic

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // PriorOutcome returns what command commandID did to inst's aggregate
@@ -15,7 +16,7 @@ import (
 // It answers from the instance when it can: it remembers the commands of
 // the last events it replayed or saved (see [RememberedCommands]). For the
 // events before those (below a snapshot, or forgotten) it asks the store's
-// [eventstore.CommandIndex] when the store has one, and otherwise scans the
+// [storekit.CommandIndex] when the store has one, and otherwise scans the
 // stream backward from there, down to its first event when the command is
 // not there: the cost of an exact answer without an index. The events are
 // read again and decoded, so a duplicate's outcome is the same values the
@@ -110,7 +111,7 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 // (certain false) after limit events that are not the command's, when
 // limit is positive.
 func (r *Repository[T, PT]) findBefore(ctx context.Context, stream string, base uint64, commandID string, limit int) (s span, found, certain bool, err error) {
-	if idx, ok := r.store.(eventstore.CommandIndex); ok {
+	if idx, ok := r.store.(storekit.CommandIndex); ok {
 		r, found, err := idx.CommandResult(ctx, stream, commandID)
 		if err != nil || !found {
 			return span{}, false, true, err

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 func tallyRepo(t *testing.T, store eventstore.Store, snapshotEvery uint64) *aggregate.Repository[Tally, *Tally] {
@@ -142,9 +142,9 @@ func TestRejectionInputIsBoundedAndChecked(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = repo.SaveRejection(ctx, inst, aggregate.Rejection{Reason: "no"}, aggregate.SaveOptions{})
-	storetest.RequireInvalid(t, err, "command ID", "a rejection without a command ID")
+	check.Invalid(t, err, "command ID", "a rejection without a command ID")
 	_, err = repo.SaveRejection(ctx, nil, aggregate.Rejection{Reason: "no"}, aggregate.SaveOptions{CommandID: "c"})
-	storetest.RequireInvalid(t, err, "instance", "a nil instance")
+	check.Invalid(t, err, "instance", "a nil instance")
 
 	long := "\xff" + strings.Repeat("é", aggregate.MaxRejectionReason)
 	out, err := repo.SaveRejection(ctx, inst, aggregate.Rejection{Reason: long}, aggregate.SaveOptions{CommandID: "c"})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/clip"
 )
 
@@ -15,14 +16,14 @@ import (
 // default.
 type RepositoryOptions struct {
 	// Snapshots stores the type's snapshots. Nil means the event store
-	// itself when it implements [eventstore.SnapshotStore], else none (and
+	// itself when it implements [storekit.SnapshotStore], else none (and
 	// the type's SnapshotEvery is ignored).
-	Snapshots eventstore.SnapshotStore
+	Snapshots storekit.SnapshotStore
 	// Logger receives what the repository handles on its own: snapshots it
 	// discards or fails to save. Nil means slog.Default().
 	Logger *slog.Logger
 	// ScanLimit bounds how many events [Repository.RecentOutcome] reads
-	// backward when the store has no [eventstore.CommandIndex] and the
+	// backward when the store has no [storekit.CommandIndex] and the
 	// instance does not remember the command. Zero means no bound: the
 	// lookup is exact, and a new command on an aggregate that was loaded
 	// from a snapshot, or has more than [RememberedCommands] commands,
@@ -45,7 +46,7 @@ type Repository[T any, PT Root[T]] struct {
 	store eventstore.Store
 	reg   *codec.Registry
 	typ   *Type[T, PT]
-	snaps eventstore.SnapshotStore
+	snaps storekit.SnapshotStore
 	log   *slog.Logger
 	seed  maphash.Seed // hashes the command IDs its instances track
 
@@ -75,7 +76,7 @@ func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registr
 		r.log = slog.Default()
 	}
 	if r.snaps == nil {
-		r.snaps, _ = store.(eventstore.SnapshotStore)
+		r.snaps, _ = store.(storekit.SnapshotStore)
 	}
 	if typ.opts.SnapshotEvery == 0 {
 		r.snaps = nil

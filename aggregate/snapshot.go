@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/cairn-es/cairn/codec"
-	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/upcast"
 )
 
@@ -53,7 +53,7 @@ func (r *Repository[T, PT]) maybeSnapshot(ctx context.Context, inst *Instance[T,
 	inst.sinceSnapshot = 0
 	raw, err := r.reg.EncodeValue(inst.State)
 	if err == nil {
-		err = r.snaps.SaveSnapshot(context.WithoutCancel(ctx), eventstore.Snapshot{
+		err = r.snaps.SaveSnapshot(context.WithoutCancel(ctx), storekit.Snapshot{
 			Stream: inst.Stream, Version: inst.Version, Type: raw.Type, SchemaVersion: raw.Version, Data: raw.Data,
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/upcast"
 )
 
@@ -151,7 +152,7 @@ func ExampleDecodeSnapshot() {
 	state, err := codec.DecodeSnapshot[CartState](reg, current)
 	fmt.Println(state.Items, err)
 
-	old := eventstore.Snapshot{Stream: "cart-c-1", Version: 4, Type: "cart.state", SchemaVersion: 1, Data: []byte(`{"n":3}`)}
+	old := storekit.Snapshot{Stream: "cart-c-1", Version: 4, Type: "cart.state", SchemaVersion: 1, Data: []byte(`{"n":3}`)}
 	_, err = codec.DecodeSnapshot[CartState](reg, old)
 	if errors.Is(err, codec.ErrNoUpcastPath) {
 		fmt.Println("discard the snapshot and replay the stream")

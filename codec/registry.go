@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/upcast"
 )
 
@@ -80,7 +81,7 @@ func NewRegistry(opts Options) *Registry {
 // both a T and a *T.
 //
 // It returns a [*RegistrationError] for an empty or malformed name (see
-// eventstore.ValidateType), a name with the [ReservedPrefix], a version of 0, an interface, pointer, channel,
+// storekit.ValidateType), a name with the [ReservedPrefix], a version of 0, an interface, pointer, channel,
 // function or unsafe pointer type (a pointer would make Encode of a *T
 // ambiguous, and decoding yields values), a name or a Go type already
 // registered;
@@ -151,7 +152,7 @@ func Register[T any](r *Registry, name string, version uint32) error {
 
 func checkName(name string) string {
 	var bad *eventstore.InvalidArgumentError
-	if errors.As(eventstore.ValidateType(name), &bad) {
+	if errors.As(storekit.ValidateType(name), &bad) {
 		return "the type name " + bad.Reason
 	}
 	if IsReserved(name) {

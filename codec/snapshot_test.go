@@ -91,7 +91,7 @@ func TestSnapshotWithoutPathIsDiscarded(t *testing.T) {
 func TestSnapshotHelpers(t *testing.T) {
 	ctx := context.Background()
 	reg := snapshotRegistry(t)
-	snaps := memory.NewSnapshotStore()
+	snaps := memory.New()
 
 	state := OrderState{OrderID: "o-1", Seats: []string{"A1"}, Paid: true}
 	s, err := reg.EncodeSnapshot("order-o-1", 41, state)

@@ -9,19 +9,16 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/busprobe"
 	"github.com/cairn-es/cairn/internal/keylock"
 	"github.com/cairn-es/cairn/internal/lru"
+	"github.com/cairn-es/cairn/retry"
 )
-
-// Backoff is the retry schedule after a version conflict: its zero value
-// waits 10ms, doubling up to 1s, each wait drawn at random from its upper
-// half so that competing processes spread out.
-type Backoff = backoff.Policy
 
 // Defaults of [Options].
 const (
-	// DefaultMaxAttempts is how many times a command is decided before the
+	// DefaultAttempts is how many times a command is decided before the
 	// bus gives up on its version conflicts with a [*ContentionError]. It
 	// comes from BenchmarkContendedGiveUps (docs/benchmarks.md): two
 	// processes saturating one aggregate on PostgreSQL gave up on 0.6 in
@@ -29,27 +26,30 @@ const (
 	// 20. A loser keeps losing while the winner's process has more commands
 	// for the aggregate queued, so the give-ups fall slowly with attempts.
 	// With the default backoff, 20 attempts wait at most about 13 s in all.
-	DefaultMaxAttempts = 20
+	DefaultAttempts = 20
 	// DefaultCacheSize is how many aggregate instances a bus keeps loaded.
 	DefaultCacheSize = 1024
 )
 
 // Options configure a [Bus]. The zero value is the default.
 type Options struct {
-	// MaxAttempts bounds how many times a command is decided when its
-	// appends meet version conflicts; zero means [DefaultMaxAttempts].
-	MaxAttempts int
-	// Backoff is the wait between those attempts.
-	Backoff Backoff
+	// Retry is how a command whose append meets a version conflict is
+	// decided again: Retry.Attempts bounds how many times it is decided
+	// in all (zero means [DefaultAttempts]), and the waits between them
+	// follow the rest of the policy.
+	Retry retry.Policy
 	// CacheSize is how many loaded aggregates the bus keeps, least recently
-	// used first out; zero means [DefaultCacheSize], negative none.
+	// used first out; zero (or less) means [DefaultCacheSize].
 	CacheSize int
+	// NoCache keeps no aggregate loaded: every dispatch loads its aggregate
+	// from the store (and its snapshot), whatever CacheSize says.
+	NoCache bool
 	// Snapshots stores aggregate snapshots, for the types that ask for
 	// them. Nil means the event store itself when it implements
-	// [eventstore.SnapshotStore], else no snapshots.
-	Snapshots eventstore.SnapshotStore
+	// [storekit.SnapshotStore], else no snapshots.
+	Snapshots storekit.SnapshotStore
 	// ScanLimit bounds the backward scan that looks for a command's
-	// earlier events in a store without an [eventstore.CommandIndex]; zero
+	// earlier events in a store without an [storekit.CommandIndex]; zero
 	// means none, an exact answer at the cost of reading an aggregate's
 	// whole stream for each new command once it is loaded from a snapshot
 	// or has more commands than it remembers. See
@@ -92,10 +92,13 @@ type Bus struct {
 // Register every event type and upcaster with reg before the first
 // [Route], which validates and freezes it.
 func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = DefaultMaxAttempts
+	if opts.Retry.Attempts <= 0 {
+		opts.Retry.Attempts = DefaultAttempts
 	}
-	if opts.CacheSize == 0 {
+	switch {
+	case opts.NoCache:
+		opts.CacheSize = 0
+	case opts.CacheSize <= 0:
 		opts.CacheSize = DefaultCacheSize
 	}
 	b := &Bus{
@@ -120,9 +123,12 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 	return b
 }
 
-// Routes reports whether the bus routes commands of Go type ct, so that a
-// component that sends commands (a saga) can check its set-up.
-func (b *Bus) Routes(ct reflect.Type) bool {
+// A saga runner checks at set-up that its bus routes what it sends, and
+// commandtest looks at the cache, through internal/busprobe.
+func init() { busprobe.Register((*Bus).routesType, (*Bus).cachedAggregates) }
+
+// routesType reports whether the bus routes commands of Go type ct.
+func (b *Bus) routesType(ct reflect.Type) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.routes[ct] != nil
@@ -139,10 +145,10 @@ func (b *Bus) Routes(ct reflect.Type) bool {
 // as a [*RecordedRejectionError]. A command whose type
 // has no route is a [*NoRouteError]. A nil command, an ID, CorrelationID or
 // CausationID that no store can hold (not UTF-8, a NUL byte, an ID longer
-// than eventstore.MaxCommandIDLen), bad Extra metadata, or an aggregate ID
+// than storekit.MaxCommandIDLen), bad Extra metadata, or an aggregate ID
 // that makes no valid stream name is an [*eventstore.InvalidArgumentError]
 // naming the field, before anything is loaded. Version conflicts that outlast
-// Options.MaxAttempts are a [*ContentionError], which matches
+// Options.Retry.Attempts are a [*ContentionError], which matches
 // [ErrContention] and wraps the store's last [*eventstore.WrongVersionError].
 func (b *Bus) Dispatch(ctx context.Context, msg Message) (Result, error) {
 	if err := msg.validate(); err != nil {
@@ -200,5 +206,5 @@ func (n commandName) is(recorded string) bool {
 	return recorded == "" || n.name == "" || n.names[recorded]
 }
 
-// CachedAggregates returns how many loaded aggregates the bus keeps now.
-func (b *Bus) CachedAggregates() int { return b.cache.Len() }
+// cachedAggregates returns how many loaded aggregates the bus keeps now.
+func (b *Bus) cachedAggregates() int { return b.cache.Len() }

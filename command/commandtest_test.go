@@ -9,7 +9,7 @@ import (
 )
 
 func TestBusOnMemory(t *testing.T) {
-	commandtest.Run(t, func(t *testing.T) eventstore.Store {
+	commandtest.Run(t, func(t testing.TB) eventstore.Store {
 		s := memory.New()
 		t.Cleanup(func() { _ = s.Close() })
 		return s

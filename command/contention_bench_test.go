@@ -12,16 +12,17 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/command/commandtest"
 	"github.com/cairn-es/cairn/eventstore/postgres"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // BenchmarkContendedGiveUps measures how often a command gives up on one
-// hot aggregate that two processes write at once, for several MaxAttempts:
+// hot aggregate that two processes write at once, for several Retry.Attempts:
 // two stores on their own connection pools (as two processes have), a bus
 // on each, four goroutines per bus dispatching increments of one counter
 // with the default backoff. It reports the share of dispatches that returned
 // a contention error ("giveups/1k") and the attempts per command. This is
-// the measurement behind [command.DefaultMaxAttempts].
+// the measurement behind [command.DefaultAttempts].
 func BenchmarkContendedGiveUps(b *testing.B) {
 	server := pgtest.ForTest(b, pgtest.Options{})
 	reg, err := crashRegistry()
@@ -43,7 +44,7 @@ func BenchmarkContendedGiveUps(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = s.Close() })
-				bus := command.New(s, reg, command.Options{MaxAttempts: maxAttempts})
+				bus := command.New(s, reg, command.Options{Retry: retry.Policy{Attempts: maxAttempts}})
 				if err := command.Route[commandtest.Increment](bus, typ); err != nil {
 					b.Fatal(err)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // alwaysBehind is a store on which another writer always appended first:
@@ -36,7 +37,7 @@ func TestGivingUpSaysItWasContention(t *testing.T) {
 	require.NoError(t, codec.Register[Withdrawn](reg, "account.withdrawn", 1))
 	typ, err := aggregate.NewType[Account]("account", aggregate.Options[Account]{}, accountBindings...)
 	require.NoError(t, err)
-	b := command.New(store, reg, command.Options{MaxAttempts: 3, Backoff: command.Backoff{Initial: time.Microsecond, Max: time.Microsecond}})
+	b := command.New(store, reg, command.Options{Retry: retry.Policy{Attempts: 3, Initial: time.Microsecond, Max: time.Microsecond}})
 	require.NoError(t, command.Route[Deposit](b, typ))
 
 	res, err := b.Dispatch(context.Background(), command.Message{ID: "m-1", Command: Deposit{AccountID: "a1", Amount: 5}})
@@ -54,10 +55,10 @@ func TestGivingUpSaysItWasContention(t *testing.T) {
 	assert.Equal(t, 3, res.Attempts)
 	assert.Equal(t, 3, store.appends, "one append per attempt, then no more")
 
-	b = command.New(store, reg, command.Options{Backoff: command.Backoff{Initial: time.Microsecond, Max: time.Microsecond}})
+	b = command.New(store, reg, command.Options{Retry: retry.Policy{Initial: time.Microsecond, Max: time.Microsecond}})
 	require.NoError(t, command.Route[Deposit](b, typ))
 	store.appends = 0
 	_, err = b.Dispatch(context.Background(), command.Message{ID: "m-2", Command: Deposit{AccountID: "a1", Amount: 5}})
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, command.DefaultMaxAttempts, ce.Attempts, "the zero Options try DefaultMaxAttempts times")
+	assert.Equal(t, command.DefaultAttempts, ce.Attempts, "the zero Options try DefaultAttempts times")
 }

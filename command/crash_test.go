@@ -273,7 +273,7 @@ func TestCrashHelperProcess(t *testing.T) {
 	require.NoError(t, err)
 	typ, err := aggregate.NewType[commandtest.Counter]("counter", aggregate.Options[commandtest.Counter]{SnapshotEvery: 10}, commandtest.CounterBindings()...)
 	require.NoError(t, err)
-	bus := command.New(store, reg, command.Options{Snapshots: memory.NewSnapshotStore()})
+	bus := command.New(store, reg, command.Options{Snapshots: memory.New()})
 	require.NoError(t, command.Route[commandtest.Increment](bus, typ))
 	require.NoError(t, command.Route[commandtest.IncrementTwice](bus, typ))
 

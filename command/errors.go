@@ -48,7 +48,7 @@ func (e *CommandIDReusedError) Error() string {
 // Is makes errors.Is(err, ErrCommandIDReused) true.
 func (e *CommandIDReusedError) Is(target error) bool { return target == ErrCommandIDReused }
 
-// ContentionError reports a command that the bus decided MaxAttempts
+// ContentionError reports a command that the bus decided Retry.Attempts
 // times, each time losing the race to append to its aggregate's stream to
 // another writer (another process). Nothing of it was appended. It wraps
 // the last conflict, so errors.Is(err, eventstore.ErrWrongVersion) holds

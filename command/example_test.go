@@ -88,7 +88,7 @@ func Example() {
 		aggregate.Applies((*Account).Deposited),
 		aggregate.Applies((*Account).Withdrawn),
 	)
-	bus := command.New(store, reg, command.Options{Snapshots: memory.NewSnapshotStore()})
+	bus := command.New(store, reg, command.Options{}) // the store keeps the snapshots too
 	if err := command.Route[Deposit](bus, accounts); err != nil {
 		panic(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-es/cairn/command/commandtest"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 )
 
 // TestBusOnPostgres runs the bus suite on the PostgreSQL store, with its
@@ -20,7 +20,7 @@ import (
 // for one counter.
 func TestBusOnPostgres(t *testing.T) {
 	server := pgtest.ForTest(t, pgtest.Options{})
-	commandtest.RunWith(t, func(t *testing.T) eventstore.Store {
+	commandtest.RunWith(t, func(t testing.TB) eventstore.Store {
 		s, err := postgres.Open(context.Background(), server.URL, postgres.Options{Schema: server.TempSchema(t, "bus")})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime/debug"
+	"time"
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/failpoint"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // route dispatches the commands of one aggregate type.
@@ -185,12 +187,12 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		// Beyond the scan limit, a refusal may be the store finding the
 		// command's own event IDs: the next attempt looks without the bound.
 		exact = exact || !certain
-		if attempt >= b.opts.MaxAttempts {
+		if attempt >= b.opts.Retry.Attempts {
 			return res, &ContentionError{Stream: stream, CommandID: msg.ID, Attempts: attempt, Err: err}
 		}
 		b.log.DebugContext(ctx, "command: version conflict; deciding again",
 			slog.String("stream", stream), slog.String("command_id", msg.ID), slog.Int("attempt", attempt), slog.Any("error", err))
-		if werr := backoff.Wait(ctx, b.opts.Backoff.Delay(attempt)); werr != nil {
+		if werr := backoff.Wait(ctx, delay(b.opts.Retry, attempt)); werr != nil {
 			return res, werr
 		}
 	}
@@ -220,4 +222,9 @@ func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string)
 		return fresh, nil
 	}
 	return r.repo.Load(ctx, id)
+}
+
+// delay is how long p waits before the retry after attempt failed.
+func delay(p retry.Policy, attempt int) time.Duration {
+	return backoff.Policy{Initial: p.Initial, Max: p.Max, Multiplier: p.Multiplier}.Delay(attempt)
 }

@@ -10,13 +10,14 @@ import (
 	"github.com/cairn-es/cairn/command/commandtest"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // The suite finds these capabilities on the store it is given: snapshots
 // and the command index live in the store's own file.
 var (
-	_ eventstore.SnapshotStore = (*sqlite.Store)(nil)
-	_ eventstore.CommandIndex  = (*sqlite.Store)(nil)
+	_ storekit.SnapshotStore = (*sqlite.Store)(nil)
+	_ storekit.CommandIndex  = (*sqlite.Store)(nil)
 )
 
 // TestBusOnSQLite runs the suite on the embedded store, durable as by
@@ -28,7 +29,7 @@ var (
 // one-outcome-under-contention test runs 100 rounds, not 200 (8.7 s under
 // the race detector on 2 cores at 200: every round appends durably).
 func TestBusOnSQLite(t *testing.T) {
-	commandtest.RunWith(t, func(t *testing.T) eventstore.Store {
+	commandtest.RunWith(t, func(t testing.TB) eventstore.Store {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "events.db"), sqlite.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

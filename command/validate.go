@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // validate refuses a message before anything is loaded or decided, naming
@@ -33,7 +34,7 @@ func (m *Message) validate() error {
 			return bad("Message.Extra", fmt.Sprintf("key %q starts with %q, which is reserved for Cairn's own metadata", k, codec.ReservedPrefix))
 		}
 	}
-	err := eventstore.ValidateMetadata(eventstore.Metadata{
+	err := storekit.ValidateMetadata(eventstore.Metadata{
 		CorrelationID: m.CorrelationID, CausationID: m.CausationID, CommandID: m.ID, Extra: m.Extra,
 	})
 	var invalid *eventstore.InvalidArgumentError

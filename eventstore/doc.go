@@ -21,4 +21,20 @@
 //     flat whatever the stream length.
 //   - A subscription never skips a committed event, and resuming after a
 //     position continues exactly after it.
+//
+// Every store enforces the same limits, so that an application can move
+// between stores without its appends starting to fail (KurrentDB's default
+// maximum append is 1 MiB; the others follow it): a stream name of at most
+// 512 bytes and an event type of at most 256, both printable UTF-8, and no
+// stream starting with "$"; an event of at most 1 MiB of data and metadata;
+// at most 10,000 events in one append; a command ID of at most 1,024 bytes;
+// a [Filter] of at most 1,024 types and 1,024 stream prefixes. Streams
+// starting with "saga:", and types and metadata keys starting with "cairn.",
+// are Cairn's own: a store refuses them from any other writer. Input over a
+// limit is an [*InvalidArgumentError] naming it, and nothing is written.
+//
+// Stores also keep what projections, sagas and the command bus need
+// (checkpoints, leases, dead letters, snapshots, a command index); those
+// interfaces, and the kit stores are built with, are in package
+// eventstore/storekit, which only the authors of stores import.
 package eventstore

@@ -32,16 +32,6 @@ var (
 // Exact appends only when the stream's last event has version v.
 func Exact(v uint64) ExpectedVersion { return ExpectedVersion{kind: expectExact, version: v} }
 
-// StreamState returns the ExpectedVersion that describes a stream whose
-// last event has version last, or [NoStream] when exists is false. Stores
-// use it to report the actual state in a [*WrongVersionError].
-func StreamState(last uint64, exists bool) ExpectedVersion {
-	if !exists {
-		return NoStream
-	}
-	return Exact(last)
-}
-
 // Version returns the exact version and true, or 0 and false when e is
 // not an exact version.
 func (e ExpectedVersion) Version() (uint64, bool) {

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 func TestExpectedVersionMatches(t *testing.T) {
@@ -47,6 +48,6 @@ func TestExpectedVersionDescribesItself(t *testing.T) {
 	assert.True(t, ok)
 	_, ok = eventstore.StreamExists.Version()
 	assert.False(t, ok)
-	assert.Equal(t, eventstore.NoStream, eventstore.StreamState(0, false))
-	assert.Equal(t, eventstore.Exact(3), eventstore.StreamState(3, true))
+	assert.Equal(t, eventstore.NoStream, storekit.StreamState(0, false))
+	assert.Equal(t, eventstore.Exact(3), storekit.StreamState(3, true))
 }

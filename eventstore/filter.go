@@ -5,15 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-)
 
-// Limits on a [Filter], the same in every store, so that a filter that
-// works on one store works on all of them.
-const (
-	// MaxFilterTypes is the most event types one filter may list.
-	MaxFilterTypes = 1024
-	// MaxFilterPrefixes is the most stream prefixes one filter may list.
-	MaxFilterPrefixes = 1024
+	"github.com/cairn-es/cairn/internal/names"
 )
 
 // Filter selects events for [Store.ReadAll] and [Store.Subscribe]. The zero
@@ -51,9 +44,9 @@ func (f Filter) Match(e *Event) bool {
 func (f Filter) IsZero() bool { return len(f.Types) == 0 && len(f.StreamPrefixes) == 0 }
 
 // Validate checks a filter as every store does before a read: at most
-// [MaxFilterTypes] types, each a valid event type name (as [Store.Append]
-// takes them); at most [MaxFilterPrefixes] stream prefixes, each at most
-// [MaxStreamLen] bytes of printable UTF-8 and not starting with "$" (the
+// 1,024 types, each a valid event type name (as [Store.Append]
+// takes them); at most 1,024 stream prefixes, each at most
+// 512 bytes of printable UTF-8 and not starting with "$" (the
 // streams that KurrentDB keeps for itself, which no Cairn stream may be
 // named). An empty prefix selects every stream. A bad filter is an
 // [*InvalidArgumentError] whose Field is "filter type" or "filter stream
@@ -62,22 +55,22 @@ func (f Filter) Validate() error {
 	bad := func(field, reason string) error {
 		return &InvalidArgumentError{Index: -1, Field: field, Reason: reason}
 	}
-	if len(f.Types) > MaxFilterTypes {
-		return bad("filter types", fmt.Sprintf("list %d types, more than the limit of %d", len(f.Types), MaxFilterTypes))
+	if len(f.Types) > names.MaxFilterTypes {
+		return bad("filter types", fmt.Sprintf("list %d types, more than the limit of %d", len(f.Types), names.MaxFilterTypes))
 	}
-	if len(f.StreamPrefixes) > MaxFilterPrefixes {
-		return bad("filter stream prefixes", fmt.Sprintf("list %d prefixes, more than the limit of %d", len(f.StreamPrefixes), MaxFilterPrefixes))
+	if len(f.StreamPrefixes) > names.MaxFilterPrefixes {
+		return bad("filter stream prefixes", fmt.Sprintf("list %d prefixes, more than the limit of %d", len(f.StreamPrefixes), names.MaxFilterPrefixes))
 	}
 	for i, typ := range f.Types {
-		if reason := typeNameProblem(typ); reason != "" {
+		if reason := names.TypeProblem(typ); reason != "" {
 			return bad("filter type", fmt.Sprintf("at index %d %s", i, reason))
 		}
 	}
 	for i, p := range f.StreamPrefixes {
 		switch {
-		case len(p) > MaxStreamLen:
-			return bad("filter stream prefix", fmt.Sprintf("at index %d is %d bytes long, more than the limit of %d", i, len(p), MaxStreamLen))
-		case !utf8.ValidString(p) || strings.ContainsFunc(p, isControl):
+		case len(p) > names.MaxStreamLen:
+			return bad("filter stream prefix", fmt.Sprintf("at index %d is %d bytes long, more than the limit of %d", i, len(p), names.MaxStreamLen))
+		case !utf8.ValidString(p) || strings.ContainsFunc(p, names.IsControl):
 			return bad("filter stream prefix", fmt.Sprintf("at index %d, %q, is not printable UTF-8", i, p))
 		case strings.HasPrefix(p, "$"):
 			return bad("filter stream prefix", fmt.Sprintf(`at index %d, %q, starts with "$", which is reserved for system streams`, i, p))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/failpoint"
 )
@@ -28,7 +29,7 @@ func (x plainExecutor) run(ctx context.Context, body func(step) error) error {
 		apply: func(d codec.Decoded) error {
 			return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, d) })
 		},
-		save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
+		save: func(expected, next eventstore.Position, fence storekit.Fence) error {
 			return x.c.checkpoints.SaveCheckpoint(ctx, x.c.name, expected, next, fence)
 		},
 		park: func(d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
@@ -42,7 +43,7 @@ func (x plainExecutor) run(ctx context.Context, body func(step) error) error {
 
 type txExecutor[Tx any] struct {
 	c     *Consumer
-	store eventstore.TxCheckpointStore[Tx]
+	store storekit.TxCheckpointStore[Tx]
 	h     TxHandler[Tx]
 	// ownDeadLetters says the dead letters live in store, so that they are
 	// parked and resolved in the transaction that moves the checkpoint or
@@ -50,7 +51,7 @@ type txExecutor[Tx any] struct {
 	ownDeadLetters bool
 	// leases, when set, is store as the consumer's lease store: each
 	// transaction renews the lease it runs under (see inTx).
-	leases eventstore.TxLeaseStore[Tx]
+	leases storekit.TxLeaseStore[Tx]
 }
 
 func (x txExecutor[Tx]) transactional() bool { return true }
@@ -94,7 +95,7 @@ func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 			apply: func(d codec.Decoded) error {
 				return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, tx, d) })
 			},
-			save: func(expected, next eventstore.Position, fence eventstore.Fence) error {
+			save: func(expected, next eventstore.Position, fence storekit.Fence) error {
 				return x.store.SaveCheckpointTx(ctx, tx, x.c.name, expected, next, fence)
 			},
 			park: func(d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
@@ -117,7 +118,7 @@ func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 // from to the last one's position, and returns that position. pend holds
 // the dead letters of events after from, which a successful handling
 // resolves.
-func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence eventstore.Fence, pend pending) (eventstore.Position, error) {
+func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence storekit.Fence, pend pending) (eventstore.Position, error) {
 	if c.batch != nil {
 		return c.flushBatch(ctx, batch, from, fence)
 	}
@@ -203,7 +204,7 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 // of ctx), so that a restart does not handle them again; then it returns
 // the error that stopped it. The save may run after ctx ended; the
 // checkpoint's compare-and-set and fence keep it safe.
-func (c *Consumer) savePrefix(ctx context.Context, done []unit, from eventstore.Position, fence eventstore.Fence, stop error) (eventstore.Position, error) {
+func (c *Consumer) savePrefix(ctx context.Context, done []unit, from eventstore.Position, fence storekit.Fence, stop error) (eventstore.Position, error) {
 	if len(done) == 0 {
 		return from, stop
 	}
@@ -267,7 +268,7 @@ func (c *Consumer) handlePlain(ctx context.Context, u unit, pend pending) error 
 				return ctx.Err()
 			}
 			f.record(err)
-			if f.attempts >= c.opts.Retry.attempts() {
+			if f.attempts >= c.opts.attempts() {
 				if err := c.parkPlain(ctx, u, f); err != nil {
 					return err
 				}
@@ -313,7 +314,7 @@ func (c *Consumer) parkPlain(ctx context.Context, u unit, f *failure) error {
 // handled again), and otherwise parked from inside it, after the
 // checkpoint's compare-and-set has passed. first is a failure already seen
 // on this event, if any.
-func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Position, fence eventstore.Fence, first *failure, pend pending) (eventstore.Position, error) {
+func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Position, fence storekit.Fence, first *failure, pend pending) (eventstore.Position, error) {
 	given := make(map[int]*failure)
 	fails := make(map[int]*failure)
 	if u.decodeErr != nil {
@@ -327,7 +328,7 @@ func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Positio
 	}
 	for {
 		if f := failing(fails, given); f != nil {
-			if f.attempts >= c.opts.Retry.attempts() {
+			if f.attempts >= c.opts.attempts() {
 				if !c.parks() {
 					return from, c.handlerError(u, f)
 				}
@@ -404,7 +405,7 @@ func (c *Consumer) backOff(ctx context.Context, u unit, f *failure) error {
 	c.log.DebugContext(ctx, "projection: handler failed; retrying",
 		slog.String("stream", u.ev.StreamID), slog.Uint64("version", u.ev.Version),
 		slog.String("type", u.ev.Type), slog.Int("part", f.part), slog.Int("attempt", f.attempts), slog.Any("error", f.err))
-	return backoff.Wait(ctx, c.opts.Retry.policy().Delay(f.attempts))
+	return backoff.Wait(ctx, c.opts.delay(f.attempts))
 }
 
 // parks reports whether a part whose retries are spent is parked; if not,

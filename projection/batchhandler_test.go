@@ -15,7 +15,9 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/batchconsumer"
 	"github.com/cairn-es/cairn/projection"
+	"github.com/cairn-es/cairn/retry"
 )
 
 func appendN(t *testing.T, s eventstore.Store, stream string, n int) {
@@ -29,16 +31,16 @@ func appendN(t *testing.T, s eventstore.Store, stream string, n int) {
 func TestBatchConsumerHandsOverStoredEventsOnceInOrder(t *testing.T) {
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	appendN(t, store, "a-1", 250)
 	var got []eventstore.Event
 	var batches int
-	c, err := projection.NewBatch("batch", store, consumers, func(_ context.Context, evs []eventstore.Event) error {
+	c, err := batchconsumer.New[*projection.Consumer]("batch", store, consumers, func(_ context.Context, evs []eventstore.Event) error {
 		batches++
 		assert.LessOrEqual(t, len(evs), 100, "a batch holds at most BatchSize events")
 		got = append(got, evs...)
 		return nil
-	}, projection.Options{BatchSize: 100, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}, nil, projection.Options{BatchSize: 100, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	require.NoError(t, c.CatchUp(context.Background()))
 	require.Len(t, got, 250)
@@ -61,12 +63,12 @@ func TestBatchConsumerHandsLiveEventsOverWithoutWaitingForTheBatchDelay(t *testi
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
 	seen := make(chan eventstore.Event, 10)
-	c, err := projection.NewBatch("live", store, memory.NewConsumers(), func(_ context.Context, evs []eventstore.Event) error {
+	c, err := batchconsumer.New[*projection.Consumer]("live", store, memory.New(), func(_ context.Context, evs []eventstore.Event) error {
 		for _, e := range evs {
 			seen <- e
 		}
 		return nil
-	}, projection.Options{MaxBatchDelay: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}, nil, projection.Options{MaxBatchDelay: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -85,14 +87,14 @@ func TestBatchConsumerHandsLiveEventsOverWithoutWaitingForTheBatchDelay(t *testi
 func TestBatchConsumerRetriesAFailingBatchThenStops(t *testing.T) {
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	appendN(t, store, "c-1", 3)
 	calls := 0
 	boom := errors.New("store down")
-	c, err := projection.NewBatch("failing", store, consumers, func(context.Context, []eventstore.Event) error {
+	c, err := batchconsumer.New[*projection.Consumer]("failing", store, consumers, func(context.Context, []eventstore.Event) error {
 		calls++
 		return boom
-	}, projection.Options{Retry: projection.Retry{Attempts: 3, Initial: time.Microsecond, Max: time.Microsecond},
+	}, nil, projection.Options{Retry: retry.Policy{Attempts: 3, Initial: time.Microsecond, Max: time.Microsecond},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	err = c.CatchUp(context.Background())
@@ -106,7 +108,7 @@ func TestBatchConsumerRetriesAFailingBatchThenStops(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, cp.Position.IsZero(), "the checkpoint stays before a failed batch")
 
-	_, err = projection.NewBatch("nil", store, consumers, nil, projection.Options{})
+	_, err = batchconsumer.New[*projection.Consumer]("nil", store, consumers, nil, nil, projection.Options{})
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 }
 
@@ -118,7 +120,7 @@ func TestBatchConsumerRetriesAFailingBatchThenStops(t *testing.T) {
 func TestAConsumerThatLosesItsCheckpointStartsOverWithoutWaitingForACommit(t *testing.T) {
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	appendN(t, store, "d-1", 2)
 	var all []eventstore.Event
 	for e, err := range store.ReadAll(context.Background(), eventstore.Start, eventstore.Filter{}) {
@@ -127,10 +129,10 @@ func TestAConsumerThatLosesItsCheckpointStartsOverWithoutWaitingForACommit(t *te
 	}
 	inBatch, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	c, err := projection.NewBatch("lost", store, consumers, func(context.Context, []eventstore.Event) error {
+	c, err := batchconsumer.New[*projection.Consumer]("lost", store, consumers, func(context.Context, []eventstore.Event) error {
 		once.Do(func() { close(inBatch); <-release })
 		return nil
-	}, projection.Options{BatchSize: 1, MaxBatchDelay: time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}, nil, projection.Options{BatchSize: 1, MaxBatchDelay: time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

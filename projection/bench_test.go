@@ -41,7 +41,7 @@ func BenchmarkCatchUp(b *testing.B) {
 			events := memory.New()
 			b.Cleanup(func() { _ = events.Close() })
 			fillBench(b, events)
-			consumers := memory.NewConsumers()
+			consumers := memory.New()
 			reg := projectiontest.Registry(b)
 			noop := func(context.Context, codec.Decoded) error { return nil }
 			run(b, func(name string) (*projection.Consumer, error) {

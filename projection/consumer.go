@@ -13,7 +13,9 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/batchconsumer"
 )
 
 // Consumer is a named, checkpointed consumer of a store's global log. Build
@@ -24,14 +26,16 @@ type Consumer struct {
 	name        string
 	events      eventstore.Store
 	reg         *codec.Registry
-	checkpoints eventstore.CheckpointStore
+	checkpoints storekit.CheckpointStore
 	exec        executor
-	// batch, when set, is the handler of a batch consumer (see NewBatch):
+	// batch, when set, is the handler of a batch consumer (see newBatch):
 	// it takes whole batches of stored events, and nothing is decoded.
-	batch BatchHandler
-	opts  Options
-	log   *slog.Logger
-	stats recorder
+	batch batchconsumer.Handler
+	// onClaim, when set, is told of each session's claimed checkpoint.
+	onClaim batchconsumer.OnClaim
+	opts    Options
+	log     *slog.Logger
+	stats   recorder
 
 	// held is the lease of the running session, once it has claimed the
 	// checkpoint under the lease's fence: a dead letter retried in this
@@ -80,7 +84,7 @@ type executor interface {
 // on the dead letter store.
 type step struct {
 	apply   func(d codec.Decoded) error
-	save    func(expected, next eventstore.Position, fence eventstore.Fence) error
+	save    func(expected, next eventstore.Position, fence storekit.Fence) error
 	park    func(d eventstore.DeadLetter) (eventstore.DeadLetter, error)
 	resolve func(id string) error
 }
@@ -93,7 +97,7 @@ type step struct {
 // the winner wrote ("already exists") and was retried. On PostgreSQL the
 // write also locks the checkpoint's row, so racing consumers wait for each
 // other rather than do the same work twice.
-func (s step) claim(from eventstore.Position, fence eventstore.Fence) error {
+func (s step) claim(from eventstore.Position, fence storekit.Fence) error {
 	return s.save(from, from, fence)
 }
 
@@ -101,7 +105,7 @@ func (s step) claim(from eventstore.Position, fence eventstore.Fence) error {
 // selects, and keeps its checkpoint in checkpoints under name. Effects are
 // at least once: after a crash, the events of the last unsaved batch are
 // handled again.
-func New(name string, events eventstore.Store, reg *codec.Registry, checkpoints eventstore.CheckpointStore, h Handler, opts Options) (*Consumer, error) {
+func New(name string, events eventstore.Store, reg *codec.Registry, checkpoints storekit.CheckpointStore, h Handler, opts Options) (*Consumer, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: consumer %q: nil handler", eventstore.ErrInvalidArgument, name)
 	}
@@ -118,7 +122,7 @@ func New(name string, events eventstore.Store, reg *codec.Registry, checkpoints 
 // in the same database counts every event exactly once across crashes.
 //
 // When the dead letters live in store (store is a
-// [eventstore.DeadLetterStore], and opts.DeadLetters is nil or store
+// [storekit.DeadLetterStore], and opts.DeadLetters is nil or store
 // itself), an event is parked in the transaction that moves the checkpoint
 // past it, and a dead letter retried with [Consumer.RetryDeadLetter] is
 // resolved in the transaction of its effect: exactly once around failures
@@ -126,7 +130,7 @@ func New(name string, events eventstore.Store, reg *codec.Registry, checkpoints 
 // inside the transaction, after its checkpoint compare-and-set passed, and
 // commit apart from it: when that transaction then fails, the event is
 // handled again, and the dead letter goes when that handling succeeds.
-func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, store eventstore.TxCheckpointStore[Tx], h TxHandler[Tx], opts Options) (*Consumer, error) {
+func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, store storekit.TxCheckpointStore[Tx], h TxHandler[Tx], opts Options) (*Consumer, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: consumer %q: nil handler", eventstore.ErrInvalidArgument, name)
 	}
@@ -134,10 +138,10 @@ func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, st
 	if err != nil {
 		return nil, err
 	}
-	dl, own := store.(eventstore.DeadLetterStore)
+	dl, own := store.(storekit.DeadLetterStore)
 	own = own && (opts.DeadLetters == nil || sameStore(opts.DeadLetters, dl))
 	x := txExecutor[Tx]{c: c, store: store, h: whileLiveTx(h), ownDeadLetters: own}
-	if leases, ok := store.(eventstore.TxLeaseStore[Tx]); ok && c.opts.Leases != nil && sameStore(c.opts.Leases, store) {
+	if leases, ok := store.(storekit.TxLeaseStore[Tx]); ok && c.opts.Leases != nil && sameStore(c.opts.Leases, store) {
 		x.leases, c.leaseInTx = leases, true
 	}
 	c.exec = x
@@ -155,9 +159,9 @@ func sameStore(a, b any) bool {
 	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
-func newConsumer(name string, events eventstore.Store, reg *codec.Registry, checkpoints eventstore.CheckpointStore, opts Options) (*Consumer, error) {
+func newConsumer(name string, events eventstore.Store, reg *codec.Registry, checkpoints storekit.CheckpointStore, opts Options) (*Consumer, error) {
 	if opts.Exclusive && opts.Leases == nil && checkpoints != nil {
-		leases, ok := checkpoints.(eventstore.LeaseStore)
+		leases, ok := checkpoints.(storekit.LeaseStore)
 		if !ok {
 			return nil, &eventstore.InvalidArgumentError{Consumer: name, Index: -1, Field: "lease store",
 				Reason: fmt.Sprintf("Options.Exclusive needs Options.Leases, as the checkpoint store (%T) keeps no leases", checkpoints)}
@@ -177,7 +181,7 @@ func newConsumer(name string, events eventstore.Store, reg *codec.Registry, chec
 			return nil, fmt.Errorf("consumer %q: %w", name, err)
 		}
 	}
-	if dl, ok := checkpoints.(eventstore.DeadLetterStore); ok && opts.DeadLetters == nil {
+	if dl, ok := checkpoints.(storekit.DeadLetterStore); ok && opts.DeadLetters == nil {
 		opts.DeadLetters = dl
 	}
 	return &Consumer{name: name, events: events, reg: reg, checkpoints: checkpoints, opts: opts, log: opts.logger().With(slog.String("consumer", name))}, nil
@@ -214,7 +218,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		if holder == "" {
 			holder = c.sessionHolder()
 		}
-		kept, err := c.session(ctx, holder, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+		kept, err := c.session(ctx, holder, func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
 			_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 				return c.events.Subscribe(ctx, from, c.opts.Filter)
 			}, from, fence, nil)
@@ -271,7 +275,7 @@ var unavailableRetry = backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * 
 // where the other moved it: call it again to go on from there. Run does so
 // by itself.
 func (c *Consumer) CatchUp(ctx context.Context) error {
-	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
 		_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 			return c.events.ReadAll(ctx, from, c.opts.Filter)
 		}, from, fence, nil)
@@ -290,7 +294,7 @@ func (c *Consumer) pause(ctx context.Context) error {
 // uses (see [Consumer.sessionHolder]), claims the checkpoint under its
 // fence, runs work from the checkpoint while the lease is kept, and gives
 // the lease up. kept reports a lease that could not be given up.
-func (c *Consumer) session(ctx context.Context, holder string, work func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) (kept bool, err error) {
+func (c *Consumer) session(ctx context.Context, holder string, work func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error) (kept bool, err error) {
 	if c.opts.Leases == nil {
 		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
 		if err != nil {
@@ -335,7 +339,7 @@ func (c *Consumer) session(ctx context.Context, holder string, work func(ctx con
 // claim reads the checkpoint and saves it unchanged under fence, so that a
 // former holder's later saves fail; a save that lands in between is seen
 // by reading again.
-func (c *Consumer) claim(ctx context.Context, fence eventstore.Fence) (eventstore.Position, error) {
+func (c *Consumer) claim(ctx context.Context, fence storekit.Fence) (eventstore.Position, error) {
 	for {
 		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
 		if err != nil {
@@ -353,13 +357,13 @@ func (c *Consumer) claim(ctx context.Context, fence eventstore.Fence) (eventstor
 	}
 }
 
-// claimed runs Options.OnClaim, if set, for a session that resumes after
+// claimed runs the consumer's onClaim, if set, for a session that resumes after
 // from.
 func (c *Consumer) claimed(ctx context.Context, from eventstore.Position) error {
-	if c.opts.OnClaim == nil {
+	if c.onClaim == nil {
 		return nil
 	}
-	if err := c.guard("OnClaim", nil, func() error { return c.opts.OnClaim(ctx, from) }); err != nil {
+	if err := c.guard("OnClaim", nil, func() error { return c.onClaim(ctx, from) }); err != nil {
 		return fmt.Errorf("consumer %q: on claim: %w", c.name, err)
 	}
 	return nil
@@ -384,7 +388,7 @@ type item struct {
 // consume returns, so that a live subscription waiting for the next commit
 // lets go at once, rather than holding consume (and the session after it)
 // until something is appended.
-func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) iter.Seq2[eventstore.Event, error], from eventstore.Position, fence eventstore.Fence, progress func(int) error) (eventstore.Position, error) {
+func (c *Consumer) consume(ctx context.Context, open func(ctx context.Context) iter.Seq2[eventstore.Event, error], from eventstore.Position, fence storekit.Fence, progress func(int) error) (eventstore.Position, error) {
 	pend, err := c.pendingLetters(ctx, from)
 	if err != nil {
 		return from, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // ErrNoDeadLetterStore is returned by the dead-letter methods of a consumer
@@ -126,7 +127,7 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 		return err
 	}
 	defer release()
-	var fence eventstore.Fence
+	var fence storekit.Fence
 	if lease != nil {
 		fence = lease.Fence
 	}

@@ -10,9 +10,9 @@
 //     and checkpointed only after its last part. Cairn's own records, whose
 //     type names start with codec.ReservedPrefix (a command's recorded
 //     rejection in an aggregate's stream, a saga's step records), decode to
-//     no value: no handler sees them, and they are never dead letters. A
-//     batch consumer ([NewBatch]) gets stored events undecoded, those
-//     included (aggregate.IsRejection tells them).
+//     no value: no handler sees them, and they are never dead letters. (The
+//     batch consumers under a saga runner get stored events undecoded,
+//     those included.)
 //   - The checkpoint advances only after the handler's effect, once per batch
 //     ([Options.BatchSize] events or [Options.MaxBatchDelay], whichever comes
 //     first), so catch-up costs one checkpoint write per batch, not per event.

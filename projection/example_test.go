@@ -20,15 +20,14 @@ type OrderPlaced struct {
 // change in one transaction, so each order counts exactly once.
 func Example() {
 	ctx := context.Background()
-	events := memory.New()
-	defer events.Close()
-	consumers := memory.NewConsumers() // checkpoints, dead letters, leases, read model
+	store := memory.New() // events, and checkpoints, dead letters, leases, read model
+	defer store.Close()
 
 	reg := codec.NewRegistry(codec.Options{})
 	_ = codec.Register[OrderPlaced](reg, "order.placed", 1)
 	for i, total := range []int{30, 12, 58} {
 		e, _ := reg.Encode(OrderPlaced{OrderID: fmt.Sprint("o-", i), Total: total})
-		_, _ = events.Append(ctx, fmt.Sprint("order-", i), eventstore.NoStream, e)
+		_, _ = store.Append(ctx, fmt.Sprint("order-", i), eventstore.NoStream, e)
 	}
 
 	revenue := projection.TypedTx(func(ctx context.Context, tx *memory.Tx, o OrderPlaced, _ codec.Decoded) error {
@@ -39,7 +38,7 @@ func Example() {
 		tx.Put("revenue", []byte(strconv.Itoa(sum+o.Total)))
 		return nil
 	})
-	c, err := projection.NewTx("revenue", events, reg, consumers, revenue, projection.Options{
+	c, err := projection.NewTx("revenue", store, reg, store, revenue, projection.Options{
 		Filter: eventstore.Filter{Types: reg.SourceTypes("order.placed")},
 	})
 	if err != nil {
@@ -51,8 +50,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	v, _ := consumers.Value("revenue")
-	cp, _ := consumers.Checkpoint(ctx, "revenue")
+	v, _ := store.Value("revenue")
+	cp, _ := store.Checkpoint(ctx, "revenue")
 	fmt.Println("revenue:", string(v), "checkpoint:", cp.Position)
 	// Output: revenue: 100 checkpoint: 3:0
 }

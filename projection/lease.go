@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 )
 
@@ -23,11 +24,11 @@ import (
 // txExecutor.inTx).
 type heldLease struct {
 	// Lease names it: name, holder and fence never change.
-	eventstore.Lease
+	storekit.Lease
 	since atomic.Int64 // Unix nanoseconds
 }
 
-func newHeldLease(l eventstore.Lease, since time.Time) *heldLease {
+func newHeldLease(l storekit.Lease, since time.Time) *heldLease {
 	h := &heldLease{Lease: l}
 	h.since.Store(since.UnixNano())
 	return h
@@ -59,9 +60,9 @@ func (h *heldLease) due(ttl time.Duration) bool { return time.Since(h.renewedSin
 func stopBy(since time.Time, ttl time.Duration) time.Time { return since.Add(ttl - ttl/5) }
 
 // MaxHolderLen is the longest [Options.Holder]: the lease stores' limit on
-// a holder ([eventstore.MaxStreamLen] bytes) less the session ID that
+// a holder ([storekit.MaxStreamLen] bytes) less the session ID that
 // every session adds to it (see [Consumer.sessionHolder]).
-const MaxHolderLen = eventstore.MaxStreamLen - len(holderSep) - ulid.EncodedSize
+const MaxHolderLen = storekit.MaxStreamLen - len(holderSep) - ulid.EncodedSize
 
 // holderSep separates the process's holder name from the session's ID.
 const holderSep = "/"
@@ -135,7 +136,7 @@ func (c *Consumer) acquire(ctx context.Context, holder string) (*heldLease, erro
 }
 
 // keep renews the lease every third of its TTL until ctx ends, and cancels
-// ctx with a [*eventstore.LeaseLostError] when it is lost, or when no
+// ctx with a [*storekit.LeaseLostError] when it is lost, or when no
 // renewal succeeded by the lease's stop time. Each renewal has that time
 // as its deadline, so that one that hangs is abandoned while the lease
 // still holds, and the consumer stops before anyone else can take it over.
@@ -196,17 +197,17 @@ func (c *Consumer) until(ctx context.Context, stop time.Time) (context.Context, 
 
 // lost stops the consumer's work: its effects must end before another
 // holder's begin.
-func (c *Consumer) lost(ctx context.Context, cancel context.CancelCauseFunc, l eventstore.Lease, why string) {
+func (c *Consumer) lost(ctx context.Context, cancel context.CancelCauseFunc, l storekit.Lease, why string) {
 	c.stats.setLease(false)
 	c.log.WarnContext(ctx, "projection: lease lost; stopping", slog.String("reason", why), slog.Uint64("fence", uint64(l.Fence)))
-	cancel(&eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence})
+	cancel(&storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence})
 }
 
 // release gives the lease up, so that a waiting process takes over at
 // once rather than after the TTL, and reports whether the store still
 // holds it for l's holder (the release failed, and it was not lost). It
 // runs when ctx may have ended.
-func (c *Consumer) release(ctx context.Context, l eventstore.Lease) (kept bool) {
+func (c *Consumer) release(ctx context.Context, l storekit.Lease) (kept bool) {
 	c.stats.setLease(false)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

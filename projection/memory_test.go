@@ -24,10 +24,10 @@ import (
 // two-process tests need stores that outlive a process, so they skip here.
 func memoryHarness() projectiontest.Harness[*memory.Tx] {
 	return projectiontest.Harness[*memory.Tx]{
-		New: func(t *testing.T) projectiontest.Stores[*memory.Tx] {
+		New: func(t testing.TB) projectiontest.Stores[*memory.Tx] {
 			events := memory.New()
 			t.Cleanup(func() { _ = events.Close() })
-			return projectiontest.Stores[*memory.Tx]{Events: events, Consumers: memory.NewConsumers()}
+			return projectiontest.Stores[*memory.Tx]{Events: events, Consumers: memory.New()}
 		},
 		Add: func(_ context.Context, tx *memory.Tx, key string, delta int64) error {
 			var n int64
@@ -41,7 +41,7 @@ func memoryHarness() projectiontest.Harness[*memory.Tx] {
 			return nil
 		},
 		Get: func(t testing.TB, s projectiontest.Stores[*memory.Tx], key string) int64 {
-			v, ok := s.Consumers.(*memory.Consumers).Value(key)
+			v, ok := s.Consumers.(*memory.Store).Value(key)
 			if !ok {
 				return 0
 			}
@@ -65,13 +65,13 @@ func TestNewRejectsBadSetUp(t *testing.T) {
 	t.Cleanup(func() { _ = events.Close() })
 	reg := projectiontest.Registry(t)
 	noop := func(context.Context, codec.Decoded) error { return nil }
-	_, err := projection.New("", events, reg, memory.NewConsumers(), noop, projection.Options{})
+	_, err := projection.New("", events, reg, memory.New(), noop, projection.Options{})
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
-	_, err = projection.New("p", events, reg, memory.NewConsumers(), nil, projection.Options{})
+	_, err = projection.New("p", events, reg, memory.New(), nil, projection.Options{})
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
-	_, err = projection.New("p", nil, reg, memory.NewConsumers(), noop, projection.Options{})
+	_, err = projection.New("p", nil, reg, memory.New(), noop, projection.Options{})
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
-	_, err = projection.NewTx[*memory.Tx]("p", events, reg, memory.NewConsumers(), nil, projection.Options{})
+	_, err = projection.NewTx[*memory.Tx]("p", events, reg, memory.New(), nil, projection.Options{})
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 }
 
@@ -82,7 +82,7 @@ func TestRunLogsStats(t *testing.T) {
 	t.Cleanup(func() { _ = events.Close() })
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
-	c, err := projection.New("logged", events, projectiontest.Registry(t), memory.NewConsumers(),
+	c, err := projection.New("logged", events, projectiontest.Registry(t), memory.New(),
 		func(context.Context, codec.Decoded) error { return nil },
 		projection.Options{StatsInterval: 10 * time.Millisecond, Logger: logger})
 	require.NoError(t, err)
@@ -96,6 +96,26 @@ func TestRunLogsStats(t *testing.T) {
 	for _, attr := range []string{"consumer=logged", "stats.checkpoint=0:0", "stats.parked=0", "stats.rate=", "stats.time_lag="} {
 		assert.Contains(t, out, attr)
 	}
+}
+
+// TestNoStatsLogKeepsRunQuiet: NoStatsLog turns the periodic stats
+// records off, whatever StatsInterval says.
+func TestNoStatsLogKeepsRunQuiet(t *testing.T) {
+	events := memory.New()
+	t.Cleanup(func() { _ = events.Close() })
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	c, err := projection.New("quiet", events, projectiontest.Registry(t), memory.New(),
+		func(context.Context, codec.Decoded) error { return nil },
+		projection.Options{StatsInterval: time.Millisecond, NoStatsLog: true, Logger: logger})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	time.Sleep(100 * time.Millisecond) // a hundred intervals
+	cancel()
+	require.NoError(t, <-done)
+	assert.NotContains(t, buf.String(), "projection: stats")
 }
 
 type syncBuffer struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/batchconsumer"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -23,7 +24,7 @@ func TestOnClaimRunsOnceTheCheckpointIsHeld(t *testing.T) {
 	ctx := context.Background()
 	events := memory.New()
 	t.Cleanup(func() { _ = events.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	appendOne := func() {
 		_, err := events.Append(ctx, "s-1", eventstore.Any, eventstore.EventData{ID: uuid.New(), Type: "t", SchemaVersion: 1, Data: []byte("{}")})
 		require.NoError(t, err)
@@ -37,17 +38,17 @@ func TestOnClaimRunsOnceTheCheckpointIsHeld(t *testing.T) {
 	var leader []bool
 	var sessions []context.Context
 	fail := error(nil)
-	opts := projection.Options{Leases: consumers, Logger: discard(), StatsInterval: -1,
-		OnClaim: func(ctx context.Context, from eventstore.Position) error {
-			st, err := c.Stats(ctx)
-			require.NoError(t, err)
-			froms, leader, sessions = append(froms, from), append(leader, st.Leader), append(sessions, ctx)
-			return fail
-		}}
-	c, err := projection.NewBatch("claims", events, consumers, func(_ context.Context, evs []eventstore.Event) error {
+	opts := projection.Options{Leases: consumers, Logger: discard(), NoStatsLog: true}
+	onClaim := func(ctx context.Context, from eventstore.Position) error {
+		st, err := c.Stats(ctx)
+		require.NoError(t, err)
+		froms, leader, sessions = append(froms, from), append(leader, st.Leader), append(sessions, ctx)
+		return fail
+	}
+	c, err := batchconsumer.New[*projection.Consumer]("claims", events, consumers, func(_ context.Context, evs []eventstore.Event) error {
 		handled.Add(int64(len(evs)))
 		return nil
-	}, opts)
+	}, onClaim, opts)
 	require.NoError(t, err)
 
 	require.NoError(t, c.CatchUp(ctx))

@@ -1,7 +1,6 @@
 package projection
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +10,9 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // Defaults for the zero [Options].
@@ -23,8 +24,8 @@ const (
 	// MaxBatchSize is the largest Options.BatchSize: a consumer holds a
 	// batch's events in memory, and its channel and buffer are sized by it,
 	// so a huge size would exhaust memory before the first event. It is
-	// [eventstore.MaxAppendEvents], the most events one append writes.
-	MaxBatchSize = eventstore.MaxAppendEvents
+	// [storekit.MaxAppendEvents], the most events one append writes.
+	MaxBatchSize = storekit.MaxAppendEvents
 )
 
 // FailureMode says what a consumer does with an event its handler still
@@ -39,36 +40,24 @@ const (
 	Stop
 )
 
-// Retry is the retry schedule for a failing handler. The zero value makes
-// [DefaultAttempts] attempts, waiting 10ms before the first retry and
-// doubling up to 1s, with jitter.
-type Retry struct {
-	// Attempts is how many times the handler runs on one event before it
-	// is parked (or the consumer stops); zero means [DefaultAttempts], one
-	// means no retry.
-	Attempts int
-	// Initial is the delay before the first retry; zero means 10ms.
-	Initial time.Duration
-	// Max caps the delay; zero means 1s.
-	Max time.Duration
-	// Multiplier grows the delay after each retry; zero means 2.
-	Multiplier float64
-}
-
-func (r Retry) attempts() int {
-	if r.Attempts <= 0 {
+// attempts is how many times a handler runs on one event under opts.
+func (o Options) attempts() int {
+	if o.Retry.Attempts <= 0 {
 		return DefaultAttempts
 	}
-	return r.Attempts
+	return o.Retry.Attempts
 }
 
-func (r Retry) policy() backoff.Policy {
-	return backoff.Policy{Initial: r.Initial, Max: r.Max, Multiplier: r.Multiplier}
+// delay is the wait before the retry after attempt failed.
+func (o Options) delay(attempt int) time.Duration {
+	r := o.Retry
+	return backoff.Policy{Initial: r.Initial, Max: r.Max, Multiplier: r.Multiplier}.Delay(attempt)
 }
 
 // Options configure a [Consumer]. The zero value is the default: every
-// event, batches of [DefaultBatchSize] or [DefaultMaxBatchDelay], the
-// default [Retry], failing events parked, no lease (see Exclusive).
+// event, batches of [DefaultBatchSize] or [DefaultMaxBatchDelay],
+// [DefaultAttempts] runs of a failing handler, failing events parked, no
+// lease (see Exclusive).
 type Options struct {
 	// Filter selects the events to consume, by stored type name and stream
 	// prefix. Filter by stored names: see codec.Registry.SourceTypes.
@@ -80,34 +69,37 @@ type Options struct {
 	// MaxBatchDelay bounds how long an event waits for its batch to fill
 	// before the batch is handled; zero means [DefaultMaxBatchDelay].
 	MaxBatchDelay time.Duration
-	// Retry is the schedule for a failing handler.
-	Retry Retry
+	// Retry is how a failing handler is run again: Retry.Attempts is how
+	// many times it runs on one event before the event is parked (or the
+	// consumer stops); zero means [DefaultAttempts], one means no retry.
+	// The waits between the runs follow the rest of the policy.
+	Retry retry.Policy
 	// OnFailure says what happens once the retries are spent: [Park]
 	// (the default) or [Stop].
 	OnFailure FailureMode
 	// DeadLetters stores parked events; nil means the checkpoint store, when
-	// it is also a [eventstore.DeadLetterStore]. Without one, OnFailure is
+	// it is also a [storekit.DeadLetterStore]. Without one, OnFailure is
 	// [Stop] whatever it says.
-	DeadLetters eventstore.DeadLetterStore
+	DeadLetters storekit.DeadLetterStore
 	// Exclusive makes the consumer hold the lease named after it while it
 	// runs: of several processes, one runs, the others wait. The lease is
 	// kept in Leases, or when that is nil in the checkpoint store, which
-	// must then be an [eventstore.LeaseStore] (all of Cairn's are).
+	// must then be an [storekit.LeaseStore] (all of Cairn's are).
 	// Without a lease, processes that run one consumer each do the work,
 	// and the checkpoint's fence keeps the effects to one.
 	Exclusive bool
 	// Leases keeps the consumer's lease; setting it implies Exclusive.
 	// Set it only to keep leases apart from the checkpoints.
-	Leases eventstore.LeaseStore
+	Leases storekit.LeaseStore
 	// LeaseTTL is how long a lease lasts without renewal, and so how soon
 	// a waiting process takes over from one that died; zero means
-	// [DefaultLeaseTTL]; it must be from eventstore.MinLeaseTTL to
-	// eventstore.MaxLeaseTTL. The holder renews it every third of the TTL; when
+	// [DefaultLeaseTTL]; it must be from storekit.MinLeaseTTL to
+	// storekit.MaxLeaseTTL. The holder renews it every third of the TTL; when
 	// no renewal succeeds (or one hangs) until a fifth of the TTL before
 	// the lease could lapse, it stops handling events, unless it is a
 	// transactional consumer whose lease lives in its store: its
 	// transactions renew the lease when it is due, and only a lost lease
-	// stops it (see [eventstore.TxLeaseStore]). It is also how long a
+	// stops it (see [storekit.TxLeaseStore]). It is also how long a
 	// [Consumer.RetryDeadLetter]'s claim on its dead letter lasts without
 	// renewal, with or without a lease.
 	LeaseTTL time.Duration
@@ -122,24 +114,19 @@ type Options struct {
 	// periodic stats); nil means slog.Default().
 	Logger *slog.Logger
 	// StatsInterval is how often a running consumer logs its [Stats] at
-	// info level; zero means every 30 seconds, negative never.
+	// info level; zero (or less) means every 30 seconds.
 	StatsInterval time.Duration
-	// OnClaim, when set, is called at the start of each session of Run and
-	// CatchUp: once the consumer holds its lease (if any) and has claimed
-	// the checkpoint under the lease's fence, before the first event, with
-	// the position it resumes after. ctx ends with the session. An error
-	// ends the session as a store's would. It lets a component that keeps
-	// state beside the checkpoint (a saga runner's deadline index) read
-	// what a former holder of the lease changed up to that checkpoint.
-	OnClaim func(ctx context.Context, from eventstore.Position) error
+	// NoStatsLog keeps a running consumer from logging its Stats,
+	// whatever StatsInterval says.
+	NoStatsLog bool
 }
 
 // validate checks the options of consumer name where New can still say
 // what is wrong, instead of the first run: the name, the batch size, the
 // filter, and with a lease store the lease's TTL and holder (as every
-// [eventstore.LeaseStore] checks them).
+// [storekit.LeaseStore] checks them).
 func (o Options) validate(name string) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
 	if o.BatchSize > MaxBatchSize {
@@ -167,7 +154,7 @@ func (o Options) validate(name string) error {
 	if o.Holder != "" {
 		holder = o.Holder + holderSep + holder
 	}
-	return eventstore.ValidateLease(name, holder, o.leaseTTL())
+	return storekit.ValidateLease(name, holder, o.leaseTTL())
 }
 
 func (o Options) batchSize() int {

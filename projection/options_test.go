@@ -14,7 +14,8 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
@@ -28,7 +29,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	reg := projectiontest.Registry(t)
 	noop := func(context.Context, codec.Decoded) error { return nil }
 	noopTx := func(context.Context, *memory.Tx, codec.Decoded) error { return nil }
-	leases := memory.NewConsumers()
+	leases := memory.New()
 	for _, c := range []struct {
 		what  string
 		opts  projection.Options
@@ -45,27 +46,27 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{"invalid UTF-8 holder", projection.Options{Leases: leases, Holder: "h\xff"}, "lease holder"},
 		{"holder leaving no room for a session ID", projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen+1)}, "lease holder"},
 	} {
-		_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, c.opts)
-		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "New: "+c.what).Consumer)
-		_, err = projection.NewTx("p", events, reg, memory.NewConsumers(), noopTx, c.opts)
-		assert.Equal(t, "p", storetest.RequireInvalid(t, err, c.field, "NewTx: "+c.what).Consumer)
+		_, err := projection.New("p", events, reg, memory.New(), noop, c.opts)
+		assert.Equal(t, "p", check.Invalid(t, err, c.field, "New: "+c.what).Consumer)
+		_, err = projection.NewTx("p", events, reg, memory.New(), noopTx, c.opts)
+		assert.Equal(t, "p", check.Invalid(t, err, c.field, "NewTx: "+c.what).Consumer)
 	}
-	_, err := projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{BatchSize: projection.MaxBatchSize})
+	_, err := projection.New("p", events, reg, memory.New(), noop, projection.Options{BatchSize: projection.MaxBatchSize})
 	require.NoError(t, err, "the largest batch size is allowed")
-	_, err = projection.New("p", events, reg, memory.NewConsumers(), noop, projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen)})
+	_, err = projection.New("p", events, reg, memory.New(), noop, projection.Options{Leases: leases, Holder: strings.Repeat("h", projection.MaxHolderLen)})
 	require.NoError(t, err, "the longest holder is allowed")
 }
 
 // refusingLeases is a lease store that refuses every request as invalid,
 // as a store does with a request its contract does not allow.
 type refusingLeases struct {
-	eventstore.LeaseStore
+	storekit.LeaseStore
 	calls atomic.Int64
 }
 
-func (l *refusingLeases) AcquireLease(context.Context, string, string, time.Duration) (eventstore.Lease, bool, error) {
+func (l *refusingLeases) AcquireLease(context.Context, string, string, time.Duration) (storekit.Lease, bool, error) {
 	l.calls.Add(1)
-	return eventstore.Lease{}, false, &eventstore.InvalidArgumentError{Consumer: "p", Index: -1, Field: "lease holder", Reason: "is refused"}
+	return storekit.Lease{}, false, &eventstore.InvalidArgumentError{Consumer: "p", Index: -1, Field: "lease holder", Reason: "is refused"}
 }
 
 // TestAcquireReturnsInvalidArgument: a lease request the store refuses as
@@ -74,7 +75,7 @@ func TestAcquireReturnsInvalidArgument(t *testing.T) {
 	events := memory.New()
 	t.Cleanup(func() { _ = events.Close() })
 	leases := &refusingLeases{}
-	c, err := projection.New("p", events, projectiontest.Registry(t), memory.NewConsumers(),
+	c, err := projection.New("p", events, projectiontest.Registry(t), memory.New(),
 		func(context.Context, codec.Decoded) error { return nil },
 		projection.Options{Leases: leases, LeaseTTL: 5 * time.Millisecond, Logger: discard()})
 	require.NoError(t, err)
@@ -96,7 +97,7 @@ func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
 	t.Cleanup(func() { _ = events.Close() })
 	reg := projectiontest.Registry(t)
 	noop := func(context.Context, codec.Decoded) error { return nil }
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	_, held, err := consumers.AcquireLease(context.Background(), "p", "another process", time.Minute)
 	require.NoError(t, err)
 	require.True(t, held)
@@ -112,8 +113,8 @@ func TestExclusiveKeepsTheLeaseInTheCheckpointStore(t *testing.T) {
 	require.ErrorIs(t, exclusive.CatchUp(ctx), context.DeadlineExceeded, "an exclusive consumer waits for the lease another process holds")
 
 	// A checkpoint store that keeps no leases.
-	_, err = projection.New("p", events, reg, struct{ eventstore.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
-	assert.Equal(t, "p", storetest.RequireInvalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
+	_, err = projection.New("p", events, reg, struct{ storekit.CheckpointStore }{consumers}, noop, projection.Options{Exclusive: true})
+	assert.Equal(t, "p", check.Invalid(t, err, "lease store", "Exclusive without a lease store").Consumer)
 }
 
 // TestProcessHolder: the process's name in a session's lease holder is

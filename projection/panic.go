@@ -13,7 +13,7 @@ import (
 var ErrPanicked = errors.New("projection: panic in user code")
 
 // PanicError reports a panic in user code that a consumer called (a
-// handler, a batch handler, [Options.OnClaim], a rebuild's Reset or
+// handler, a saga runner's batch handler or claim hook, a rebuild's Reset or
 // Progress), recovered so that one bad event cannot take the process down
 // at every restart, as a bus recovers an aggregate's. A handler's panic is
 // a failure like an error: it is retried, then parked (its dead letter's

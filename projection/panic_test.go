@@ -12,8 +12,10 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/batchconsumer"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // TestBatchHandlerPanicsAreRetried: a batch handler's panic (a saga
@@ -26,13 +28,13 @@ func TestBatchHandlerPanicsAreRetried(t *testing.T) {
 	appendN(t, store, "a-1", 3)
 	var calls, left atomic.Int32
 	left.Store(2)
-	c, err := projection.NewBatch("batch-panics", store, memory.NewConsumers(), func(_ context.Context, evs []eventstore.Event) error {
+	c, err := batchconsumer.New[*projection.Consumer]("batch-panics", store, memory.New(), func(_ context.Context, evs []eventstore.Event) error {
 		calls.Add(1)
 		if left.Add(-1) >= 0 {
 			panic("batch handler bug")
 		}
 		return nil
-	}, projection.Options{Retry: projection.Retry{Attempts: 3, Initial: time.Millisecond}, Logger: discard()})
+	}, nil, projection.Options{Retry: retry.Policy{Attempts: 3, Initial: time.Millisecond}, Logger: discard()})
 	require.NoError(t, err)
 	require.NoError(t, c.CatchUp(context.Background()), "two panics, then the third attempt succeeds")
 	assert.EqualValues(t, 3, calls.Load())
@@ -57,23 +59,29 @@ func TestCallbackPanicsAreErrors(t *testing.T) {
 	noop := func(context.Context, codec.Decoded) error { return nil }
 	reg := projectiontest.Registry(t)
 	ctx := context.Background()
+	opts := projection.Options{Logger: discard()}
+	plain := func() (*projection.Consumer, error) {
+		return projection.New("callbacks", store, reg, memory.New(), noop, opts)
+	}
 	for _, tc := range []struct {
 		what string
 		run  func(c *projection.Consumer) error
-		opts projection.Options
+		make func() (*projection.Consumer, error)
 	}{
-		{"OnClaim", func(c *projection.Consumer) error { return c.CatchUp(ctx) },
-			projection.Options{OnClaim: func(context.Context, eventstore.Position) error { panic("claim bug") }}},
+		{"OnClaim", func(c *projection.Consumer) error { return c.CatchUp(ctx) }, func() (*projection.Consumer, error) {
+			return batchconsumer.New[*projection.Consumer]("callbacks", store, memory.New(),
+				func(context.Context, []eventstore.Event) error { return nil },
+				func(context.Context, eventstore.Position) error { panic("claim bug") }, opts)
+		}},
 		{"Reset", func(c *projection.Consumer) error {
 			return c.Rebuild(ctx, projection.RebuildOptions{Reset: func(context.Context) error { panic("reset bug") }})
-		}, projection.Options{}},
+		}, plain},
 		{"Progress", func(c *projection.Consumer) error {
 			return c.Rebuild(ctx, projection.RebuildOptions{Progress: func(projection.Progress) { panic("progress bug") }})
-		}, projection.Options{}},
+		}, plain},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
-			tc.opts.Logger = discard()
-			c, err := projection.New("callbacks", store, reg, memory.NewConsumers(), noop, tc.opts)
+			c, err := tc.make()
 			require.NoError(t, err)
 			err = tc.run(c)
 			var perr *projection.PanicError

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore/postgres"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
 
@@ -48,7 +48,7 @@ func TestPostgresProjections(t *testing.T) {
 		return projectiontest.Stores[pgx.Tx]{Events: s, Consumers: s}
 	}
 	projectiontest.Run(t, projectiontest.Harness[pgx.Tx]{
-		New: func(t *testing.T) projectiontest.Stores[pgx.Tx] {
+		New: func(t testing.TB) projectiontest.Stores[pgx.Tx] {
 			return open(t, server.NewSchema("proj"), true)
 		},
 		Open: func(t testing.TB, dir string) projectiontest.Stores[pgx.Tx] {

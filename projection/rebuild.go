@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // Progress is reported during a [Consumer.Rebuild], after every batch.
@@ -45,7 +46,7 @@ type RebuildOptions struct {
 // on from there. It takes the lease as Run does, so a running instance of
 // the same consumer elsewhere waits (or makes Rebuild wait).
 func (c *Consumer) Rebuild(ctx context.Context, opts RebuildOptions) error {
-	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
 		if opts.Reset != nil {
 			if err := c.guard("Reset", nil, func() error { return opts.Reset(ctx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
@@ -69,7 +70,7 @@ func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.
 		return fmt.Errorf("%w: consumer %q is not a transactional consumer with transactions of type %T",
 			eventstore.ErrInvalidArgument, c.name, tx)
 	}
-	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
 		if opts.Reset != nil {
 			if err := c.guard("Reset", nil, func() error { return opts.Reset(ctx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
@@ -85,8 +86,8 @@ func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.
 }
 
 // rebuild runs a rebuild whose reset and checkpoint move is moveBack.
-func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error) error {
-	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence eventstore.Fence) error {
+func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error) error {
+	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
 		var total uint64
 		if opts.Count {
 			for _, err := range c.events.ReadAll(ctx, opts.From, c.opts.Filter) {

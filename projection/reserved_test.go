@@ -57,20 +57,20 @@ func TestCairnsOwnRecordsReachNoHandlerAndAreNeverDeadLetters(t *testing.T) {
 	all := func(_ context.Context, d codec.Decoded) error { record(d.Value); return nil }
 	typed := projection.Typed(func(_ context.Context, v shipped, _ codec.Decoded) error { record(v); return nil })
 	tx := func(_ context.Context, _ *memory.Tx, d codec.Decoded) error { record(d.Value); return nil }
-	for name, newConsumer := range map[string]func(consumers *memory.Consumers) (*projection.Consumer, error){
-		"Plain": func(c *memory.Consumers) (*projection.Consumer, error) {
+	for name, newConsumer := range map[string]func(consumers *memory.Store) (*projection.Consumer, error){
+		"Plain": func(c *memory.Store) (*projection.Consumer, error) {
 			return projection.New("plain", store, reg, c, all, projection.Options{DeadLetters: c, Logger: discard()})
 		},
-		"Typed": func(c *memory.Consumers) (*projection.Consumer, error) {
+		"Typed": func(c *memory.Store) (*projection.Consumer, error) {
 			return projection.New("typed", store, reg, c, typed, projection.Options{DeadLetters: c, Logger: discard()})
 		},
-		"Tx": func(c *memory.Consumers) (*projection.Consumer, error) {
+		"Tx": func(c *memory.Store) (*projection.Consumer, error) {
 			return projection.NewTx[*memory.Tx]("tx", store, reg, c, tx, projection.Options{DeadLetters: c, Logger: discard()})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			seen = nil
-			consumers := memory.NewConsumers()
+			consumers := memory.New()
 			c, err := newConsumer(consumers)
 			require.NoError(t, err)
 			require.NoError(t, c.CatchUp(ctx))

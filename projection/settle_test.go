@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/batchconsumer"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -25,13 +26,13 @@ func TestSettleWaitsForTheWholeCascade(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	quiet := projection.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 
 	const depth = 20
 	echo := quiet
 	echo.Filter = eventstore.Filter{Types: []string{"ping"}}
-	echoes, err := projection.NewBatch("echo", store, consumers, func(ctx context.Context, evs []eventstore.Event) error {
+	echoes, err := batchconsumer.New[*projection.Consumer]("echo", store, consumers, func(ctx context.Context, evs []eventstore.Event) error {
 		for _, ev := range evs {
 			if ev.Version+1 >= depth {
 				continue
@@ -43,15 +44,15 @@ func TestSettleWaitsForTheWholeCascade(t *testing.T) {
 			}
 		}
 		return nil
-	}, echo)
+	}, nil, echo)
 	require.NoError(t, err)
 	var counted atomic.Int64
 	count := quiet
 	count.Filter = eventstore.Filter{Types: []string{"ping"}}
-	counter, err := projection.NewBatch("count", store, consumers, func(_ context.Context, evs []eventstore.Event) error {
+	counter, err := batchconsumer.New[*projection.Consumer]("count", store, consumers, func(_ context.Context, evs []eventstore.Event) error {
 		counted.Add(int64(len(evs)))
 		return nil
-	}, count)
+	}, nil, count)
 	require.NoError(t, err)
 	done := make(chan error, 2)
 	for _, c := range []*projection.Consumer{echoes, counter} {

@@ -46,7 +46,7 @@ func sqliteHarness() projectiontest.Harness[*sql.Tx] {
 		return projectiontest.Stores[*sql.Tx]{Events: s, Consumers: s}
 	}
 	return projectiontest.Harness[*sql.Tx]{
-		New:  func(t *testing.T) projectiontest.Stores[*sql.Tx] { return open(t, t.TempDir()) },
+		New:  func(t testing.TB) projectiontest.Stores[*sql.Tx] { return open(t, t.TempDir()) },
 		Open: open,
 		Add: func(ctx context.Context, tx *sql.Tx, key string, delta int64) error {
 			_, err := tx.ExecContext(ctx, `INSERT INTO counters (key, n) VALUES (?, ?)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 )
 
@@ -79,7 +80,7 @@ type recorder struct {
 	rate         float64
 	leader       bool
 	// moved wakes WaitFor when this process moves the checkpoint.
-	moved eventstore.Notifier
+	moved storekit.Notifier
 }
 
 func (r *recorder) resetPending() {
@@ -173,11 +174,11 @@ func (c *Consumer) Stats(ctx context.Context) (Stats, error) {
 // logStats logs the consumer's Stats at info level every interval until
 // ctx ends.
 func (c *Consumer) logStats(ctx context.Context) {
-	every := c.opts.StatsInterval
-	if every < 0 {
+	if c.opts.NoStatsLog {
 		return
 	}
-	if every == 0 {
+	every := c.opts.StatsInterval
+	if every <= 0 {
 		every = 30 * time.Second
 	}
 	for backoff.Wait(ctx, every) == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
@@ -21,19 +22,19 @@ import (
 // first saves, as a SQLite file is while another process holds its lock
 // past the busy timeout, then fails once for good if told to.
 type unavailableCheckpoints struct {
-	*memory.Consumers
+	*memory.Store
 	unavailable atomic.Int64
 	broken      atomic.Bool
 }
 
-func (s *unavailableCheckpoints) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+func (s *unavailableCheckpoints) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if s.unavailable.Add(-1) >= 0 {
 		return fmt.Errorf("save checkpoint %q: %w", name, eventstore.ErrUnavailable)
 	}
 	if s.broken.Load() {
 		return fmt.Errorf("save checkpoint %q: the disk is gone", name)
 	}
-	return s.Consumers.SaveCheckpoint(ctx, name, expected, next, fence)
+	return s.Store.SaveCheckpoint(ctx, name, expected, next, fence)
 }
 
 // TestRunStartsOverWhileTheStoreIsUnavailable: a store error that matches
@@ -54,7 +55,7 @@ func TestRunStartsOverWhileTheStoreIsUnavailable(t *testing.T) {
 		require.NoError(t, err)
 		last = res.Position
 	}
-	checkpoints := &unavailableCheckpoints{Consumers: memory.NewConsumers()}
+	checkpoints := &unavailableCheckpoints{Store: memory.New()}
 	checkpoints.unavailable.Store(3)
 	var handled atomic.Int64
 	c, err := projection.New("p", events, projectiontest.Registry(t), checkpoints,

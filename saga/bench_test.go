@@ -17,7 +17,8 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -51,8 +52,8 @@ type benchStore struct {
 }
 
 type sagaConsumers interface {
-	eventstore.CheckpointStore
-	eventstore.DeadLetterStore
+	storekit.CheckpointStore
+	storekit.DeadLetterStore
 }
 
 func openBenchStore(b *testing.B, kind string) benchStore {

@@ -7,17 +7,18 @@ import (
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // MaxStepSize is the budget of one step record, in bytes of data and
 // metadata: three quarters of the store's limit on an event
-// ([eventstore.MaxEventSize]), so that the record that parks a message
+// ([storekit.MaxEventSize]), so that the record that parks a message
 // (the last record, and a reference to that message) always fits. Stored
 // events are kept by reference, so what counts is the state, the
 // commands a step sends, the deliveries held and the rejection reasons:
 // a handled step over the budget parks its message; an early delivery
 // that would take a record over it is refused (see [Runner.Deliver]).
-const MaxStepSize = eventstore.MaxEventSize / 4 * 3
+const MaxStepSize = storekit.MaxEventSize / 4 * 3
 
 // maxReasonLen bounds the text of a rejection or a failure that a record
 // keeps, and maxHeldReasonLen that of a rejection held behind a parked
@@ -29,7 +30,7 @@ const (
 
 // parkLimit bounds a record that parks a message: the last record (within
 // MaxStepSize) and the parked message, within the store's limit.
-const parkLimit = eventstore.MaxEventSize - 4<<10
+const parkLimit = storekit.MaxEventSize - 4<<10
 
 // encode encodes rec, the step of msg at version of instance in, checking
 // it against [MaxStepSize] first. A handled delivery's payload, kept only

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/flowtest"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/flowtest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -27,8 +27,8 @@ const (
 // TestCrashSQLite and TestCrashPostgres run the reservation flow in a
 // child process that is SIGKILLed at random moments 50 times, then once
 // more to the end: every order must end as its inputs dictate, with every
-// command applied exactly once (internal/flowtest.Check). The crash matrix
-// (internal/crashmatrix) kills at named points instead.
+// command applied exactly once (internal/testrig/flowtest.Check). The crash matrix
+// (internal/testrig/crashmatrix) kills at named points instead.
 func TestCrashSQLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes; skipped in -short mode")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // A stored event that cannot reach its instance (it does not decode, its
@@ -25,7 +26,7 @@ var ErrNoDeadLetters = errors.New("saga: the runner has no dead letter store")
 
 // DeadLetters yields the runner's dead letters: those of its events
 // consumers (the events that reach no instance are parked under
-// [Runner.EventsConsumer]), then those of its outboxes, each consumer's
+// "saga:<type>", see [Runner.Consumers]), then those of its outboxes, each consumer's
 // oldest first.
 func (r *Runner[S]) DeadLetters(ctx context.Context) iter.Seq2[eventstore.DeadLetter, error] {
 	return func(yield func(eventstore.DeadLetter, error) bool) {
@@ -50,10 +51,10 @@ func (r *Runner[S]) DeadLetters(ctx context.Context) iter.Seq2[eventstore.DeadLe
 // deadLetterConsumers returns the names of the consumers whose dead
 // letters are the runner's.
 func (r *Runner[S]) deadLetterConsumers() []string {
-	names := []string{r.EventsConsumer()}
+	names := []string{r.unroutedName()}
 	for k := range r.segments {
 		events, _ := r.segmentNames(k)
-		if events != r.EventsConsumer() {
+		if events != r.unroutedName() {
 			names = append(names, events)
 		}
 	}
@@ -70,7 +71,7 @@ func (r *Runner[S]) deadLetterConsumers() []string {
 // instance, it stays, its attempts counted and its error updated, and the
 // error is returned. A dead letter that changed since it was read (retried
 // or skipped by another operator, parked again) is an
-// [*eventstore.DeadLetterChangedError], and nothing is done.
+// [*storekit.DeadLetterChangedError], and nothing is done.
 //
 // Hand back an instance's dead letters oldest first: its events were
 // parked in their order, and the instance takes each stream's events in
@@ -98,7 +99,7 @@ func (r *Runner[S]) RetryDeadLetter(ctx context.Context, d eventstore.DeadLetter
 // SkipDeadLetter deletes dead letter d (as [Runner.DeadLetters] yielded
 // it) without handing it back: its event never reaches its instance, its
 // record's commands are not sent again. A dead letter that changed since
-// it was read is an [*eventstore.DeadLetterChangedError], and nothing is
+// it was read is an [*storekit.DeadLetterChangedError], and nothing is
 // done.
 func (r *Runner[S]) SkipDeadLetter(ctx context.Context, d eventstore.DeadLetter) error {
 	now, err := r.currentDeadLetter(ctx, d)
@@ -127,14 +128,14 @@ func (r *Runner[S]) currentDeadLetter(ctx context.Context, d eventstore.DeadLett
 	}
 	now, err := r.deadLetters.DeadLetter(ctx, d.Consumer, d.ID)
 	if errors.Is(err, eventstore.ErrDeadLetterNotFound) {
-		return eventstore.DeadLetter{}, &eventstore.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
+		return eventstore.DeadLetter{}, &storekit.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
 			Version: d.Event.Version, Part: d.Part, Generation: d.Generation}
 	}
 	if err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if now.Generation != d.Generation {
-		return eventstore.DeadLetter{}, &eventstore.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
+		return eventstore.DeadLetter{}, &storekit.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: d.Event.StreamID,
 			Version: d.Event.Version, Part: d.Part, Generation: d.Generation, Actual: now.Generation}
 	}
 	return now, nil

@@ -2,14 +2,11 @@ package saga
 
 import (
 	"container/heap"
-	"context"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/failpoint"
 )
 
 // timers is a runner's index of pending deadlines: per instance, the
@@ -169,9 +166,6 @@ func (t *timers) covered(k int, from eventstore.Position) bool {
 	return t.active[k] && t.complete[k] != nil && !t.complete[k].Before(from)
 }
 
-// plan returns where a scan of the saga's records must start for the
-// index of every active segment to be complete after it (the lowest
-// position one is complete to; the start of the log when one is not known
 // whole reports whether the index of every active segment is known to be
 // whole up to some position (see cover); true when none is active.
 func (t *timers) whole() bool {
@@ -185,6 +179,9 @@ func (t *timers) whole() bool {
 	return true
 }
 
+// plan returns where a scan of the saga's records must start for the
+// index of every active segment to be complete after it (the lowest
+// position one is complete to; the start of the log when one is not known
 // to be complete), and the active segments with their epochs, for cover.
 func (t *timers) plan() (start eventstore.Position, epochs map[int]uint64) {
 	t.mu.Lock()
@@ -340,44 +337,4 @@ func (h *dueHeap) Pop() any {
 	*h = old[:len(old)-1]
 	e.index = -1
 	return e
-}
-
-// FireDue fires every deadline due at the runner's clock's now, each as a
-// step of its instance, and returns how many fired (a deadline cancelled
-// or rescheduled in the meantime does not fire, and is not counted). Run
-// calls it when the earliest deadline is due; tests that move a fake clock,
-// and processes that fire deadlines without Run, call it themselves. It
-// first loads the pending deadlines of the segments whose index is not
-// whole (see [Runner.LoadDeadlines]), so that none pending at a restart,
-// or after a Run that gave segments up, is missed.
-func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
-	if err := r.loadDeadlines(ctx); err != nil {
-		return 0, err
-	}
-	fired := 0
-	due := r.timers.popDue(r.e.now())
-	for i, d := range due {
-		out, err := r.e.process(ctx, d.instance, &message{in: envelope{Deadline: d.id}})
-		hit(failpoint.DeadlineAfterFire)
-		if err != nil && instanceProblem(err) && ctx.Err() == nil {
-			// This instance cannot take its deadline (a record of its stream
-			// cannot be read, or the store refuses its step): it waits in the
-			// instance's record, which the index reads again when the
-			// instance moves on; the other deadlines fire.
-			r.e.stats.parked.Add(1)
-			r.e.log.WarnContext(ctx, "saga: a deadline cannot reach its instance; the other deadlines go on", slog.String("saga", r.e.t.name),
-				slog.String("instance", d.instance), slog.String("deadline", d.id), slog.Any("error", err))
-			continue
-		}
-		if err != nil {
-			for _, d := range due[i:] {
-				r.timers.again(d) // they fire at the next call: this one, and those not tried yet
-			}
-			return fired, err
-		}
-		if out == handled || out == parkedOut {
-			fired++
-		}
-	}
-	return fired, nil
 }

@@ -29,7 +29,7 @@ func (s *failingStore) Append(ctx context.Context, stream string, expected event
 	return s.Store.Append(ctx, stream, expected, events...)
 }
 
-// Found by the saga simulation (internal/sim): FireDue takes every due
+// Found by the saga simulation (internal/testrig/sim): FireDue takes every due
 // deadline out of the index, and when one fails to fire it puts back that
 // one only: the others never fire until the process restarts.
 func TestAFailedFiringLosesNoOtherDueDeadline(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -32,7 +33,7 @@ type edgeLatestStore struct {
 }
 
 func (s *edgeLatestStore) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
-	prepared, err := eventstore.PrepareAppend(ctx, stream, events)
+	prepared, err := storekit.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -40,7 +41,7 @@ func (s *edgeLatestStore) Append(ctx context.Context, stream string, expected ev
 	defer s.mu.Unlock()
 	cur, exists := s.latest[stream]
 	if !expected.Matches(cur.Version, exists) {
-		return eventstore.AppendResult{}, &eventstore.WrongVersionError{Stream: stream, Expected: expected, Actual: eventstore.StreamState(cur.Version, exists)}
+		return eventstore.AppendResult{}, &eventstore.WrongVersionError{Stream: stream, Expected: expected, Actual: storekit.StreamState(cur.Version, exists)}
 	}
 	next := uint64(0)
 	if exists {

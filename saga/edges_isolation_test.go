@@ -120,7 +120,7 @@ func edgeDeadLettered(t *testing.T, g *edgeRig, r *saga.Runner[edgeState], ev ev
 	t.Helper()
 	ctx := edgeContext(t)
 	var found []eventstore.DeadLetter
-	for dl, err := range g.cps.DeadLetters(ctx, r.EventsConsumer()) {
+	for dl, err := range g.cps.DeadLetters(ctx, eventsConsumer(r)) {
 		require.NoError(t, err)
 		found = append(found, dl)
 	}

@@ -304,7 +304,7 @@ func testEdge06ConcurrentOperatorsDoNotLoseTheNextParkedMessage(t *testing.T, st
 			}})
 			first := g.runner(t, nil, saga.RunnerOptions{})
 			racing := newEdgeStore(g.store)
-			second := g.runner(t, racing, saga.RunnerOptions{CacheSize: -1})
+			second := g.runner(t, racing, saga.RunnerOptions{NoCache: true})
 			require.Equal(t, saga.Handled, edgeDeliver(t, first, "s", 0, edgeEvent{ID: "1", Text: "start"}))
 			require.Equal(t, saga.Parked, edgeDeliver(t, first, "s", 1, edgeEvent{ID: "1", Text: "P"}))
 			require.Equal(t, saga.Held, edgeDeliver(t, first, "s", 2, edgeEvent{ID: "1", Text: "Q"}))

@@ -23,7 +23,6 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 	"github.com/cairn-es/cairn/upcast"
@@ -161,10 +160,10 @@ func newEdgeRig(t *testing.T, st edgeStores, hooks edgeHooks) *edgeRig {
 type edgeStores = sagatest.Factory
 
 // edgeOnMemory is the memory store and consumer store.
-func edgeOnMemory(t *testing.T) sagatest.Stores {
+func edgeOnMemory(t testing.TB) sagatest.Stores {
 	s := memory.New()
 	t.Cleanup(func() { _ = s.Close() })
-	return sagatest.Stores{Events: s, Consumers: memory.NewConsumers()}
+	return sagatest.Stores{Events: s, Consumers: memory.New()}
 }
 
 // sibling returns other code on g's store, checkpoints and clock. Without
@@ -269,11 +268,11 @@ func (g *edgeRig) runner(t *testing.T, store eventstore.Store, opts saga.RunnerO
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	if opts.Attempts == 0 {
-		opts.Attempts = 1
+	if opts.Retry.Initial == 0 && opts.Retry.Max == 0 {
+		opts.Retry.Initial, opts.Retry.Max = time.Microsecond, time.Microsecond
 	}
-	if opts.Retry == (backoff.Policy{}) {
-		opts.Retry = backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}
+	if opts.Retry.Attempts == 0 {
+		opts.Retry.Attempts = 1
 	}
 	r, err := saga.NewRunner(g.typ, store, g.bus, opts)
 	require.NoError(t, err)

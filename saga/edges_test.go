@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
 
@@ -76,7 +76,7 @@ func runEdges(t *testing.T, st edgeStores) {
 func TestEdgesOnMemory(t *testing.T) { runEdges(t, edgeOnMemory) }
 
 func TestEdgesOnSQLite(t *testing.T) {
-	runEdges(t, func(t *testing.T) sagatest.Stores {
+	runEdges(t, func(t testing.TB) sagatest.Stores {
 		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "events.db"), sqlite.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -86,7 +86,7 @@ func TestEdgesOnSQLite(t *testing.T) {
 
 func TestEdgesOnPostgres(t *testing.T) {
 	server := pgtest.ForTest(t, pgtest.Options{})
-	runEdges(t, func(t *testing.T) sagatest.Stores {
+	runEdges(t, func(t testing.TB) sagatest.Stores {
 		s, err := postgres.Open(context.Background(), server.URL, postgres.Options{Schema: server.TempSchema(t, "edge")})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

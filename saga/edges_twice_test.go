@@ -89,10 +89,10 @@ func testEdge10InvalidUTF8SourceIsNotHandledTwice(t *testing.T, st edgeStores) {
 	g := newEdgeRig(t, st, edgeHooks{})
 	const source = "\xffbroker"
 	d := saga.Delivery{Source: source, Sequence: 0, Event: edgeEvent{ID: "1", Text: "once"}}
-	out1, err1 := g.runner(t, nil, saga.RunnerOptions{CacheSize: -1}).Deliver(ctx, d)
+	out1, err1 := g.runner(t, nil, saga.RunnerOptions{NoCache: true}).Deliver(ctx, d)
 	// A fresh runner (another process, or this one after a restart) gets
 	// the redelivery.
-	r := g.runner(t, nil, saga.RunnerOptions{CacheSize: -1})
+	r := g.runner(t, nil, saga.RunnerOptions{NoCache: true})
 	out2, err2 := r.Deliver(ctx, d)
 	t.Logf("first delivery: %s, %v; redelivery: %s, %v", out1, err1, out2, err2)
 

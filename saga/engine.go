@@ -35,7 +35,7 @@ type engine[S any] struct {
 	// append finds that another process stepped the instance.
 	cache *lru.Cache[*instance[S]]
 	// events reads the stored events that records refer to; nil means the
-	// store ([Replay] reads them from the history it is given).
+	// store (a replay reads them from the history it is given).
 	events func(ctx context.Context, stream string, version uint64) (eventstore.Event, bool, error)
 }
 

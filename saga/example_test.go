@@ -212,9 +212,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	// The memory store keeps events only; the runner's checkpoints live
-	// beside them (SQLite and PostgreSQL stores keep both).
-	runner, err := saga.NewRunner(stay, store, bus, saga.RunnerOptions{Checkpoints: memory.NewConsumers()})
+	// The store keeps the runner's checkpoints beside the events.
+	runner, err := saga.NewRunner(stay, store, bus, saga.RunnerOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -23,3 +23,9 @@ func (r *Runner[S]) SendRecords(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// SendStored is the outbox step that harnesses reach through
+// internal/sagaharness, for tests that play the outbox by hand.
+func (r *Runner[S]) SendStored(ctx context.Context, ev eventstore.Event) error {
+	return r.sendStored(ctx, ev)
+}

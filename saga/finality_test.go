@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -93,7 +93,7 @@ func TestARejectionStaysFinalAcrossTwoOutboxes(t *testing.T) {
 		return b
 	}
 	newRunner := func(b *command.Bus) *saga.Runner[Sale] {
-		r, err := saga.NewRunner(sale, store, b, saga.RunnerOptions{Attempts: 2, Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}, Logger: testLogger(t)})
+		r, err := saga.NewRunner(sale, store, b, saga.RunnerOptions{Retry: retry.Policy{Attempts: 2, Initial: time.Microsecond, Max: time.Microsecond}, Logger: testLogger(t)})
 		require.NoError(t, err)
 		return r
 	}

@@ -109,12 +109,12 @@ func (r *Runner[S]) Gaps() []Gap { return r.stuck.gaps() }
 // watchGaps warns, once each, about the gaps open longer than the gap
 // alert, checking a few times per alert period, until ctx ends.
 func (r *Runner[S]) watchGaps(ctx context.Context) error {
-	alert := r.opts.GapAlert
-	if alert == 0 {
-		alert = DefaultGapAlert
-	}
-	if alert < 0 {
+	if r.opts.NoGapAlert {
 		return nil
+	}
+	alert := r.opts.GapAlert
+	if alert <= 0 {
+		alert = DefaultGapAlert
 	}
 	for {
 		select {

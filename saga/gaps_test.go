@@ -48,7 +48,7 @@ func TestAGapIsListedWarnedAboutOnceAndReleased(t *testing.T) {
 	f := newFixture(t)
 	logs := &warnings{}
 	r, err := saga.NewRunner(saleType(t, testRegistry(t)), f.store, nil, saga.RunnerOptions{
-		Clock: f.clock, Logger: slog.New(logs), GapAlert: 5 * time.Minute, Checkpoints: memory.NewConsumers()})
+		Clock: f.clock, Logger: slog.New(logs), GapAlert: 5 * time.Minute, Checkpoints: memory.New()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -94,6 +94,34 @@ func TestAGapIsListedWarnedAboutOnceAndReleased(t *testing.T) {
 	assert.Equal(t, []string{"a", "c", "d"}, x.State.Seen)
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestNoGapAlertKeepsRunQuietAboutGaps: NoGapAlert turns the gap warnings
+// off, whatever GapAlert says; the gap is still listed.
+func TestNoGapAlertKeepsRunQuietAboutGaps(t *testing.T) {
+	f := newFixture(t)
+	logs := &warnings{}
+	r, err := saga.NewRunner(saleType(t, testRegistry(t)), f.store, nil, saga.RunnerOptions{
+		Clock: f.clock, Logger: slog.New(logs), GapAlert: time.Minute, NoGapAlert: true, Checkpoints: memory.New()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, seq := range []uint64{0, 2} {
+		_, err := r.Deliver(ctx, saga.Delivery{Source: "notes", Sequence: seq, Event: Note{OrderID: "1", Text: "x"}})
+		require.NoError(t, err)
+	}
+	require.Len(t, r.Gaps(), 1)
+
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	for range 50 {
+		f.clock.Advance(time.Minute)
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	assert.Empty(t, logs.about("1"), "no warning with NoGapAlert")
+	assert.Len(t, r.Gaps(), 1, "the gap is still listed")
 }
 
 func TestAGapFillsByItself(t *testing.T) {

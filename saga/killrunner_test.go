@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/pgtest"
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
@@ -89,7 +89,7 @@ func runKilledRunner(t *testing.T, store string) {
 	epoch := strconv.FormatInt(time.Now().UnixNano(), 10)
 	s, closeStore := openCrashStore(t, store)
 	t.Cleanup(closeStore)
-	stores := twoRunnerStores{events: s, consumers: s.(sagatest.ConsumerStore), leases: s.(eventstore.LeaseStore)}
+	stores := twoRunnerStores{events: s, consumers: s.(sagatest.ConsumerStore), leases: s.(storekit.LeaseStore)}
 	f := newSale(t, stores)
 
 	a := startSegmentChild(t, store, dir, "A", epoch)
@@ -152,8 +152,8 @@ func segmentLeases(k int) (events, outbox string) {
 // free one is granted for a millisecond, and lapses. known is false when
 // the store did not answer (SQLite busy with the children's writes, on a
 // loaded machine): the caller asks again.
-func leaseHolder(leases eventstore.LeaseStore, name string) (holder string, known bool) {
-	l, ok, err := leases.AcquireLease(context.Background(), name, "observer", eventstore.MinLeaseTTL)
+func leaseHolder(leases storekit.LeaseStore, name string) (holder string, known bool) {
+	l, ok, err := leases.AcquireLease(context.Background(), name, "observer", storekit.MinLeaseTTL)
 	switch {
 	case err != nil:
 		return "", false
@@ -165,7 +165,7 @@ func leaseHolder(leases eventstore.LeaseStore, name string) (holder string, know
 
 // segmentHolders counts, by holder, the segment consumers' leases held;
 // nil when the store did not answer for one of them.
-func segmentHolders(leases eventstore.LeaseStore) map[string]int {
+func segmentHolders(leases storekit.LeaseStore) map[string]int {
 	out := make(map[string]int)
 	for k := range segmentCount {
 		events, outbox := segmentLeases(k)

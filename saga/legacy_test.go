@@ -24,6 +24,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/internal/trusted"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -175,8 +176,8 @@ func loadLegacy(t *testing.T, name string) *legacyFixture {
 // process, when called again).
 func (f *legacyFixture) runner() *saga.Runner[legacyTrip] {
 	f.t.Helper()
-	r, err := saga.NewRunner(f.trip, f.store, f.bus, saga.RunnerOptions{Clock: f.clock, Attempts: 1,
-		Checkpoints: memory.NewConsumers(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	r, err := saga.NewRunner(f.trip, f.store, f.bus, saga.RunnerOptions{Clock: f.clock, Retry: retry.Policy{Attempts: 1},
+		Checkpoints: memory.New(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(f.t, err)
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/projection"
 )
@@ -37,7 +38,7 @@ import (
 // memberLease is a member slot this process holds.
 type memberLease struct {
 	slot  int
-	lease eventstore.Lease
+	lease storekit.Lease
 	since time.Time // when the request that granted or renewed it was sent
 }
 
@@ -162,7 +163,7 @@ func (r *Runner[S]) probe(ctx context.Context, mine int, holder string) ([]int, 
 		if j == mine {
 			continue
 		}
-		_, ok, err := r.opts.Leases.AcquireLease(ctx, r.memberName(j), holder, eventstore.MinLeaseTTL)
+		_, ok, err := r.opts.Leases.AcquireLease(ctx, r.memberName(j), holder, storekit.MinLeaseTTL)
 		switch {
 		case err != nil:
 			return nil, err

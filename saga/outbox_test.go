@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -86,7 +86,7 @@ func newOutboxFixture(t *testing.T) *outboxFixture {
 	require.NoError(t, command.Route[ConfirmOrder](f.bus, orders))
 	f.repo, err = aggregate.NewRepository(f.store, reg, orders, aggregate.RepositoryOptions{})
 	require.NoError(t, err)
-	f.runner, err = saga.NewRunner(sale, f.store, f.bus, saga.RunnerOptions{Attempts: 2, Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}, Logger: testLogger(t)})
+	f.runner, err = saga.NewRunner(sale, f.store, f.bus, saga.RunnerOptions{Retry: retry.Policy{Attempts: 2, Initial: time.Microsecond, Max: time.Microsecond}, Logger: testLogger(t)})
 	require.NoError(t, err)
 	return f
 }

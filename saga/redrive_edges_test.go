@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-es/cairn/saga"
 )
 
-// Found by the widened simulation (internal/sim, the tabs workload), and
+// Found by the widened simulation (internal/testrig/sim, the tabs workload), and
 // by review: Redrive's set-back state must take every message once.
 
 // testRedriveFromTheFirstStepTakesTheStartFirst: an instance started by a
@@ -124,7 +124,7 @@ func testRedriveByAnotherProcessSendsTheRejectedCommandAgain(t *testing.T, st ed
 	production := chargeRejected(t, g)
 
 	last := edgeHistory(t, production, "1")
-	operator := g.runner(t, nil, saga.RunnerOptions{CacheSize: -1})
+	operator := g.runner(t, nil, saga.RunnerOptions{NoCache: true})
 	_, err := operator.Redrive(ctx, "1", 1)
 	require.NoError(t, err)
 	// Production's outbox sends the re-run's record, its cached view from

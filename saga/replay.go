@@ -10,74 +10,23 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/sagareplay"
 )
 
-// Decision is what one step decided, in the terms a model change can
-// alter: the commands it sent, the deadlines pending after it, and whether
-// it completed the instance.
-type Decision struct {
-	Commands  []any
-	Deadlines []ScheduledDeadline
-	Completed bool
+// sagatest.CheckHistory replays histories through internal/sagareplay.
+func init() {
+	sagareplay.Register(func(ctx context.Context, sagaType any, history iter.Seq2[eventstore.Event, error]) ([]sagareplay.Divergence, error) {
+		t, ok := sagaType.(interface {
+			replay(context.Context, iter.Seq2[eventstore.Event, error]) ([]sagareplay.Divergence, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("%w: %T is no saga type", eventstore.ErrInvalidArgument, sagaType)
+		}
+		return t.replay(ctx, history)
+	})
 }
 
-// ScheduledDeadline is a pending deadline as a step left it.
-type ScheduledDeadline struct {
-	Name    string
-	At      time.Time
-	Payload any
-}
-
-// Divergence is a step of a recorded history that the current code decides
-// otherwise, or cannot decide at all.
-type Divergence struct {
-	// Instance is the instance whose history holds the step, and Stream
-	// its stream.
-	Instance, Stream string
-	// Step is the recorded step.
-	Step Step
-	// Recorded is what the step decided when it ran; Now is what the
-	// current code decides from the same state and message.
-	Recorded, Now Decision
-	// Err is set when the current code cannot decide: the recorded state or
-	// message does not decode any more, or the handler fails.
-	Err error
-}
-
-// String describes the divergence for a test failure.
-func (d Divergence) String() string {
-	what := fmt.Sprintf("instance %q (stream %q), step %d (%s", d.Instance, d.Stream, d.Step.Version, d.Step.Kind)
-	if d.Step.Type != "" {
-		what += " " + d.Step.Type
-	}
-	if d.Step.Source != "" {
-		what += fmt.Sprintf(" #%d of %q", d.Step.Sequence, d.Step.Source)
-	}
-	if d.Step.Deadline != "" {
-		what += " " + d.Step.Deadline
-	}
-	what += ")"
-	if d.Err != nil {
-		return what + ": the current code cannot decide it: " + d.Err.Error()
-	}
-	return fmt.Sprintf("%s:\n  recorded: %s\n  now:      %s", what, d.Recorded, d.Now)
-}
-
-// String describes the decision with the Go types of its values, so that
-// a divergence shows which command or payload differs.
-func (d Decision) String() string {
-	cmds := make([]string, len(d.Commands))
-	for i, c := range d.Commands {
-		cmds[i] = fmt.Sprintf("%#v", c)
-	}
-	dls := make([]string, len(d.Deadlines))
-	for i, dl := range d.Deadlines {
-		dls[i] = fmt.Sprintf("%s at %s: %#v", dl.Name, dl.At.Format(time.RFC3339Nano), dl.Payload)
-	}
-	return fmt.Sprintf("commands [%s], deadlines [%s], completed %t", strings.Join(cmds, ", "), strings.Join(dls, ", "), d.Completed)
-}
-
-// Replay runs a recorded history of one instance through the current code
+// replay runs a recorded history of one instance through the current code
 // of saga type t, and reports every step where it decides differently:
 // other commands, other deadlines, another completion, or no decision at
 // all (the old state or message no longer decodes, the handler fails).
@@ -90,11 +39,11 @@ func (d Decision) String() string {
 // oldest first, each after the stored events it refers to (records keep
 // stored events by reference). A step whose event the history does not
 // hold is reported as one the current code cannot decide.
-func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore.Event, error]) ([]Divergence, error) {
+func (t *Type[S]) replay(ctx context.Context, history iter.Seq2[eventstore.Event, error]) ([]sagareplay.Divergence, error) {
 	if err := t.reg.Validate(); err != nil {
 		return nil, &SetupError{Saga: t.name, Reason: "its codec registry is not set up right", Err: err}
 	}
-	var out []Divergence
+	var out []sagareplay.Divergence
 	in := &instance[S]{}
 	// Records refer to the stored events they took in, and to the records
 	// that sent the commands rejected: the history carries both.
@@ -137,8 +86,8 @@ func Replay[S any](ctx context.Context, t *Type[S], history iter.Seq2[eventstore
 	return out, nil
 }
 
-// Export yields the history of instance id as [Replay] and
-// sagatest.CheckHistory take it: the instance's step records, oldest
+// Export yields the history of instance id as sagatest.CheckHistory
+// takes it: the instance's step records, oldest
 // first, each after the stored event it handled, which the record keeps by
 // reference. The history stands alone: write it to a file with
 // sagatest.WriteHistory, and check a model change against it in CI.
@@ -202,9 +151,11 @@ func replayed(prev *record, rec *record) *message {
 // replayStep decides msg from the state before a recorded step, and
 // compares it with what the step recorded.
 func replayStep[S any](ctx context.Context, t *Type[S], before *instance[S], msg *message, version uint64, rec *record,
-	events func(ctx context.Context, stream string, version uint64) (eventstore.Event, bool, error)) (Divergence, bool) {
+	events func(ctx context.Context, stream string, version uint64) (eventstore.Event, bool, error)) (sagareplay.Divergence, bool) {
 	e := &engine[S]{t: t, now: func() time.Time { return rec.Handled.At }, events: events}
-	d := Divergence{Instance: before.id, Stream: before.stream, Step: stepOf(version, rec)}
+	st := stepOf(version, rec)
+	d := sagareplay.Divergence{Instance: before.id, Stream: before.stream, Step: sagareplay.Step{Version: st.Version, Kind: st.Kind,
+		Type: st.Type, Source: st.Source, Sequence: st.Sequence, Deadline: st.Deadline}}
 	var err error
 	if d.Recorded, err = e.decision(rec); err != nil {
 		d.Err = fmt.Errorf("the recorded step: %w", err)
@@ -230,8 +181,8 @@ func replayStep[S any](ctx context.Context, t *Type[S], before *instance[S], msg
 }
 
 // decision decodes what a record decided, with the current code's types.
-func (e *engine[S]) decision(rec *record) (Decision, error) {
-	var d Decision
+func (e *engine[S]) decision(rec *record) (sagareplay.Decision, error) {
+	var d sagareplay.Decision
 	for _, c := range rec.Commands {
 		v, err := e.t.reg.DecodeValue(c.Command.upcast())
 		if err != nil {
@@ -244,9 +195,9 @@ func (e *engine[S]) decision(rec *record) (Decision, error) {
 		if err != nil {
 			return d, err
 		}
-		d.Deadlines = append(d.Deadlines, ScheduledDeadline{Name: dl.Name, At: dl.At, Payload: p})
+		d.Deadlines = append(d.Deadlines, sagareplay.Deadline{Name: dl.Name, At: dl.At, Payload: p})
 	}
-	slices.SortFunc(d.Deadlines, func(a, b ScheduledDeadline) int {
+	slices.SortFunc(d.Deadlines, func(a, b sagareplay.Deadline) int {
 		if c := a.At.Compare(b.At); c != 0 {
 			return c
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -59,7 +59,7 @@ func flakyRunner(t *testing.T, g *edgeRig) *saga.Runner[edgeState] {
 	require.NoError(t, command.Route[edgeCharge](bus, flaky))
 	require.NoError(t, command.Route[edgeNotify](bus, flaky))
 	r, err := saga.NewRunner(g.typ, g.store, bus, saga.RunnerOptions{Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t),
-		Attempts: 1, Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}})
+		Retry: retry.Policy{Attempts: 1, Initial: time.Microsecond, Max: time.Microsecond}})
 	require.NoError(t, err)
 	flakyPoisoned.Store(false)
 	flakyApplied.Store(0)

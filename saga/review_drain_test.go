@@ -112,7 +112,7 @@ func TestReviewEventHeldWhileAnOperatorsDrainReadsItsStreamIsNotLost(t *testing.
 	}})
 	opStore, prodStore := newHookStore(g.store), newHookStore(g.store)
 	operator := g.runner(t, opStore, saga.RunnerOptions{})
-	production := g.runner(t, prodStore, saga.RunnerOptions{CacheSize: -1})
+	production := g.runner(t, prodStore, saga.RunnerOptions{NoCache: true})
 	for _, text := range []string{"start", "poison", "held"} {
 		out, err := production.HandleStored(ctx, g.put(t, "src-1", edgeEvent{ID: "1", Text: text}))
 		require.NoError(t, err)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -118,7 +118,7 @@ func TestReviewRejectionsHeldBehindAParkedMessageAreNotLost(t *testing.T) {
 	require.NoError(t, command.Route[edgeCharge](bus, strict))
 	require.NoError(t, command.Route[edgeNotify](bus, strict))
 	r, err := saga.NewRunner(g.typ, g.store, bus, saga.RunnerOptions{Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t),
-		Attempts: 1, Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}})
+		Retry: retry.Policy{Attempts: 1, Initial: time.Microsecond, Max: time.Microsecond}})
 	require.NoError(t, err)
 	longRejections.Store(0)
 

@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/batchconsumer"
 	"github.com/cairn-es/cairn/projection"
 )
-
-// DefaultWorkers is how many instances a runner steps at once by default.
-const DefaultWorkers = 64
 
 // start makes the runner's consumers, once: two per segment.
 func (r *Runner[S]) start() (*consumers, error) {
@@ -27,11 +25,11 @@ func (r *Runner[S]) start() (*consumers, error) {
 			return
 		}
 		if opts.DeadLetters == nil {
-			opts.DeadLetters, _ = checkpoints.(eventstore.DeadLetterStore)
+			opts.DeadLetters, _ = checkpoints.(storekit.DeadLetterStore)
 		}
 		r.deadLetters = opts.DeadLetters
 		popts := projection.Options{BatchSize: opts.BatchSize, MaxBatchDelay: opts.MaxBatchDelay, Leases: opts.Leases,
-			LeaseTTL: opts.LeaseTTL, Holder: opts.Holder, Logger: r.e.log, StatsInterval: -1}
+			LeaseTTL: opts.LeaseTTL, Holder: opts.Holder, Logger: r.e.log, NoStatsLog: true}
 		eventsFilter := eventstore.Filter{Types: r.e.t.eventTypes()}
 		recordsFilter := eventstore.Filter{Types: []string{recordType}, StreamPrefixes: []string{r.e.t.Category()}}
 		c := &consumers{}
@@ -45,15 +43,15 @@ func (r *Runner[S]) start() (*consumers, error) {
 			// lease, or without leases the other runner that moved the
 			// checkpoint) may have set deadlines there that this one never
 			// read: read them once the checkpoint is ours.
-			oopts.OnClaim = func(ctx context.Context, from eventstore.Position) error { return r.claimedOutbox(ctx, k, from) }
+			claimed := func(ctx context.Context, from eventstore.Position) error { return r.claimedOutbox(ctx, k, from) }
 			var err error
-			if seg.events, err = projection.NewBatch(events, r.e.store, checkpoints,
-				func(ctx context.Context, evs []eventstore.Event) error { return r.handleEvents(ctx, k, evs) }, eopts); err != nil {
+			if seg.events, err = batchconsumer.New[*projection.Consumer](events, r.e.store, checkpoints,
+				func(ctx context.Context, evs []eventstore.Event) error { return r.handleEvents(ctx, k, evs) }, nil, eopts); err != nil {
 				r.startErr = err
 				return
 			}
-			if seg.outbox, err = projection.NewBatch(outbox, r.e.store, checkpoints,
-				func(ctx context.Context, evs []eventstore.Event) error { return r.handleRecords(ctx, k, evs) }, oopts); err != nil {
+			if seg.outbox, err = batchconsumer.New[*projection.Consumer](outbox, r.e.store, checkpoints,
+				func(ctx context.Context, evs []eventstore.Event) error { return r.handleRecords(ctx, k, evs) }, claimed, oopts); err != nil {
 				r.startErr = err
 				return
 			}
@@ -66,24 +64,13 @@ func (r *Runner[S]) start() (*consumers, error) {
 
 // checkpoints returns where the runner's consumers keep their checkpoints,
 // or nil for nowhere.
-func (r *Runner[S]) checkpoints() eventstore.CheckpointStore {
+func (r *Runner[S]) checkpoints() storekit.CheckpointStore {
 	if r.opts.Checkpoints != nil {
 		return r.opts.Checkpoints
 	}
-	c, _ := r.e.store.(eventstore.CheckpointStore)
+	c, _ := r.e.store.(storekit.CheckpointStore)
 	return c
 }
-
-// EventsConsumer is the name of the consumer of the events the saga maps:
-// its checkpoint and lease are stored under it (for a runner of several
-// segments, see [Runner.SegmentConsumers]), and the dead letters of stored
-// events that map to no instance, whatever the segments.
-func (r *Runner[S]) EventsConsumer() string { return StreamPrefix + r.e.t.name }
-
-// OutboxConsumer is the name of the consumer of the saga's step records,
-// which sends their commands (for a runner of several segments, see
-// [Runner.SegmentConsumers]).
-func (r *Runner[S]) OutboxConsumer() string { return StreamPrefix + r.e.t.name + ":outbox" }
 
 // Run runs the saga until ctx ends, then returns nil: it hands every
 // stored event the saga maps to its instance (instances in parallel, each
@@ -220,7 +207,7 @@ func (r *Runner[S]) handleEvents(ctx context.Context, k int, events []eventstore
 			if k != 0 {
 				continue
 			}
-			if err := r.deadLetter(ctx, r.EventsConsumer(), ev, "", problem); err != nil {
+			if err := r.deadLetter(ctx, r.unroutedName(), ev, "", problem); err != nil {
 				return err
 			}
 			continue
@@ -370,40 +357,4 @@ func (r *Runner[S]) unreadable(ctx context.Context, ev eventstore.Event, err err
 	r.e.stats.unreadable.Add(1)
 	r.e.log.WarnContext(ctx, "saga: a record of an instance stream cannot be read; it is passed over", slog.String("saga", r.e.t.name),
 		slog.String("stream", ev.StreamID), slog.Uint64("version", ev.Version), slog.String("type", ev.Type), slog.Any("error", err))
-}
-
-// fireWhenDue fires deadlines as they fall due, waiting on one timer for
-// the earliest, until ctx ends. Before firing, it lets the events consumers
-// handle what was stored (see settle).
-func (r *Runner[S]) fireWhenDue(ctx context.Context) error {
-	failures := 0
-	for {
-		at, pending, changed := r.timers.next()
-		var due <-chan time.Time
-		if pending {
-			due = r.e.after(max(at.Sub(r.e.now()), 0))
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		case <-due:
-			err := r.settle(ctx)
-			if err == nil {
-				_, err = r.FireDue(ctx)
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				failures++
-				r.e.log.WarnContext(ctx, "saga: firing deadlines failed; retrying", slog.String("saga", r.e.t.name), slog.Any("error", err))
-				if err := backoff.Wait(ctx, r.e.retry.Delay(failures)); err != nil {
-					return nil
-				}
-				continue
-			}
-			failures = 0
-		}
-	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -22,7 +22,7 @@ import (
 // go through a bus to Order aggregates, whose events come back to it.
 type flow struct {
 	store     *memory.Store
-	consumers *memory.Consumers
+	consumers *memory.Store
 	reg       *codec.Registry
 	runner    *saga.Runner[Sale]
 	repo      *aggregate.Repository[Order, *Order]
@@ -30,7 +30,7 @@ type flow struct {
 }
 
 func newFlow(t *testing.T) *flow {
-	f := &flow{store: memory.New(), consumers: memory.NewConsumers(), clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
+	f := &flow{store: memory.New(), consumers: memory.New(), clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
 	t.Cleanup(func() { _ = f.store.Close() })
 	f.reg = testRegistry(t)
 	sale := saleType(t, f.reg)
@@ -43,8 +43,7 @@ func newFlow(t *testing.T) *flow {
 	f.repo, err = aggregate.NewRepository(f.store, f.reg, orders, aggregate.RepositoryOptions{})
 	require.NoError(t, err)
 	f.runner, err = saga.NewRunner(sale, f.store, bus, saga.RunnerOptions{
-		Checkpoints: f.consumers, Clock: f.clock, Logger: testLogger(t), Attempts: 2,
-		Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond},
+		Checkpoints: f.consumers, Clock: f.clock, Logger: testLogger(t), Retry: retry.Policy{Attempts: 2, Initial: time.Microsecond, Max: time.Microsecond},
 	})
 	require.NoError(t, err)
 	return f
@@ -149,10 +148,10 @@ func TestAnEventThatReachesNoInstanceIsParkedAndTheOthersGoOn(t *testing.T) {
 	f.place(t, "after")
 	require.NoError(t, f.runner.CatchUp(ctx))
 	assert.Equal(t, &Order{Reserved: 1, Paid: 1, Confirmed: 1}, f.order(t, "after"))
-	n, err := f.consumers.CountDeadLetters(ctx, f.runner.EventsConsumer())
+	n, err := f.consumers.CountDeadLetters(ctx, eventsConsumer(f.runner))
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	for d, err := range f.consumers.DeadLetters(ctx, f.runner.EventsConsumer()) {
+	for d, err := range f.consumers.DeadLetters(ctx, eventsConsumer(f.runner)) {
 		require.NoError(t, err)
 		assert.Equal(t, "notes-x", d.Event.StreamID)
 		assert.Contains(t, d.Error, "empty instance ID")

@@ -11,6 +11,8 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/busprobe"
 )
 
 // StreamPrefix starts the name of every saga instance stream. Aggregate
@@ -75,7 +77,7 @@ func New[S any](name string, reg *codec.Registry, opts Options[S]) (*Type[S], er
 	case reg == nil:
 		return nil, bad("no codec registry")
 	}
-	if err := eventstore.ValidateStream(StreamPrefix + name + "-x"); err != nil {
+	if err := storekit.ValidateStream(StreamPrefix + name + "-x"); err != nil {
 		return nil, bad(fmt.Sprintf("the saga type name does not make valid stream names: %v", err))
 	}
 	if _, _, ok := codec.NameOf[S](reg); !ok {
@@ -292,7 +294,7 @@ func (t *Type[S]) freeze(bus *command.Bus) error {
 	}
 	if bus != nil {
 		for ct := range t.sends {
-			if !bus.Routes(ct) {
+			if !busprobe.Routes(bus, ct) {
 				return &SetupError{Saga: t.name, Reason: fmt.Sprintf("it sends %s, which the command bus does not route", ct)}
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -164,8 +164,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { _ = f.store.Close() })
 	reg := testRegistry(t)
 	r, err := saga.NewRunner(saleType(t, reg), f.store, nil, saga.RunnerOptions{
-		Clock: f.clock, Attempts: 3, Logger: testLogger(t),
-		Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond},
+		Clock: f.clock, Logger: testLogger(t), Retry: retry.Policy{Attempts: 3, Initial: time.Microsecond, Max: time.Microsecond},
 	})
 	require.NoError(t, err)
 	f.runner = r

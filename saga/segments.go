@@ -59,23 +59,34 @@ type consumers struct {
 	segs []*segment
 }
 
-// segmentNames returns the names of the consumers of segment k: today's
-// names for an unsegmented runner, so that its checkpoints keep working;
-// "saga:<type>#k/n" and "saga:<type>#k/n:outbox" otherwise.
+// segmentNames returns the names of the consumers of segment k: the
+// names of earlier versions for an unsegmented runner, so that its
+// checkpoints keep working; "saga:<type>#k/n" and "saga:<type>#k/n:outbox"
+// otherwise.
 func (r *Runner[S]) segmentNames(k int) (events, outbox string) {
 	if r.segments == 1 {
-		return r.EventsConsumer(), r.OutboxConsumer()
+		return r.unroutedName(), r.unroutedName() + ":outbox"
 	}
 	events = fmt.Sprintf("%s%s#%d/%d", StreamPrefix, r.e.t.name, k, r.segments)
 	return events, events + ":outbox"
 }
 
-// SegmentConsumers returns the names of the consumers of segment k, under
-// which their checkpoints and leases are stored: [Runner.EventsConsumer]
-// and [Runner.OutboxConsumer] for a runner of one segment, and
-// "saga:<type>#k/n" and "saga:<type>#k/n:outbox" for one of n. A k outside
-// [0, n) is an [*eventstore.InvalidArgumentError].
-func (r *Runner[S]) SegmentConsumers(k int) (events, outbox string, err error) {
+// unroutedName is "saga:<type>": the consumer under which the dead letters
+// of stored events that reach no instance are kept, whatever the
+// segments, and the events consumer of an unsegmented runner.
+func (r *Runner[S]) unroutedName() string { return StreamPrefix + r.e.t.name }
+
+// Consumers returns the names of segment k's two consumers, under which
+// their checkpoints and leases are stored and their [projection.Stats]
+// name them: the events consumer, which steps the events the saga maps,
+// and the outbox, which sends the commands of the saga's step records. A
+// runner of one segment has segment 0 only, whose consumers are
+// "saga:<type>" and "saga:<type>:outbox"; one of n segments names segment
+// k's "saga:<type>#k/n" and "saga:<type>#k/n:outbox". A k outside [0, n)
+// is an [*eventstore.InvalidArgumentError]. The dead letters of stored
+// events that reach no instance are kept under "saga:<type>" whatever the
+// segments; [Runner.DeadLetters] yields them with the others.
+func (r *Runner[S]) Consumers(k int) (events, outbox string, err error) {
 	if k < 0 || k >= r.segments {
 		return "", "", &eventstore.InvalidArgumentError{Index: -1, Field: "segment",
 			Reason: fmt.Sprintf("is %d, outside [0, %d) for saga %q", k, r.segments, r.e.t.name)}

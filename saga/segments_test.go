@@ -13,8 +13,9 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/eventstore/storetest"
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
+	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -74,7 +75,7 @@ func saleRunner(t *testing.T, opts saga.RunnerOptions) (*saga.Runner[reservation
 	sale, err := reservation.NewSale(reg)
 	require.NoError(t, err)
 	if opts.Checkpoints == nil {
-		opts.Checkpoints = memory.NewConsumers()
+		opts.Checkpoints = memory.New()
 	}
 	return saga.NewRunner(sale, store, bus, opts)
 }
@@ -86,19 +87,18 @@ func saleRunner(t *testing.T, opts saga.RunnerOptions) (*saga.Runner[reservation
 func TestSegmentConsumerNames(t *testing.T) {
 	one, err := saleRunner(t, saga.RunnerOptions{})
 	require.NoError(t, err)
-	events, outbox, err := one.SegmentConsumers(0)
+	events, outbox, err := one.Consumers(0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"saga:sale", "saga:sale:outbox"}, []string{events, outbox})
-	assert.Equal(t, []string{one.EventsConsumer(), one.OutboxConsumer()}, []string{events, outbox})
 
 	four, err := saleRunner(t, saga.RunnerOptions{Segments: 4})
 	require.NoError(t, err)
-	events, outbox, err = four.SegmentConsumers(3)
+	events, outbox, err = four.Consumers(3)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"saga:sale#3/4", "saga:sale#3/4:outbox"}, []string{events, outbox})
 	for _, k := range []int{-1, 4} {
-		_, _, err = four.SegmentConsumers(k)
-		storetest.RequireInvalid(t, err, "segment", fmt.Sprint("segment ", k))
+		_, _, err = four.Consumers(k)
+		check.Invalid(t, err, "segment", fmt.Sprint("segment ", k))
 	}
 	for _, n := range []int{-1, saga.MaxSegments + 1} {
 		_, err := saleRunner(t, saga.RunnerOptions{Segments: n})
@@ -109,8 +109,8 @@ func TestSegmentConsumerNames(t *testing.T) {
 	// Exclusive keeps the leases in the checkpoint store, which must keep
 	// them.
 	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true})
-	require.NoError(t, err, "memory.Consumers keeps leases")
-	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true, Checkpoints: struct{ eventstore.CheckpointStore }{memory.NewConsumers()}})
+	require.NoError(t, err, "the memory store keeps leases")
+	_, err = saleRunner(t, saga.RunnerOptions{Exclusive: true, Checkpoints: struct{ storekit.CheckpointStore }{memory.New()}})
 	var setup *saga.SetupError
 	require.ErrorAs(t, err, &setup)
 	assert.Contains(t, setup.Reason, "Exclusive")
@@ -123,7 +123,7 @@ func TestSegmentConsumerNames(t *testing.T) {
 // instance is parked once, by segment 0, under the runner's events
 // consumer.
 func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
-	s, c := memory.New(), memory.NewConsumers()
+	s, c := memory.New(), memory.New()
 	t.Cleanup(func() { _ = s.Close() })
 	f := newSale(t, twoRunnerStores{events: s, consumers: c})
 	ctx := context.Background()
@@ -149,7 +149,7 @@ func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
 	assert.Equal(t, steps, stats.Handled, "each message handled once, by its instance's segment")
 	assert.Zero(t, stats.Duplicates)
 	assert.EqualValues(t, 1, stats.Parked, "the event that reaches no instance is parked once")
-	n, err := c.CountDeadLetters(ctx, r.EventsConsumer())
+	n, err := c.CountDeadLetters(ctx, "saga:sale")
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 
@@ -157,7 +157,7 @@ func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
 	// instances too.
 	var ends [2][]eventstore.Position
 	for k := range 3 {
-		events, outbox, err := r.SegmentConsumers(k)
+		events, outbox, err := r.Consumers(k)
 		require.NoError(t, err)
 		for i, name := range []string{events, outbox} {
 			cp, err := c.Checkpoint(ctx, name)
@@ -170,9 +170,21 @@ func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
 		assert.Equal(t, ends[i][0], ends[i][1])
 		assert.Equal(t, ends[i][0], ends[i][2])
 	}
-	for _, name := range []string{r.EventsConsumer(), r.OutboxConsumer()} {
+	for _, name := range []string{"saga:sale", "saga:sale:outbox"} {
 		cp, err := c.Checkpoint(ctx, name)
 		require.NoError(t, err)
 		assert.True(t, cp.Position.IsZero(), "the unsegmented consumer %s is not used", name)
 	}
+}
+
+// eventsConsumer and outboxConsumer name the consumers of a runner of one
+// segment.
+func eventsConsumer[S any](r *saga.Runner[S]) string {
+	events, _, _ := r.Consumers(0)
+	return events
+}
+
+func outboxConsumer[S any](r *saga.Runner[S]) string {
+	_, outbox, _ := r.Consumers(0)
+	return outbox
 }

@@ -43,7 +43,7 @@ func TestADeadlineNeverOvertakesAnEventStoredBeforeIt(t *testing.T) {
 	clock := sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	consumers := memory.NewConsumers()
+	consumers := memory.New()
 	reg := testRegistry(t)
 	sale := saleType(t, reg)
 	orders, err := aggregate.NewType[Order]("order", aggregate.Options[Order]{}, orderBindings...)

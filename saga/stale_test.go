@@ -37,7 +37,7 @@ func testStaleViewDoesNotLoseAPoisonCommandAgain(t *testing.T, st edgeStores) {
 	require.NotNil(t, x.Parked, "A parked the instance")
 	require.Equal(t, "command", x.Parked.Kind)
 
-	operator := g.runner(t, nil, saga.RunnerOptions{CacheSize: -1})
+	operator := g.runner(t, nil, saga.RunnerOptions{NoCache: true})
 	_, err := operator.Retry(ctx, "1", x.Parked.ID)
 	require.NoError(t, err, "the operator retries the command")
 	require.NoError(t, b.CatchUp(ctx), "B's outbox sends the retried command, which fails again")

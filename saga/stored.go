@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/sagaharness"
 )
 
 // HandleStored steps one stored event as the runner's own consumer of the
@@ -31,7 +33,7 @@ import (
 // nothing is stored: the caller parks it wherever its consumer keeps
 // failures.
 func (r *Runner[S]) HandleStored(ctx context.Context, ev eventstore.Event) (Outcome, error) {
-	if err := eventstore.ValidateStream(ev.StreamID); err != nil {
+	if err := storekit.ValidateStream(ev.StreamID); err != nil {
 		return 0, err
 	}
 	if !r.e.t.storedTypes()[ev.Type] {
@@ -80,19 +82,25 @@ func (e *engine[S]) storedMessage(ev eventstore.Event) (id string, msg *message,
 		md: eventstore.Metadata{CorrelationID: ev.Metadata.CorrelationID, CausationID: ev.ID.String()}}, nil
 }
 
-// SendStored does for one stored step record of this saga type what the
-// runner's outbox does: it tells the runner's indexes (deadlines, gaps) what
-// the record leaves pending, then sends the record's commands through the bus
-// with their recorded IDs (a re-send is absorbed by the bus; a rejection is
-// fed back to the instance once). It is for callers that read the saga's
-// step records themselves rather than through [Runner.Run]: an outbox
-// relay of their own, a harness that crashes the outbox at chosen points.
-// Records may be sent again, and each instance's should be sent in their
-// stream order, as the runner's outbox sends them.
-//
-// An event that is not a step record of this saga type is an
-// [*eventstore.InvalidArgumentError].
-func (r *Runner[S]) SendStored(ctx context.Context, ev eventstore.Event) error {
+// Harnesses play the outbox by hand through internal/sagaharness.
+func init() {
+	sagaharness.Register(func(runner any) func(ctx context.Context, ev eventstore.Event) error {
+		r, ok := runner.(interface {
+			sendStored(ctx context.Context, ev eventstore.Event) error
+		})
+		if !ok {
+			return func(context.Context, eventstore.Event) error {
+				return fmt.Errorf("%w: %T is no saga runner", eventstore.ErrInvalidArgument, runner)
+			}
+		}
+		return r.sendStored
+	})
+}
+
+// sendStored does for one stored step record of this saga type what the
+// runner's outbox does (see sagaharness.SendStored). An event that is not
+// a step record of this saga type is an [*eventstore.InvalidArgumentError].
+func (r *Runner[S]) sendStored(ctx context.Context, ev eventstore.Event) error {
 	id, ok := strings.CutPrefix(ev.StreamID, r.e.t.Category())
 	if !ok || ev.Type != recordType {
 		return &eventstore.InvalidArgumentError{Stream: ev.StreamID, Index: -1, Field: "event",

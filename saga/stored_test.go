@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -48,8 +48,7 @@ func newStoredFixture(t *testing.T) *storedFixture {
 
 // runner returns a new runner on the fixture's store: another process.
 func (f *storedFixture) runner(t *testing.T) *saga.Runner[Sale] {
-	r, err := saga.NewRunner(f.sale, f.store, f.bus, saga.RunnerOptions{Clock: f.clock, Attempts: 2, Logger: testLogger(t),
-		Retry: backoff.Policy{Initial: time.Microsecond, Max: time.Microsecond}})
+	r, err := saga.NewRunner(f.sale, f.store, f.bus, saga.RunnerOptions{Clock: f.clock, Logger: testLogger(t), Retry: retry.Policy{Attempts: 2, Initial: time.Microsecond, Max: time.Microsecond}})
 	require.NoError(t, err)
 	return r
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/upcast"
 )
@@ -41,8 +42,7 @@ func subscriberCode(t *testing.T, g *edgeRig, eventName string, eventVersion uin
 		extra(reg, typ)
 	}
 	r, err := saga.NewRunner(typ, g.store, command.New(g.store, reg, command.Options{}), saga.RunnerOptions{
-		Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t), Attempts: 1,
-		Retry: saga.Backoff{Initial: time.Microsecond, Max: time.Microsecond}})
+		Clock: g.clock, Checkpoints: g.cps, Logger: testLogger(t), Retry: retry.Policy{Attempts: 1, Initial: time.Microsecond, Max: time.Microsecond}})
 	require.NoError(t, err)
 	return r
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -22,7 +22,7 @@ import (
 // it must read them, or they never fire. (The two-runners tests cover the
 // same with segments, less deterministically.)
 func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
-	s, c := memory.New(), memory.NewConsumers()
+	s, c := memory.New(), memory.New()
 	t.Cleanup(func() { _ = s.Close() })
 	f := newSale(t, twoRunnerStores{events: s, consumers: c, leases: c, ttl: 200 * time.Millisecond})
 	ctx := context.Background()
@@ -49,7 +49,7 @@ func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
 		break
 	}
 	require.Eventually(t, func() bool {
-		cp, err := c.Checkpoint(ctx, a.runner.OutboxConsumer())
+		cp, err := c.Checkpoint(ctx, outboxConsumer(a.runner))
 		require.NoError(t, err)
 		return !cp.Position.Before(last)
 	}, twoRunnerWait, time.Millisecond, "the first runner's outbox did not pass the step that set the deadline")
@@ -71,7 +71,7 @@ func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
 // first runner's report and enters its own (read from the store when it
 // claims the segment); the gap in the segment the first keeps stays there.
 func TestAGapMovesWithItsSegment(t *testing.T) {
-	s, c := memory.New(), memory.NewConsumers()
+	s, c := memory.New(), memory.New()
 	t.Cleanup(func() { _ = s.Close() })
 	f := newSale(t, twoRunnerStores{events: s, consumers: c, leases: c, ttl: 200 * time.Millisecond})
 	ctx := context.Background()

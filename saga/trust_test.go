@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -73,7 +74,7 @@ func TestCraftedDeliverySourcesCannotFillAnInstance(t *testing.T) {
 	assert.Equal(t, "delivery source", bad.Field)
 
 	for i := range 59 {
-		src := fmt.Sprintf("%03d", i) + strings.Repeat("s", eventstore.MaxStreamLen-3)
+		src := fmt.Sprintf("%03d", i) + strings.Repeat("s", storekit.MaxStreamLen-3)
 		edgeDeliver(t, r, src, 0, edgeAny{ID: "1", Text: "crafted"})
 	}
 	assert.Equal(t, saga.Handled, edgeDeliver(t, r, "src-1", 1, edgeEvent{ID: "1", Text: "real"}),

@@ -23,8 +23,9 @@ import (
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
-	"github.com/cairn-es/cairn/internal/pgtest"
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -47,13 +48,13 @@ const (
 type twoRunnerStores struct {
 	events    eventstore.Store
 	consumers sagatest.ConsumerStore
-	leases    eventstore.LeaseStore
+	leases    storekit.LeaseStore
 	ttl       time.Duration
 }
 
 func TestTwoRunnersOnMemory(t *testing.T) {
 	testTwoRunners(t, func(t *testing.T) twoRunnerStores {
-		s, c := memory.New(), memory.NewConsumers()
+		s, c := memory.New(), memory.New()
 		t.Cleanup(func() { _ = s.Close() })
 		return twoRunnerStores{events: s, consumers: c, leases: c, ttl: 200 * time.Millisecond}
 	})
@@ -419,7 +420,7 @@ var errSevered = errors.New("cut off from the lease store")
 // nothing reaches the store, as for a process that died: its leases are
 // neither renewed nor released, and lapse.
 type severableLeases struct {
-	eventstore.LeaseStore
+	storekit.LeaseStore
 	cut     atomic.Bool
 	refused atomic.Int64
 }
@@ -434,21 +435,21 @@ func (s *severableLeases) severed() bool {
 	return false
 }
 
-func (s *severableLeases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
+func (s *severableLeases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
 	if s.severed() {
-		return eventstore.Lease{}, false, errSevered
+		return storekit.Lease{}, false, errSevered
 	}
 	return s.LeaseStore.AcquireLease(ctx, name, holder, ttl)
 }
 
-func (s *severableLeases) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+func (s *severableLeases) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	if s.severed() {
-		return eventstore.Lease{}, errSevered
+		return storekit.Lease{}, errSevered
 	}
 	return s.LeaseStore.RenewLease(ctx, l, ttl)
 }
 
-func (s *severableLeases) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
+func (s *severableLeases) ReleaseLease(ctx context.Context, l storekit.Lease) error {
 	if s.severed() {
 		return errSevered
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // Kind says what a [Step] does.
@@ -133,10 +134,10 @@ func (s *Step) outputs() []Key {
 }
 
 // typeProblem says what is wrong with a step's type name, by the rule of
-// stored type names (eventstore.ValidateType), or "".
+// stored type names (storekit.ValidateType), or "".
 func typeProblem(name string) string {
 	var bad *eventstore.InvalidArgumentError
-	if errors.As(eventstore.ValidateType(name), &bad) {
+	if errors.As(storekit.ValidateType(name), &bad) {
 		return bad.Reason
 	}
 	return ""

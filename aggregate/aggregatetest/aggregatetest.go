@@ -22,11 +22,10 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // Fixture is a Given/When/Then test of one aggregate type. Make it with
@@ -252,13 +251,5 @@ func describe(events []any) string {
 	return s
 }
 
-// diff renders testify's diff of two values.
-func diff(want, got any) string {
-	r := &recorder{}
-	assert.Equal(r, want, got)
-	return r.msg
-}
-
-type recorder struct{ msg string }
-
-func (r *recorder) Errorf(format string, args ...any) { r.msg = fmt.Sprintf(format, args...) }
+// diff renders where two values differ.
+func diff(want, got any) string { return check.Diff(got, want) }

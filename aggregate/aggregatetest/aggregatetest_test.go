@@ -122,7 +122,7 @@ func TestFailuresAreReadable(t *testing.T) {
 	}{
 		"wrong events": {
 			func(t testing.TB) { aggregatetest.For(t, typ).When(Deposit{Amount: 5}).Then(Deposited{Amount: 6}) },
-			[]string{"wrong events", "Deposited{Amount:6}", "Deposited{Amount:5}", "Diff:"},
+			[]string{"wrong events", "Deposited{Amount:6}", "Deposited{Amount:5}", "Amount (got 5, want 6)"},
 		},
 		"error instead of events": {
 			func(t testing.TB) { aggregatetest.For(t, typ).When(Withdraw{Amount: 1}).Then(Withdrawn{Amount: 1}) },

@@ -5,18 +5,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // testBadMessages: a message the store could not record, or whose
 // aggregate ID makes no valid stream name, is refused before anything is
 // loaded or decided, naming the field the caller set, the same way every
 // time, and nothing is written.
-func testBadMessages(t *testing.T, e *env) {
+func testBadMessages(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	id := e.id("bad")
 	for _, c := range []struct {
@@ -26,7 +24,7 @@ func testBadMessages(t *testing.T, e *env) {
 	}{
 		{"NUL byte in ID", command.Message{ID: "m\x00", Command: Increment{ID: id}}, "Message.ID"},
 		{"invalid UTF-8 ID", command.Message{ID: "m\xff", Command: Increment{ID: id}}, "Message.ID"},
-		{"overlong ID", command.Message{ID: strings.Repeat("m", eventstore.MaxCommandIDLen+1), Command: Increment{ID: id}}, "Message.ID"},
+		{"overlong ID", command.Message{ID: strings.Repeat("m", storekit.MaxCommandIDLen+1), Command: Increment{ID: id}}, "Message.ID"},
 		{"2 MB ID", command.Message{ID: strings.Repeat("m", 2<<20), Command: Increment{ID: id}}, "Message.ID"},
 		{"NUL byte in correlation ID", command.Message{CorrelationID: "c\x00", Command: Increment{ID: id}}, "Message.CorrelationID"},
 		{"invalid UTF-8 causation ID", command.Message{CausationID: "c\xff", Command: Increment{ID: id}}, "Message.CausationID"},
@@ -35,14 +33,14 @@ func testBadMessages(t *testing.T, e *env) {
 		{"NUL byte in Extra value", command.Message{Extra: map[string]string{"k": "v\x00"}, Command: Increment{ID: id}}, "Message.Extra"},
 		{"NUL byte in aggregate ID", command.Message{Command: Increment{ID: id + "\x00"}}, "aggregate ID"},
 		{"invalid UTF-8 aggregate ID", command.Message{Command: Increment{ID: id + "\xff"}}, "aggregate ID"},
-		{"overlong aggregate ID", command.Message{Command: Increment{ID: id + strings.Repeat("i", eventstore.MaxStreamLen)}}, "aggregate ID"},
+		{"overlong aggregate ID", command.Message{Command: Increment{ID: id + strings.Repeat("i", storekit.MaxStreamLen)}}, "aggregate ID"},
 		{"4 MB aggregate ID", command.Message{Command: Increment{ID: id + strings.Repeat("i", 4<<20)}}, "aggregate ID"},
 		{"RecordRejection without an ID", command.Message{RecordRejection: true, Command: Reject{ID: id}}, "Message.ID"},
 	} {
 		_, first := b.Dispatch(context.Background(), c.msg)
-		storetest.RequireInvalid(t, first, c.field, c.what)
+		check.Invalid(t, first, c.field, c.what)
 		_, again := b.Dispatch(context.Background(), c.msg)
-		assert.Equal(t, first.Error(), again.Error(), "%s: one input, one message", c.what)
+		check.Equal(t, again.Error(), first.Error(), "%s: one input, one message", c.what)
 	}
-	assert.Empty(t, e.events(id), "a refused message wrote events")
+	check.Len(t, e.events(id), 0, "a refused message wrote events")
 }

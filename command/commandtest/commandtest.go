@@ -1,16 +1,16 @@
 // Package commandtest is the command bus's test suite, run against any
-// event store: the memory store runs it in package command, and every other
-// store can run it unchanged, as it runs storetest:
+// event store: storetest.Run runs it on every store, and a test can run it
+// alone:
 //
 //	func TestCommandBus(t *testing.T) {
-//		commandtest.Run(t, func(t *testing.T) eventstore.Store {
+//		commandtest.Run(t, func(t testing.TB) eventstore.Store {
 //			s := memory.New()
 //			t.Cleanup(func() { s.Close() })
 //			return s
 //		})
 //	}
 //
-// A store that also implements [eventstore.SnapshotStore] keeps the
+// A store that also implements [storekit.SnapshotStore] keeps the
 // snapshots; otherwise the suite keeps them in memory.
 package commandtest
 
@@ -23,19 +23,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // Factory returns a new store for one test and registers its cleanup with
 // t.Cleanup. The suite names its aggregates uniquely, so a shared store
 // works too.
-type Factory func(t *testing.T) eventstore.Store
+type Factory func(t testing.TB) eventstore.Store
 
 // Options size the suite. The zero value runs it at full size.
 type Options struct {
@@ -91,30 +91,30 @@ func RunWith(t *testing.T, newStore Factory, opts Options) {
 
 type test struct {
 	name string
-	run  func(t *testing.T, env *env)
+	run  func(t testing.TB, env *env)
 }
 
 // env is one test's store, codec and naming.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	store  eventstore.Store
-	snaps  eventstore.SnapshotStore
+	snaps  storekit.SnapshotStore
 	reg    *codec.Registry
 	prefix string // unique per test, so that a shared store works
 	seq    int    // numbers the commands of increments
 	log    *slog.Logger
 }
 
-func newEnv(t *testing.T, s eventstore.Store) *env {
+func newEnv(t testing.TB, s eventstore.Store) *env {
 	var b [4]byte
 	_, err := rand.Read(b[:])
-	require.NoError(t, err)
+	check.NoError(t, err)
 	e := &env{t: t, store: s, reg: newRegistry(t), prefix: "t" + hex.EncodeToString(b[:]) + "_",
 		log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if ss, ok := s.(eventstore.SnapshotStore); ok {
+	if ss, ok := s.(storekit.SnapshotStore); ok {
 		e.snaps = ss
 	} else {
-		e.snaps = memory.NewSnapshotStore()
+		e.snaps = memory.New()
 	}
 	return e
 }
@@ -124,12 +124,12 @@ func (e *env) id(name string) string { return e.prefix + name }
 
 // counterType returns the counter aggregate type, snapshotting every
 // snapshotEvery events (zero: never).
-func counterType(t *testing.T, snapshotEvery uint64) *aggregate.Type[Counter, *Counter] {
+func counterType(t testing.TB, snapshotEvery uint64) *aggregate.Type[Counter, *Counter] {
 	typ, err := aggregate.NewType[Counter]("counter", aggregate.Options[Counter]{
 		New:           func(id string) *Counter { return &Counter{ID: id} },
 		SnapshotEvery: snapshotEvery,
 	}, CounterBindings()...)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	return typ
 }
 
@@ -149,15 +149,15 @@ func (e *env) busOn(store eventstore.Store, opts command.Options, snapshotEvery 
 	}
 	b := command.New(store, e.reg, opts)
 	typ := counterType(e.t, snapshotEvery)
-	require.NoError(e.t, command.Route[Increment](b, typ))
-	require.NoError(e.t, command.Route[IncrementTwice](b, typ))
-	require.NoError(e.t, command.Route[Reject](b, typ))
-	require.NoError(e.t, command.Route[Explode](b, typ))
-	require.NoError(e.t, command.Route[Nothing](b, typ))
-	require.NoError(e.t, command.Route[CheckCount](b, typ))
-	require.NoError(e.t, command.Route[Stamp](b, typ))
-	require.NoError(e.t, command.Route[Echo](b, typ))
-	require.NoError(e.t, command.Route[IncrementAt](b, typ))
+	check.NoError(e.t, command.Route[Increment](b, typ))
+	check.NoError(e.t, command.Route[IncrementTwice](b, typ))
+	check.NoError(e.t, command.Route[Reject](b, typ))
+	check.NoError(e.t, command.Route[Explode](b, typ))
+	check.NoError(e.t, command.Route[Nothing](b, typ))
+	check.NoError(e.t, command.Route[CheckCount](b, typ))
+	check.NoError(e.t, command.Route[Stamp](b, typ))
+	check.NoError(e.t, command.Route[Echo](b, typ))
+	check.NoError(e.t, command.Route[IncrementAt](b, typ))
 	return b
 }
 
@@ -165,9 +165,9 @@ func (e *env) busOn(store eventstore.Store, opts command.Options, snapshotEvery 
 func (e *env) load(id string) *Counter {
 	e.t.Helper()
 	repo, err := aggregate.NewRepository(e.store, e.reg, counterType(e.t, 0), aggregate.RepositoryOptions{})
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	inst, err := repo.Load(context.Background(), id)
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	return inst.State
 }
 
@@ -176,9 +176,9 @@ func (e *env) load(id string) *Counter {
 func (e *env) loadVia(id string) *Counter {
 	e.t.Helper()
 	repo, err := aggregate.NewRepository(e.store, e.reg, counterType(e.t, 1_000_000), aggregate.RepositoryOptions{Snapshots: e.snaps, Logger: e.log})
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	inst, err := repo.Load(context.Background(), id)
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	return inst.State
 }
 
@@ -187,7 +187,7 @@ func (e *env) events(id string) []eventstore.Event {
 	e.t.Helper()
 	var out []eventstore.Event
 	for ev, err := range e.store.ReadStream(context.Background(), "counter-"+id, eventstore.Forward(0)) {
-		require.NoError(e.t, err)
+		check.NoError(e.t, err)
 		out = append(out, ev)
 	}
 	return out
@@ -210,7 +210,7 @@ func dispatchUntilDone(ctx context.Context, b *command.Bus, msg command.Message)
 }
 
 // testWriter sends log lines to the test's log, shown when it fails.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))

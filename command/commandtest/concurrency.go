@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/internal/busprobe"
+	"github.com/cairn-es/cairn/internal/check"
+	"github.com/cairn-es/cairn/retry"
 )
 
 func concurrencyTests(o Options) []test {
@@ -18,10 +18,10 @@ func concurrencyTests(o Options) []test {
 	return []test{
 		// Without a cache nor snapshots every dispatch replays the stream,
 		// so that variant is smaller: 3,200 commands would replay 5M events.
-		{"HotCounterReplayOnly", func(t *testing.T, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), -1, 0) }},
-		{"HotCounterSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, -1, 64) }},
-		{"HotCounterCache", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, 0, 0) }},
-		{"HotCounterCacheAndSnapshots", func(t *testing.T, e *env) { testHotCounter(t, e, w, n, 0, 50) }},
+		{"HotCounterReplayOnly", func(t testing.TB, e *env) { testHotCounter(t, e, min(w, 8), min(n, 25), true, 0) }},
+		{"HotCounterSnapshots", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, true, 64) }},
+		{"HotCounterCache", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, false, 0) }},
+		{"HotCounterCacheAndSnapshots", func(t testing.TB, e *env) { testHotCounter(t, e, w, n, false, 50) }},
 		{"ManyAggregatesSmallCache", testManyAggregatesSmallCache},
 	}
 }
@@ -31,8 +31,8 @@ func concurrencyTests(o Options) []test {
 // own commands, so the two really conflict, and each retries from its cache
 // (evicted on conflict) or from the store. Whatever conflicts a bus gives up
 // on are redelivered with the same command ID, as a queue would.
-func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements, cacheSize int, snapshotEvery uint64) {
-	opts := command.Options{CacheSize: cacheSize, Backoff: command.Backoff{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}}
+func testHotCounter(t testing.TB, e *env, hotWorkers, hotIncrements int, noCache bool, snapshotEvery uint64) {
+	opts := command.Options{NoCache: noCache, Retry: retry.Policy{Initial: 100 * time.Microsecond, Max: 2 * time.Millisecond}}
 	buses := []*command.Bus{e.bus(opts, snapshotEvery), e.bus(opts, snapshotEvery)}
 	id := e.id("hot")
 	ctx := context.Background()
@@ -48,10 +48,13 @@ func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements, cacheSize i
 			for i := range hotIncrements {
 				msg := command.Message{ID: fmt.Sprintf("%sw%d-i%d", e.prefix, w, i), Command: Increment{ID: id}}
 				res, _, err := dispatchUntilDone(ctx, b, msg)
-				if !assert.NoError(t, err, "dispatch %s", msg.ID) {
+				if err != nil {
+					t.Errorf("dispatch %s: %v", msg.ID, err)
 					return
 				}
-				assert.Len(t, res.Events, 1)
+				if len(res.Events) != 1 {
+					t.Errorf("dispatch %s: %d events, want 1: %+v", msg.ID, len(res.Events), res.Events)
+				}
 				mu.Lock()
 				attempts += res.Attempts
 				mu.Unlock()
@@ -63,14 +66,14 @@ func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements, cacheSize i
 		return
 	}
 	total := hotWorkers * hotIncrements
-	assert.Equal(t, total, e.load(id).Count, "final count")
+	check.Equal(t, e.load(id).Count, total, "final count")
 	evs := e.events(id)
-	require.Len(t, evs, total, "events in the stream")
+	check.Len(t, evs, total, "events in the stream")
 	seen := make(map[string]int, total)
 	for _, ev := range evs {
 		seen[ev.Metadata.CommandID]++
 	}
-	assert.Len(t, seen, total, "every command ID must be recorded")
+	check.Len(t, seen, total, "every command ID must be recorded")
 	for cmd, n := range seen {
 		if n != 1 {
 			t.Errorf("command %s produced %d events, want 1", cmd, n)
@@ -82,7 +85,7 @@ func testHotCounter(t *testing.T, e *env, hotWorkers, hotIncrements, cacheSize i
 // testManyAggregatesSmallCache spreads commands over more aggregates than
 // the cache holds, so that instances are evicted by size while others use
 // them.
-func testManyAggregatesSmallCache(t *testing.T, e *env) {
+func testManyAggregatesSmallCache(t testing.TB, e *env) {
 	b := e.bus(command.Options{CacheSize: 4}, 0)
 	const aggregates, workers, each = 16, 8, 40
 	ctx := context.Background()
@@ -93,16 +96,18 @@ func testManyAggregatesSmallCache(t *testing.T, e *env) {
 			defer wg.Done()
 			for i := range each {
 				id := e.id(fmt.Sprint("agg", (w*7+i)%aggregates))
-				_, _, err := dispatchUntilDone(ctx, b, command.Message{ID: fmt.Sprintf("%sw%d-%d", e.prefix, w, i), Command: Increment{ID: id}})
-				assert.NoError(t, err)
+				msg := command.Message{ID: fmt.Sprintf("%sw%d-%d", e.prefix, w, i), Command: Increment{ID: id}}
+				if _, _, err := dispatchUntilDone(ctx, b, msg); err != nil {
+					t.Errorf("dispatch %s: %v", msg.ID, err)
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, b.CachedAggregates(), 4)
+	check.AtMost(t, busprobe.CachedAggregates(b), 4)
 	sum := 0
 	for a := range aggregates {
 		sum += e.load(e.id(fmt.Sprint("agg", a))).Count
 	}
-	assert.Equal(t, workers*each, sum)
+	check.Equal(t, sum, workers*each)
 }

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // Counter is the suite's aggregate: a number that commands increase.
@@ -198,19 +198,19 @@ func (c *Counter) echoed(Echoed) { c.Applied++ }
 
 func (c *Counter) bomb(Bomb) { panic("counter: bomb") }
 
-func newRegistry(t *testing.T) *codec.Registry {
+func newRegistry(t testing.TB) *codec.Registry {
 	reg := codec.NewRegistry(codec.Options{})
-	require.NoError(t, codec.Register[Incremented](reg, "counter.incremented", 1))
-	require.NoError(t, codec.Register[Poisoned](reg, "counter.poisoned", 1))
-	require.NoError(t, codec.Register[Bomb](reg, "counter.bomb", 1))
-	require.NoError(t, codec.Register[Stamped](reg, "counter.stamped", 1))
-	require.NoError(t, codec.Register[Echoed](reg, "counter.echoed", 1))
-	require.NoError(t, codec.Register[Counter](reg, "counter.state", 2))
+	check.NoError(t, codec.Register[Incremented](reg, "counter.incremented", 1))
+	check.NoError(t, codec.Register[Poisoned](reg, "counter.poisoned", 1))
+	check.NoError(t, codec.Register[Bomb](reg, "counter.bomb", 1))
+	check.NoError(t, codec.Register[Stamped](reg, "counter.stamped", 1))
+	check.NoError(t, codec.Register[Echoed](reg, "counter.echoed", 1))
+	check.NoError(t, codec.Register[Counter](reg, "counter.state", 2))
 	// Commands the codec knows are named in their events, so that the bus
 	// refuses their IDs reused by a command of another type.
-	require.NoError(t, codec.Register[Increment](reg, "counter.increment", 1))
-	require.NoError(t, codec.Register[IncrementTwice](reg, "counter.increment-twice", 1))
-	require.NoError(t, codec.Register[Reject](reg, "counter.reject", 1))
-	require.NoError(t, reg.Validate())
+	check.NoError(t, codec.Register[Increment](reg, "counter.increment", 1))
+	check.NoError(t, codec.Register[IncrementTwice](reg, "counter.increment-twice", 1))
+	check.NoError(t, codec.Register[Reject](reg, "counter.reject", 1))
+	check.NoError(t, reg.Validate())
 	return reg
 }

@@ -6,19 +6,17 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 var idempotencyTests = []test{
 	{"RedeliveredSequentially", testRedeliveredSequentially},
 	{"RedeliveredConcurrently", testRedeliveredConcurrently},
 	{"RacingDuplicateReportsStoredDecision", testRacingDuplicate},
-	{"RedeliveredBelowSnapshot", func(t *testing.T, e *env) { testRedeliveredBelowSnapshot(t, e, e.store) }},
-	{"RedeliveredBelowSnapshotWithoutCommandIndex", func(t *testing.T, e *env) {
+	{"RedeliveredBelowSnapshot", func(t testing.TB, e *env) { testRedeliveredBelowSnapshot(t, e, e.store) }},
+	{"RedeliveredBelowSnapshotWithoutCommandIndex", func(t testing.TB, e *env) {
 		testRedeliveredBelowSnapshot(t, e, struct{ eventstore.Store }{e.store})
 	}},
 	{"RedeliveredBeyondScanLimit", testRedeliveredBeyondScanLimit},
@@ -28,54 +26,54 @@ var idempotencyTests = []test{
 	{"NoEventsIsNotRecorded", testNoEvents},
 }
 
-func testRedeliveredSequentially(t *testing.T, e *env) {
+func testRedeliveredSequentially(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	id := e.id("seq")
 	msg := command.Message{ID: e.prefix + "cmd-1", Command: IncrementTwice{ID: id}}
 
 	first, err := b.Dispatch(ctx, msg)
-	require.NoError(t, err)
-	assert.False(t, first.Duplicate)
-	assert.Equal(t, uint64(1), first.Version)
-	assert.Equal(t, []any{Incremented{By: 1}, Incremented{By: 1}}, first.Events, "events as decoded, never the *T Handle returned")
-	assert.Equal(t, msg.ID, first.CommandID)
+	check.NoError(t, err)
+	check.True(t, !first.Duplicate)
+	check.Equal(t, first.Version, uint64(1))
+	check.Equal(t, first.Events, []any{Incremented{By: 1}, Incremented{By: 1}}, "events as decoded, never the *T Handle returned")
+	check.Equal(t, first.CommandID, msg.ID)
 	stored := e.events(id)
-	require.Len(t, stored, 2)
-	assert.Equal(t, stored[1].Position, first.Position, "the position of the command's last event")
+	check.Len(t, stored, 2)
+	check.Equal(t, first.Position, stored[1].Position, "the position of the command's last event")
 
 	for i := range 9 {
 		again, err := b.Dispatch(ctx, msg)
-		require.NoError(t, err, "redelivery %d", i)
-		assert.True(t, again.Duplicate, "redelivery %d must be a duplicate", i)
-		assert.Equal(t, first.Version, again.Version)
-		assert.Equal(t, first.Position, again.Position)
-		assert.Equal(t, first.Events, again.Events)
+		check.NoError(t, err, "redelivery %d", i)
+		check.True(t, again.Duplicate, "redelivery %d must be a duplicate", i)
+		check.Equal(t, again.Version, first.Version)
+		check.Equal(t, again.Position, first.Position)
+		check.Equal(t, again.Events, first.Events)
 	}
 	// Redelivered after other commands, and to a bus with a cold cache: the
 	// earlier result, not the current version.
 	_, err = b.Dispatch(ctx, command.Message{ID: e.prefix + "cmd-2", Command: Increment{ID: id, By: 5}})
-	require.NoError(t, err)
-	for _, bus := range []*command.Bus{b, e.bus(command.Options{CacheSize: -1}, 0)} {
+	check.NoError(t, err)
+	for _, bus := range []*command.Bus{b, e.bus(command.Options{NoCache: true}, 0)} {
 		late, err := bus.Dispatch(ctx, msg)
-		require.NoError(t, err)
-		assert.True(t, late.Duplicate)
-		assert.Equal(t, uint64(1), late.Version, "the version after the command's own events")
-		assert.Equal(t, first.Position, late.Position, "the position of its own last event, not the stream's")
-		assert.Equal(t, first.Events, late.Events)
+		check.NoError(t, err)
+		check.True(t, late.Duplicate)
+		check.Equal(t, late.Version, uint64(1), "the version after the command's own events")
+		check.Equal(t, late.Position, first.Position, "the position of its own last event, not the stream's")
+		check.Equal(t, late.Events, first.Events)
 	}
-	assert.Equal(t, 7, e.load(id).Count)
-	assert.Len(t, e.events(id), 3)
+	check.Equal(t, e.load(id).Count, 7)
+	check.Len(t, e.events(id), 3)
 }
 
-func testRedeliveredConcurrently(t *testing.T, e *env) {
-	buses := []*command.Bus{e.bus(command.Options{}, 0), e.bus(command.Options{CacheSize: -1}, 0)}
+func testRedeliveredConcurrently(t testing.TB, e *env) {
+	buses := []*command.Bus{e.bus(command.Options{}, 0), e.bus(command.Options{NoCache: true}, 0)}
 	ctx := context.Background()
 	id := e.id("conc")
 	// The aggregate exists, and both buses have it loaded (or not cached).
 	for i, b := range buses {
 		_, err := b.Dispatch(ctx, command.Message{ID: fmt.Sprint(e.prefix, "warm", i), Command: Increment{ID: id}})
-		require.NoError(t, err)
+		check.NoError(t, err)
 	}
 	msg := command.Message{ID: e.prefix + "dup", Command: IncrementTwice{ID: id}}
 	results := make([]command.Result, 10)
@@ -85,7 +83,9 @@ func testRedeliveredConcurrently(t *testing.T, e *env) {
 		go func() {
 			defer wg.Done()
 			res, _, err := dispatchUntilDone(ctx, buses[i%2], msg)
-			assert.NoError(t, err)
+			if err != nil {
+				t.Errorf("dispatch %d of %s: %v", i, msg.ID, err)
+			}
 			results[i] = res
 		}()
 	}
@@ -95,44 +95,45 @@ func testRedeliveredConcurrently(t *testing.T, e *env) {
 		if !r.Duplicate {
 			originals++
 		}
-		assert.Equal(t, results[0].Version, r.Version)
-		assert.Equal(t, results[0].Events, r.Events)
+		check.Equal(t, r.Version, results[0].Version)
+		check.Equal(t, r.Events, results[0].Events)
 	}
-	assert.Equal(t, 1, originals, "exactly one dispatch appends; the others are duplicates")
-	assert.Equal(t, 4, e.load(id).Count)
-	assert.Len(t, e.events(id), 4)
+	check.Equal(t, originals, 1, "exactly one dispatch appends; the others are duplicates")
+	check.Equal(t, e.load(id).Count, 4)
+	check.Len(t, e.events(id), 4)
 }
 
 // testRedeliveredBelowSnapshot redelivers a command whose events are older
 // than the snapshot a cold bus loads from: the bus must find the command ID
 // in the store, through its CommandIndex or by scanning.
-func testRedeliveredBelowSnapshot(t *testing.T, e *env, store eventstore.Store) {
+func testRedeliveredBelowSnapshot(t testing.TB, e *env, store eventstore.Store) {
 	ctx := context.Background()
 	id := e.id("snap")
 	old := command.Message{ID: e.prefix + "old", Command: IncrementTwice{ID: id}}
 	warm := e.busOn(store, command.Options{}, 5)
 	first, err := warm.Dispatch(ctx, old)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	for i := range 20 {
 		_, err := warm.Dispatch(ctx, command.Message{ID: fmt.Sprint(e.prefix, "n", i), Command: Increment{ID: id}})
-		require.NoError(t, err)
+		check.NoError(t, err)
 	}
 	snap, ok, err := e.snaps.LoadSnapshot(ctx, "counter-"+id)
-	require.NoError(t, err)
-	require.True(t, ok, "20 events with SnapshotEvery 5 must leave a snapshot")
-	require.Greater(t, snap.Version, first.Version, "the command must be older than the snapshot")
+	check.NoError(t, err)
+	check.True(t, ok, "20 events with SnapshotEvery 5 must leave a snapshot")
+	check.Less(t, first.Version, snap.Version, "the command must be older than the snapshot")
 
-	cold := e.busOn(store, command.Options{CacheSize: -1}, 5)
+	cold := e.busOn(store, command.Options{NoCache: true}, 5)
 	again, err := cold.Dispatch(ctx, old)
-	require.NoError(t, err)
-	assert.True(t, again.Duplicate)
-	assert.Equal(t, first.Version, again.Version)
-	assert.Equal(t, first.Events, again.Events)
+	check.NoError(t, err)
+	check.True(t, again.Duplicate, "command %s, redelivered below the snapshot at %d, was not found in the stream and decided again at %d",
+		old.ID, snap.Version, again.Version)
+	check.Equal(t, again.Version, first.Version)
+	check.Equal(t, again.Events, first.Events)
 	// A new command on the same cold path is not mistaken for a duplicate.
 	fresh, err := cold.Dispatch(ctx, command.Message{ID: e.prefix + "fresh", Command: Increment{ID: id}})
-	require.NoError(t, err)
-	assert.False(t, fresh.Duplicate)
-	assert.Equal(t, 23, e.load(id).Count)
+	check.NoError(t, err)
+	check.True(t, !fresh.Duplicate)
+	check.Equal(t, e.load(id).Count, 23)
 }
 
 // testRedeliveredBeyondScanLimit redelivers, to a cold bus that may scan
@@ -142,7 +143,7 @@ func testRedeliveredBelowSnapshot(t *testing.T, e *env, store eventstore.Store) 
 // after the store refuses the re-decided events (their IDs are the
 // command's), and before returning a rejection that the command's first
 // dispatch did not get.
-func testRedeliveredBeyondScanLimit(t *testing.T, e *env) {
+func testRedeliveredBeyondScanLimit(t testing.TB, e *env) {
 	ctx := context.Background()
 	store := struct{ eventstore.Store }{e.store} // no command index
 	id := e.id("limit")
@@ -150,15 +151,15 @@ func testRedeliveredBeyondScanLimit(t *testing.T, e *env) {
 	at := command.Message{ID: "at", Command: IncrementAt{ID: id, At: 0}}
 	old := command.Message{ID: "old", Command: IncrementTwice{ID: id}}
 	firstAt, err := warm.Dispatch(ctx, at)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	firstOld, err := warm.Dispatch(ctx, old)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	e.increments(warm, id, 20)
 	snap, ok := e.snapshot(id)
-	require.True(t, ok, "23 events with SnapshotEvery 5 must leave a snapshot")
-	require.Greater(t, snap.Version, firstOld.Version+2, "the commands must be further below the snapshot than the scan limit")
+	check.True(t, ok, "23 events with SnapshotEvery 5 must leave a snapshot")
+	check.Less(t, firstOld.Version+2, snap.Version, "the commands must be further below the snapshot than the scan limit")
 
-	cold := e.busOn(store, command.Options{CacheSize: -1, ScanLimit: 2}, 5)
+	cold := e.busOn(store, command.Options{NoCache: true, ScanLimit: 2}, 5)
 	for _, c := range []struct {
 		msg   command.Message
 		first command.Result
@@ -168,29 +169,29 @@ func testRedeliveredBeyondScanLimit(t *testing.T, e *env) {
 		{old, firstOld, "decided again its append is refused"},
 	} {
 		again, err := cold.Dispatch(ctx, c.msg)
-		require.NoError(t, err, "command %s: %s, but it succeeded before", c.msg.ID, c.why)
-		assert.True(t, again.Duplicate, "command %s", c.msg.ID)
-		assert.Equal(t, c.first.Version, again.Version, "command %s", c.msg.ID)
-		assert.Equal(t, c.first.Events, again.Events, "command %s", c.msg.ID)
+		check.NoError(t, err, "command %s: %s, but it succeeded before", c.msg.ID, c.why)
+		check.True(t, again.Duplicate, "command %s", c.msg.ID)
+		check.Equal(t, again.Version, c.first.Version, "command %s", c.msg.ID)
+		check.Equal(t, again.Events, c.first.Events, "command %s", c.msg.ID)
 	}
 	fresh, err := cold.Dispatch(ctx, command.Message{ID: "fresh", Command: Increment{ID: id}})
-	require.NoError(t, err)
-	assert.False(t, fresh.Duplicate)
+	check.NoError(t, err)
+	check.True(t, !fresh.Duplicate)
 	_, err = cold.Dispatch(ctx, command.Message{ID: "refused", Command: IncrementAt{ID: id, At: 0}})
-	require.ErrorIs(t, err, ErrWrongCount, "a new command refused now is refused")
-	assert.Equal(t, 24, e.load(id).Count)
-	assert.Len(t, e.events(id), 24)
+	check.ErrorIs(t, err, ErrWrongCount, "a new command refused now is refused")
+	check.Equal(t, e.load(id).Count, 24)
+	check.Len(t, e.events(id), 24)
 }
 
-func testSameIDOtherAggregate(t *testing.T, e *env) {
+func testSameIDOtherAggregate(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	for _, name := range []string{"a", "b"} {
 		res, err := b.Dispatch(ctx, command.Message{ID: e.prefix + "shared", Command: Increment{ID: e.id(name)}})
-		require.NoError(t, err)
-		assert.False(t, res.Duplicate, "a command ID is scoped to its aggregate")
+		check.NoError(t, err)
+		check.True(t, !res.Duplicate, "a command ID is scoped to its aggregate")
 	}
-	assert.Equal(t, 1, e.load(e.id("b")).Count)
+	check.Equal(t, e.load(e.id("b")).Count, 1)
 }
 
 // testIDReusedByAnotherType: an ID that produced events (or a recorded
@@ -199,59 +200,59 @@ func testSameIDOtherAggregate(t *testing.T, e *env) {
 // CommandIDReusedError, never answered as the other command's duplicate,
 // and appends nothing; the same command again is still a duplicate. (The
 // suite's command types are registered with the codec, which names them.)
-func testIDReusedByAnotherType(t *testing.T, e *env) {
+func testIDReusedByAnotherType(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	id := e.id("reuse")
 	first := command.Message{ID: e.prefix + "reused", Command: Increment{ID: id, By: 1}}
 	_, err := b.Dispatch(ctx, first)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = b.Dispatch(ctx, command.Message{ID: e.prefix + "rejected", Command: Reject{ID: id}, RecordRejection: true})
-	require.Error(t, err)
-	for _, bus := range []*command.Bus{b, e.bus(command.Options{CacheSize: -1}, 0)} {
+	check.True(t, err != nil, "want an error, got nil")
+	for _, bus := range []*command.Bus{b, e.bus(command.Options{NoCache: true}, 0)} {
 		for _, msg := range []command.Message{
 			{ID: first.ID, Command: IncrementTwice{ID: id}},
 			{ID: e.prefix + "rejected", Command: Increment{ID: id, By: 7}, RecordRejection: true},
 		} {
 			res, err := bus.Dispatch(ctx, msg)
 			var reused *command.CommandIDReusedError
-			require.ErrorAs(t, err, &reused, "%T under ID %s", msg.Command, msg.ID)
-			assert.ErrorIs(t, err, command.ErrCommandIDReused)
-			assert.Equal(t, msg.ID, reused.CommandID)
-			assert.False(t, res.Duplicate, "not answered as the other command's outcome")
-			assert.False(t, res.Rejected, "a refusal of the bus, not the aggregate's")
+			check.ErrorAs(t, err, &reused, "%T under ID %s", msg.Command, msg.ID)
+			check.ErrorIs(t, err, command.ErrCommandIDReused)
+			check.Equal(t, reused.CommandID, msg.ID)
+			check.True(t, !res.Duplicate, "not answered as the other command's outcome")
+			check.True(t, !res.Rejected, "a refusal of the bus, not the aggregate's")
 		}
 		again, err := bus.Dispatch(ctx, first)
-		require.NoError(t, err)
-		assert.True(t, again.Duplicate, "the same command under its ID is still a duplicate")
+		check.NoError(t, err)
+		check.True(t, again.Duplicate, "the same command under its ID is still a duplicate")
 	}
-	assert.Len(t, e.events(id), 2, "one increment and one recorded rejection, nothing more")
-	assert.Equal(t, 1, e.load(id).Count)
+	check.Len(t, e.events(id), 2, "one increment and one recorded rejection, nothing more")
+	check.Equal(t, e.load(id).Count, 1)
 }
 
-func testGeneratedCommandID(t *testing.T, e *env) {
+func testGeneratedCommandID(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	id := e.id("gen")
 	r1, err := b.Dispatch(ctx, command.Message{Command: Increment{ID: id}})
-	require.NoError(t, err)
+	check.NoError(t, err)
 	r2, err := b.Dispatch(ctx, command.Message{Command: Increment{ID: id}})
-	require.NoError(t, err)
-	assert.NotEmpty(t, r1.CommandID)
-	assert.NotEqual(t, r1.CommandID, r2.CommandID, "each dispatch without an ID is a new command")
-	assert.False(t, r2.Duplicate)
+	check.NoError(t, err)
+	check.True(t, len(r1.CommandID) > 0)
+	check.True(t, r1.CommandID != r2.CommandID, "each dispatch without an ID is a new command, got %q twice", r1.CommandID)
+	check.True(t, !r2.Duplicate)
 	evs := e.events(id)
-	require.Len(t, evs, 2)
-	assert.Equal(t, r1.CommandID, evs[0].Metadata.CommandID)
+	check.Len(t, evs, 2)
+	check.Equal(t, evs[0].Metadata.CommandID, r1.CommandID)
 }
 
-func testNoEvents(t *testing.T, e *env) {
+func testNoEvents(t testing.TB, e *env) {
 	b := e.bus(command.Options{}, 0)
 	ctx := context.Background()
 	id := e.id("none")
 	res, err := b.Dispatch(ctx, command.Message{ID: e.prefix + "n", Command: Nothing{ID: id}})
-	require.NoError(t, err)
-	assert.Empty(t, res.Events)
-	assert.False(t, res.Duplicate)
-	assert.Empty(t, e.events(id), "a command that decides nothing writes nothing")
+	check.NoError(t, err)
+	check.Len(t, res.Events, 0)
+	check.True(t, !res.Duplicate)
+	check.Len(t, e.events(id), 0, "a command that decides nothing writes nothing")
 }

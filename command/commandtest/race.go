@@ -6,10 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // testRacingDuplicate races two dispatches of one command ID through two
@@ -20,13 +18,13 @@ import (
 // at the same place, and the store reports it as a duplicate. The loser
 // never appended its own decision: what it returns, and the state it caches
 // for the next command, must be what the store holds.
-func testRacingDuplicate(t *testing.T, e *env) {
+func testRacingDuplicate(t testing.TB, e *env) {
 	ctx := context.Background()
 	winnerBus, loserBus := e.bus(command.Options{}, 0), e.bus(command.Options{}, 0)
 	id := e.id("race")
 	for i, b := range []*command.Bus{winnerBus, loserBus} {
 		_, err := b.Dispatch(ctx, command.Message{ID: fmt.Sprint("warm-", i), Command: Increment{ID: id}})
-		require.NoError(t, err, "both buses cache the counter")
+		check.NoError(t, err, "both buses cache the counter")
 	}
 
 	// The barrier: each side waits in Handle, after deciding, until the
@@ -38,33 +36,33 @@ func testRacingDuplicate(t *testing.T, e *env) {
 	go loser.run(ctx, loserBus, id, winner, winner.done)
 	<-winner.done
 	<-loser.done
-	require.NoError(t, winner.err)
-	require.NoError(t, loser.err)
+	check.NoError(t, winner.err)
+	check.NoError(t, loser.err)
 	winnerRes, loserRes := winner.res, loser.res
 
 	evs := e.events(id)
-	require.Len(t, evs, 3, "the loser's append writes nothing")
+	check.Len(t, evs, 3, "the loser's append writes nothing")
 	stored := e.load(id).Token
-	require.NotEmpty(t, stored)
+	check.True(t, len(stored) > 0)
 	want := []any{Stamped{Token: stored}}
-	assert.False(t, winnerRes.Duplicate, "the winner appended")
-	assert.True(t, loserRes.Duplicate, "the loser's append repeated the winner's")
+	check.True(t, !winnerRes.Duplicate, "the winner appended")
+	check.True(t, loserRes.Duplicate, "the loser's append repeated the winner's")
 	for _, r := range []struct {
 		name string
 		res  command.Result
 	}{{"winner", winnerRes}, {"loser", loserRes}} {
-		assert.Equal(t, want, r.res.Events, "the %s reports the stored events", r.name)
-		assert.Equal(t, evs[2].Version, r.res.Version, "the %s reports the stored version", r.name)
+		check.Equal(t, r.res.Events, want, "the %s reports the stored events", r.name)
+		check.Equal(t, r.res.Version, evs[2].Version, "the %s reports the stored version", r.name)
 	}
 
 	// Each bus decides its next command from the state it cached: the one
 	// the store holds, which every replay builds.
 	for i, b := range []*command.Bus{loserBus, winnerBus} {
 		echo, err := b.Dispatch(ctx, command.Message{ID: fmt.Sprint("m-2-", i), Command: Echo{ID: id}})
-		require.NoError(t, err)
-		assert.Equal(t, []any{Echoed{Token: stored}}, echo.Events, "bus %d echoes the stored token", i)
+		check.NoError(t, err)
+		check.Equal(t, echo.Events, []any{Echoed{Token: stored}}, "bus %d echoes the stored token", i)
 	}
-	assert.Equal(t, stored, e.load(id).Token)
+	check.Equal(t, e.load(id).Token, stored)
 }
 
 // racer is one side of testRacingDuplicate: a dispatch of Stamp "m-1".

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 var snapshotTests = []test{
@@ -23,63 +21,63 @@ func (e *env) increments(b *command.Bus, id string, n int) {
 	for range n {
 		e.seq++
 		_, err := b.Dispatch(context.Background(), command.Message{ID: fmt.Sprint(e.prefix, id, "-", e.seq), Command: Increment{ID: id}})
-		require.NoError(e.t, err)
+		check.NoError(e.t, err)
 	}
 }
 
-func (e *env) snapshot(id string) (eventstore.Snapshot, bool) {
+func (e *env) snapshot(id string) (storekit.Snapshot, bool) {
 	e.t.Helper()
 	snap, ok, err := e.snaps.LoadSnapshot(context.Background(), "counter-"+id)
-	require.NoError(e.t, err)
+	check.NoError(e.t, err)
 	return snap, ok
 }
 
-func testSnapshotTaken(t *testing.T, e *env) {
+func testSnapshotTaken(t testing.TB, e *env) {
 	id := e.id("every")
 	b := e.bus(command.Options{}, 10)
 	e.increments(b, id, 9)
 	_, ok := e.snapshot(id)
-	assert.False(t, ok, "no snapshot before 10 events")
+	check.True(t, !ok, "no snapshot before 10 events")
 	e.increments(b, id, 16)
 	snap, ok := e.snapshot(id)
-	require.True(t, ok)
-	assert.Equal(t, uint64(19), snap.Version, "taken after the 10th and 20th events")
-	assert.Equal(t, "counter.state", snap.Type)
-	assert.Equal(t, uint32(2), snap.SchemaVersion)
+	check.True(t, ok)
+	check.Equal(t, snap.Version, uint64(19), "taken after the 10th and 20th events")
+	check.Equal(t, snap.Type, "counter.state")
+	check.Equal(t, snap.SchemaVersion, uint32(2))
 
 	// A stream that grew without snapshots gets one when it is loaded.
 	id2 := e.id("late")
 	e.increments(e.bus(command.Options{}, 0), id2, 25)
 	_, ok = e.snapshot(id2)
-	require.False(t, ok)
+	check.True(t, !ok)
 	e.increments(e.bus(command.Options{}, 10), id2, 1)
 	snap, ok = e.snapshot(id2)
-	require.True(t, ok)
-	assert.Equal(t, uint64(24), snap.Version, "saved after the replay, before the new event")
+	check.True(t, ok)
+	check.Equal(t, snap.Version, uint64(24), "saved after the replay, before the new event")
 }
 
 // testSnapshotUsed plants a snapshot whose state no replay could build:
 // a cold bus must start from it and apply only the tail.
-func testSnapshotUsed(t *testing.T, e *env) {
+func testSnapshotUsed(t testing.TB, e *env) {
 	id := e.id("used")
 	e.increments(e.bus(command.Options{}, 0), id, 10)
 	e.plant(id, 4, `{"id":"`+id+`","count":1000,"applied":0}`, 2)
-	res, err := e.bus(command.Options{CacheSize: -1}, 100).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
-	require.NoError(t, err)
-	assert.Equal(t, uint64(10), res.Version)
+	res, err := e.bus(command.Options{NoCache: true}, 100).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
+	check.NoError(t, err)
+	check.Equal(t, res.Version, uint64(10))
 	st := e.loadVia(id)
-	assert.Equal(t, 1006, st.Count, "snapshot state plus the 6 events after it")
-	assert.Equal(t, 6, st.Applied)
+	check.Equal(t, st.Count, 1006, "snapshot state plus the 6 events after it")
+	check.Equal(t, st.Applied, 6)
 }
 
 func (e *env) plant(id string, version uint64, data string, schema uint32) {
 	e.t.Helper()
-	require.NoError(e.t, e.snaps.SaveSnapshot(context.Background(), eventstore.Snapshot{
+	check.NoError(e.t, e.snaps.SaveSnapshot(context.Background(), storekit.Snapshot{
 		Stream: "counter-" + id, Version: version, Type: "counter.state", SchemaVersion: schema, Data: []byte(data),
 	}))
 }
 
-func testSnapshotFallback(t *testing.T, e *env) {
+func testSnapshotFallback(t testing.TB, e *env) {
 	cases := []struct {
 		name    string
 		version uint64
@@ -95,18 +93,18 @@ func testSnapshotFallback(t *testing.T, e *env) {
 		{"PastTheEnd", 40, `{"count":1000}`, 2, "counter.state"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		check.Run(t, tc.name, func(t testing.TB) {
 			id := e.id("fb" + tc.name)
 			e.increments(e.bus(command.Options{}, 0), id, 10)
-			require.NoError(t, e.snaps.SaveSnapshot(context.Background(), eventstore.Snapshot{
+			check.NoError(t, e.snaps.SaveSnapshot(context.Background(), storekit.Snapshot{
 				Stream: "counter-" + id, Version: tc.version, Type: tc.typ, SchemaVersion: tc.schema, Data: []byte(tc.data),
 			}))
-			res, err := e.bus(command.Options{CacheSize: -1}, 1000).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
-			require.NoError(t, err, "an untrustworthy snapshot must not fail the command")
-			assert.Equal(t, uint64(10), res.Version)
+			res, err := e.bus(command.Options{NoCache: true}, 1000).Dispatch(context.Background(), command.Message{Command: Increment{ID: id}})
+			check.NoError(t, err, "an untrustworthy snapshot must not fail the command")
+			check.Equal(t, res.Version, uint64(10))
 			st := e.loadVia(id)
-			assert.Equal(t, 11, st.Count, "full replay, not the snapshot's state")
-			assert.Equal(t, 11, st.Applied)
+			check.Equal(t, st.Count, 11, "full replay, not the snapshot's state")
+			check.Equal(t, st.Applied, 11)
 		})
 	}
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-var _ eventstore.CommandIndex = (*Store)(nil)
-
-// CommandResult implements [eventstore.CommandIndex]. The memory store
+// CommandResult implements [storekit.CommandIndex]. The memory store
 // keeps no index by command ID (that would need a field in [Store]), so it
 // compares the command IDs of the stream's events in place, newest first,
 // without copying them: a redelivery is usually recent.
@@ -16,7 +15,7 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (ev
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, false, err
 	}
-	if ask, err := eventstore.CheckCommandLookup(stream, commandID); !ask {
+	if ask, err := storekit.CheckCommandLookup(stream, commandID); !ask {
 		return eventstore.AppendResult{}, false, err
 	}
 	s.mu.RLock()

@@ -11,63 +11,56 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// Consumers keeps what consumers need besides the events: checkpoints,
-// dead letters and leases, and a small key/value read model that
-// transactional projections write to in the same transaction as their
-// checkpoint (see [Consumers.InTx]). Everything lives in memory and is lost
-// when the process ends. The zero value is not usable; call [NewConsumers].
-type Consumers struct {
+// consumers is the part of [Store] that its consumers keep besides the
+// events: checkpoints, dead letters and leases, and a small key/value read
+// model that transactional projections write to in the same transaction as
+// their checkpoint (see [Store.InTx]). It has a lock of its own, so that
+// consumers never wait for appends, nor appends for consumers.
+type consumers struct {
 	mu          sync.Mutex
-	checkpoints map[string]eventstore.Checkpoint
+	checkpoints map[string]storekit.Checkpoint
 	dead        map[string]map[string]eventstore.DeadLetter // consumer -> ID -> dead letter
-	leases      map[string]eventstore.Lease
-	fences      map[string]eventstore.Fence // highest fence ever handed out, per name
+	leases      map[string]storekit.Lease
+	fences      map[string]storekit.Fence // highest fence ever handed out, per name
 	values      map[string][]byte
 	rowLocks    map[string]chan struct{} // per checkpoint, and per consumer's dead letters (lettersRow): held by the transaction that writes them
 	now         func() time.Time
 }
 
-// NewConsumers returns empty consumer storage.
-func NewConsumers() *Consumers {
-	return &Consumers{
-		checkpoints: make(map[string]eventstore.Checkpoint),
+func (c *consumers) init() {
+	*c = consumers{
+		checkpoints: make(map[string]storekit.Checkpoint),
 		dead:        make(map[string]map[string]eventstore.DeadLetter),
-		leases:      make(map[string]eventstore.Lease),
-		fences:      make(map[string]eventstore.Fence),
+		leases:      make(map[string]storekit.Lease),
+		fences:      make(map[string]storekit.Fence),
 		values:      make(map[string][]byte),
 		rowLocks:    make(map[string]chan struct{}),
 		now:         func() time.Time { return time.Now().UTC() },
 	}
 }
 
-var (
-	_ eventstore.TxCheckpointStore[*Tx] = (*Consumers)(nil)
-	_ eventstore.TxLeaseStore[*Tx]      = (*Consumers)(nil)
-	_ eventstore.DeadLetterStore        = (*Consumers)(nil)
-	_ eventstore.LeaseStore             = (*Consumers)(nil)
-)
-
-// Checkpoint implements [eventstore.CheckpointStore.Checkpoint].
-func (c *Consumers) Checkpoint(ctx context.Context, name string) (eventstore.Checkpoint, error) {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
-		return eventstore.Checkpoint{}, err
+// Checkpoint implements [storekit.CheckpointStore.Checkpoint].
+func (c *consumers) Checkpoint(ctx context.Context, name string) (storekit.Checkpoint, error) {
+	if err := storekit.ValidateConsumerName(name); err != nil {
+		return storekit.Checkpoint{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.Checkpoint{}, err
+		return storekit.Checkpoint{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.checkpoints[name], nil
 }
 
-// SaveCheckpoint implements [eventstore.CheckpointStore.SaveCheckpoint].
-func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+// SaveCheckpoint implements [storekit.CheckpointStore.SaveCheckpoint].
+func (c *consumers) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
-	if err := eventstore.CheckFence(name, fence); err != nil {
+	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -78,17 +71,17 @@ func (c *Consumers) SaveCheckpoint(ctx context.Context, name string, expected, n
 	return c.saveLocked(name, expected, next, fence)
 }
 
-func (c *Consumers) saveLocked(name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.CheckSave(name, c.checkpoints[name], expected, fence); err != nil {
+func (c *consumers) saveLocked(name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.CheckSave(name, c.checkpoints[name], expected, fence); err != nil {
 		return err
 	}
-	c.checkpoints[name] = eventstore.Checkpoint{Position: next, Fence: fence}
+	c.checkpoints[name] = storekit.Checkpoint{Position: next, Fence: fence}
 	return nil
 }
 
-// ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter].
-func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetter(d); err != nil {
+// ParkDeadLetter implements [storekit.DeadLetterStore.ParkDeadLetter].
+func (c *consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -103,21 +96,21 @@ func (c *Consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 }
 
 // parkableLocked refuses a dead letter whose ID names another event's dead
-// letter (see [eventstore.CheckDeadLetterID]), or, for a compare-and-set
+// letter (see [storekit.CheckDeadLetterID]), or, for a compare-and-set
 // (d.Generation set), one that changed since it was read (see
-// [eventstore.CheckDeadLetterGeneration]).
-func (c *Consumers) parkableLocked(d eventstore.DeadLetter) error {
+// [storekit.CheckDeadLetterGeneration]).
+func (c *consumers) parkableLocked(d eventstore.DeadLetter) error {
 	old, ok := c.dead[d.Consumer][d.ID]
 	if d.Generation != 0 {
-		var stored *eventstore.DeadLetterKey
+		var stored *storekit.DeadLetterKey
 		if ok {
-			k := old.Key()
+			k := storekit.KeyOf(old)
 			stored = &k
 		}
-		return eventstore.CheckDeadLetterGeneration(d, stored)
+		return storekit.CheckDeadLetterGeneration(d, stored)
 	}
 	if ok && d.ID != "" {
-		return eventstore.CheckDeadLetterID(d, old.Event.StreamID, old.Event.ID, old.Part)
+		return storekit.CheckDeadLetterID(d, old.Event.StreamID, old.Event.ID, old.Part)
 	}
 	return nil
 }
@@ -128,7 +121,7 @@ func (c *Consumers) parkableLocked(d eventstore.DeadLetter) error {
 // generation than it has; or else a new ID when it has none, and the
 // first generation; and with its own copy of the event's data. The stored
 // event stays, as SQL stores update only the failure's columns.
-func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+func (c *consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 	d.Generation = 1
 	for id, old := range c.dead[d.Consumer] {
 		if old.Event.ID == d.Event.ID && old.Event.StreamID == d.Event.StreamID && old.Part == d.Part {
@@ -145,7 +138,7 @@ func (c *Consumers) keyedLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 
 // parkLocked stores d, or updates the dead letter parked under its key,
 // and returns what it stored.
-func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
+func (c *consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 	if c.dead[d.Consumer] == nil {
 		c.dead[d.Consumer] = make(map[string]eventstore.DeadLetter)
 	}
@@ -154,9 +147,9 @@ func (c *Consumers) parkLocked(d eventstore.DeadLetter) eventstore.DeadLetter {
 	return d
 }
 
-// DeadLetters implements [eventstore.DeadLetterStore.DeadLetters].
-func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) {
+// DeadLetters implements [storekit.DeadLetterStore.DeadLetters].
+func (c *consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
+	return storekit.ListSeq(func() ([]eventstore.DeadLetter, error) {
 		if err := c.readable(ctx, consumer); err != nil {
 			return nil, err
 		}
@@ -172,32 +165,32 @@ func (c *Consumers) DeadLetters(ctx context.Context, consumer string) iter.Seq2[
 }
 
 // readable checks what a read of consumer's dead letters is asked with.
-func (c *Consumers) readable(ctx context.Context, consumer string) error {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+func (c *consumers) readable(ctx context.Context, consumer string) error {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return err
 	}
 	return ctx.Err()
 }
 
-// DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys].
-func (c *Consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
-	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) {
+// DeadLetterKeys implements [storekit.DeadLetterStore.DeadLetterKeys].
+func (c *consumers) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[storekit.DeadLetterKey, error] {
+	return storekit.ListSeq(func() ([]storekit.DeadLetterKey, error) {
 		if err := c.readable(ctx, consumer); err != nil {
 			return nil, err
 		}
 		c.mu.Lock()
-		var keys []eventstore.DeadLetterKey
+		var keys []storekit.DeadLetterKey
 		for _, d := range c.dead[consumer] {
-			keys = append(keys, d.Key())
+			keys = append(keys, storekit.KeyOf(d))
 		}
 		c.mu.Unlock()
-		return eventstore.SortDeadLetterKeys(keys, after, through), nil
+		return storekit.SortDeadLetterKeys(keys, after, through), nil
 	})
 }
 
-// DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
-func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+// DeadLetter implements [storekit.DeadLetterStore.DeadLetter].
+func (c *consumers) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -207,13 +200,13 @@ func (c *Consumers) DeadLetter(ctx context.Context, consumer, id string) (events
 	defer c.mu.Unlock()
 	d, ok := c.dead[consumer][id]
 	if !ok {
-		return eventstore.DeadLetter{}, &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		return eventstore.DeadLetter{}, &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	return copyLetter(d), nil
 }
 
-// CountDeadLetters implements [eventstore.DeadLetterStore.CountDeadLetters].
-func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
+// CountDeadLetters implements [storekit.DeadLetterStore.CountDeadLetters].
+func (c *consumers) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
 	if err := c.readable(ctx, consumer); err != nil {
 		return 0, err
 	}
@@ -222,16 +215,16 @@ func (c *Consumers) CountDeadLetters(ctx context.Context, consumer string) (int,
 	return len(c.dead[consumer]), nil
 }
 
-// DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
-func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+// DeleteDeadLetter implements [storekit.DeadLetterStore.DeleteDeadLetter].
+func (c *consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// It waits for a transaction that parks or resolves the consumer's
-	// dead letters (see [Consumers.DeleteDeadLetterTx]).
+	// dead letters (see [Store.DeleteDeadLetterTx]).
 	row, err := c.lockRow(ctx, lettersRow(consumer))
 	if err != nil {
 		return err
@@ -242,9 +235,9 @@ func (c *Consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) e
 	return c.deleteLocked(consumer, id)
 }
 
-func (c *Consumers) deleteLocked(consumer, id string) error {
+func (c *consumers) deleteLocked(consumer, id string) error {
 	if _, ok := c.dead[consumer][id]; !ok {
-		return &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		return &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	delete(c.dead[consumer], id)
 	return nil
@@ -255,13 +248,13 @@ func copyLetter(d eventstore.DeadLetter) eventstore.DeadLetter {
 	return d
 }
 
-// AcquireLease implements [eventstore.LeaseStore.AcquireLease].
-func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
-	if err := eventstore.ValidateLease(name, holder, ttl); err != nil {
-		return eventstore.Lease{}, false, err
+// AcquireLease implements [storekit.LeaseStore.AcquireLease].
+func (c *consumers) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
+	if err := storekit.ValidateLease(name, holder, ttl); err != nil {
+		return storekit.Lease{}, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.Lease{}, false, err
+		return storekit.Lease{}, false, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -272,50 +265,50 @@ func (c *Consumers) AcquireLease(ctx context.Context, name, holder string, ttl t
 	}
 	if !held || l.Holder != holder {
 		c.fences[name]++
-		l = eventstore.Lease{Name: name, Holder: holder, Fence: c.fences[name]}
+		l = storekit.Lease{Name: name, Holder: holder, Fence: c.fences[name]}
 	}
 	l.Expires = now.Add(ttl)
 	c.leases[name] = l
 	return l, true, nil
 }
 
-// RenewLease implements [eventstore.LeaseStore.RenewLease].
-func (c *Consumers) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
-		return eventstore.Lease{}, err
+// RenewLease implements [storekit.LeaseStore.RenewLease].
+func (c *consumers) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return storekit.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.heldLocked(l); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	return c.renewLocked(l, ttl), nil
 }
 
-// heldLocked returns a [*eventstore.LeaseLostError] unless l is the lease
+// heldLocked returns a [*storekit.LeaseLostError] unless l is the lease
 // held now (lapsed or not, while nobody else acquired it).
-func (c *Consumers) heldLocked(l eventstore.Lease) error {
+func (c *consumers) heldLocked(l storekit.Lease) error {
 	cur, held := c.leases[l.Name]
 	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
-		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+		return &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	return nil
 }
 
 // renewLocked extends the held lease l by ttl from now.
-func (c *Consumers) renewLocked(l eventstore.Lease, ttl time.Duration) eventstore.Lease {
+func (c *consumers) renewLocked(l storekit.Lease, ttl time.Duration) storekit.Lease {
 	cur := c.leases[l.Name]
 	cur.Expires = c.now().Add(ttl)
 	c.leases[l.Name] = cur
 	return cur
 }
 
-// ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
-func (c *Consumers) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
-	if err := eventstore.ValidateHeldLease(l); err != nil {
+// ReleaseLease implements [storekit.LeaseStore.ReleaseLease].
+func (c *consumers) ReleaseLease(ctx context.Context, l storekit.Lease) error {
+	if err := storekit.ValidateHeldLease(l); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

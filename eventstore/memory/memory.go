@@ -1,7 +1,14 @@
 // Package memory is an in-memory [eventstore.Store] for tests and
-// prototypes. It keeps every event in memory and loses them when the
-// process ends; otherwise it honours the whole store contract, and live
-// subscribers are woken by commits, not by polling.
+// prototypes. It keeps everything in memory and loses it when the process
+// ends; otherwise it honours the whole store contract, and live subscribers
+// are woken by commits, not by polling.
+//
+// Like the SQLite and PostgreSQL stores, one [Store] is complete: besides
+// the events it keeps what Cairn's consumers find on a store (checkpoints,
+// with transactions and a small key/value read model, dead letters,
+// leases, aggregate snapshots and the command index), so a bus, a
+// projection and a saga runner given it need nothing else. A test that
+// wants consumer state apart from the events uses two stores.
 package memory
 
 import (
@@ -13,17 +20,24 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// Store is an in-memory event store. The zero value is not usable; call
-// [New].
+// Store is an in-memory event store that implements every interface of
+// package storekit: [storekit.CommandIndex], [storekit.SnapshotStore],
+// [storekit.DeadLetterStore], [storekit.LeaseStore], and
+// [storekit.TxCheckpointStore] and [storekit.TxLeaseStore] with [*Tx]. The
+// zero value is not usable; call [New].
 type Store struct {
+	consumers // checkpoints, dead letters, leases, read model
+	snapshots
+
 	mu      sync.RWMutex
 	log     []eventstore.Event // log[i] has position {Major: i+1}
 	streams map[string]*stream
 	closed  bool
 
-	changes eventstore.Notifier
+	changes storekit.Notifier
 	done    chan struct{}
 	now     func() time.Time
 }
@@ -35,21 +49,32 @@ type stream struct {
 
 // New returns an empty in-memory store.
 func New() *Store {
-	return &Store{
+	s := &Store{
 		streams: make(map[string]*stream),
 		done:    make(chan struct{}),
 		now:     func() time.Time { return time.Now().UTC() },
 	}
+	s.consumers.init()
+	s.snapshots.init()
+	return s
 }
 
-var _ eventstore.Store = (*Store)(nil)
+var (
+	_ eventstore.Store                = (*Store)(nil)
+	_ storekit.CommandIndex           = (*Store)(nil)
+	_ storekit.SnapshotStore          = (*Store)(nil)
+	_ storekit.DeadLetterStore        = (*Store)(nil)
+	_ storekit.LeaseStore             = (*Store)(nil)
+	_ storekit.TxCheckpointStore[*Tx] = (*Store)(nil)
+	_ storekit.TxLeaseStore[*Tx]      = (*Store)(nil)
+)
 
 // Append implements [eventstore.Store.Append].
 func (s *Store) Append(ctx context.Context, name string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	events, err := eventstore.PrepareAppend(ctx, name, events)
+	events, err := storekit.PrepareAppend(ctx, name, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -63,7 +88,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	if st != nil {
 		next = uint64(len(st.entries))
 	}
-	current := eventstore.StreamState(next-1, st != nil)
+	current := storekit.StreamState(next-1, st != nil)
 
 	if st != nil {
 		stored := make(map[uuid.UUID]uint64)
@@ -72,7 +97,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 				stored[e.ID] = v
 			}
 		}
-		first, repeat, err := eventstore.CheckRepeat(name, expected, events, eventstore.Repeat{Stored: stored, Current: current})
+		first, repeat, err := storekit.CheckRepeat(name, expected, events, storekit.Repeat{Stored: stored, Current: current})
 		if err != nil {
 			return eventstore.AppendResult{}, err
 		}
@@ -119,7 +144,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 // ReadStream implements [eventstore.Store.ReadStream]. It copies events out
 // a page at a time, so the consumer may append while it ranges.
 func (s *Store) ReadStream(ctx context.Context, name string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return eventstore.ReadStreamPages(ctx, name, opts, s.streamPage, 0)
+	return storekit.ReadStreamPages(ctx, name, opts, s.streamPage, 0)
 }
 
 // streamPage copies up to limit events of a stream, starting at version
@@ -144,8 +169,8 @@ func (s *Store) streamPage(ctx context.Context, name string, from uint64, backwa
 	// page is full now.
 	full := func(index int) bool {
 		page = append(page, s.copyOf(index))
-		size += eventstore.PageBytes(&s.log[index])
-		return eventstore.PageFull(len(page), limit, size)
+		size += storekit.PageBytes(&s.log[index])
+		return storekit.PageFull(len(page), limit, size)
 	}
 	if backward {
 		for v := int64(min(from, n-1)); v >= 0; v-- {
@@ -165,37 +190,37 @@ func (s *Store) streamPage(ctx context.Context, name string, from uint64, backwa
 
 // ReadAll implements [eventstore.Store.ReadAll].
 func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return eventstore.ReadPages(ctx, after, filter, s.readPage, 0)
+	return storekit.ReadPages(ctx, after, filter, s.readPage, 0)
 }
 
 // Subscribe implements [eventstore.Store.Subscribe]; live subscribers wake
 // on commit.
 func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return eventstore.Follow(ctx, after, filter, s.readPage, eventstore.FollowOptions{
+	return storekit.Follow(ctx, after, filter, s.readPage, storekit.FollowOptions{
 		Changed: s.changes.Changed,
 		Closed:  s.done,
 	})
 }
 
-func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (eventstore.Page, error) {
+func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (storekit.Page, error) {
 	if err := ctx.Err(); err != nil {
-		return eventstore.Page{}, err
+		return storekit.Page{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return eventstore.Page{}, eventstore.ErrClosed
+		return storekit.Page{}, eventstore.ErrClosed
 	}
 	// Positions are dense, {Major: index+1}: the first event after any
 	// position {m, minor} is {m+1, 0}, at index m, whatever minor is.
 	start := after.Major
-	page := eventstore.Page{Through: after}
+	page := storekit.Page{Through: after}
 	size := 0
 	for i := start; i < uint64(len(s.log)); i++ {
 		if filter.Match(&s.log[i]) {
 			page.Events = append(page.Events, s.copyOf(int(i)))
-			size += eventstore.PageBytes(&s.log[i])
-			if eventstore.PageFull(len(page.Events), limit, size) {
+			size += storekit.PageBytes(&s.log[i])
+			if storekit.PageFull(len(page.Events), limit, size) {
 				page.Through, page.Full = s.log[i].Position, true
 				return page, nil
 			}

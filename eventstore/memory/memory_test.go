@@ -2,8 +2,10 @@ package memory_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -12,20 +14,47 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
+func newStore(t testing.TB) eventstore.Store {
+	s := memory.New()
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestConformance runs every suite: the store's, the command bus's, the
+// sagas' and the projections', whose read model is a counter per key in
+// the store's key/value read model.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) eventstore.Store {
-		s := memory.New()
-		t.Cleanup(func() { _ = s.Close() })
-		return s
+	storetest.Run(t, newStore, storetest.Options{
+		ReadModel: storetest.TxReadModel(addCounter, counter),
 	})
 }
 
+func addCounter(_ context.Context, tx *memory.Tx, key string, delta int64) error {
+	var n int64
+	if v, ok := tx.Get(key); ok {
+		var err error
+		if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
+			return err
+		}
+	}
+	tx.Put(key, strconv.AppendInt(nil, n+delta, 10))
+	return nil
+}
+
+func counter(t testing.TB, s eventstore.Store, key string) int64 {
+	v, ok := s.(*memory.Store).Value(key)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		t.Fatalf("counter %q holds %q", key, v)
+	}
+	return n
+}
+
 func BenchmarkStore(b *testing.B) {
-	storetest.Benchmark(b, func(b *testing.B) eventstore.Store {
-		s := memory.New()
-		b.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+	storetest.Benchmark(b, newStore)
 }
 
 // A position with a Minor part (another store's, or a hand-made one) sorts
@@ -45,4 +74,16 @@ func TestReadAfterPositionWithMinor(t *testing.T) {
 		got = append(got, e.Position)
 	}
 	assert.Equal(t, []eventstore.Position{{Major: 2}, {Major: 3}}, got)
+}
+
+// TestCommandResultOnClosedStore adds to the conformance suite what only
+// the memory store can be asked without a server: a closed store refuses.
+func TestCommandResultOnClosedStore(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New()
+	_, err := s.Append(ctx, "c-1", eventstore.NoStream, eventstore.EventData{ID: uuid.New(), Type: "x", Data: []byte("{}"), Metadata: eventstore.Metadata{CommandID: "a"}})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, _, err = s.CommandResult(ctx, "c-1", "a")
+	assert.ErrorIs(t, err, eventstore.ErrClosed)
 }

@@ -5,35 +5,30 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// SnapshotStore is an in-memory [eventstore.SnapshotStore]: the latest
-// snapshot of each stream, lost when the process ends. It is a separate
-// value from [Store] so that a test can give a bus snapshots or not, and
-// drop them, independently of the events.
-type SnapshotStore struct {
+// snapshots is the part of [Store] that keeps the latest snapshot of each
+// stream, under a lock of its own.
+type snapshots struct {
 	mu    sync.RWMutex
-	snaps map[string]eventstore.Snapshot
+	snaps map[string]storekit.Snapshot
 	now   func() time.Time
 }
 
-// NewSnapshotStore returns an empty snapshot store.
-func NewSnapshotStore() *SnapshotStore {
-	return &SnapshotStore{
-		snaps: make(map[string]eventstore.Snapshot),
+func (s *snapshots) init() {
+	*s = snapshots{
+		snaps: make(map[string]storekit.Snapshot),
 		now:   func() time.Time { return time.Now().UTC() },
 	}
 }
 
-var _ eventstore.SnapshotStore = (*SnapshotStore)(nil)
-
-// SaveSnapshot implements [eventstore.SnapshotStore.SaveSnapshot].
-func (s *SnapshotStore) SaveSnapshot(ctx context.Context, snap eventstore.Snapshot) error {
+// SaveSnapshot implements [storekit.SnapshotStore.SaveSnapshot].
+func (s *snapshots) SaveSnapshot(ctx context.Context, snap storekit.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := eventstore.ValidateSnapshot(snap); err != nil {
+	if err := storekit.ValidateSnapshot(snap); err != nil {
 		return err
 	}
 	snap.Data = append(make([]byte, 0, len(snap.Data)), snap.Data...)
@@ -44,19 +39,19 @@ func (s *SnapshotStore) SaveSnapshot(ctx context.Context, snap eventstore.Snapsh
 	return nil
 }
 
-// LoadSnapshot implements [eventstore.SnapshotStore.LoadSnapshot].
-func (s *SnapshotStore) LoadSnapshot(ctx context.Context, stream string) (eventstore.Snapshot, bool, error) {
+// LoadSnapshot implements [storekit.SnapshotStore.LoadSnapshot].
+func (s *snapshots) LoadSnapshot(ctx context.Context, stream string) (storekit.Snapshot, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return eventstore.Snapshot{}, false, err
+		return storekit.Snapshot{}, false, err
 	}
-	if err := eventstore.ValidateStream(stream); err != nil {
-		return eventstore.Snapshot{}, false, err
+	if err := storekit.ValidateStream(stream); err != nil {
+		return storekit.Snapshot{}, false, err
 	}
 	s.mu.RLock()
 	snap, ok := s.snaps[stream]
 	s.mu.RUnlock()
 	if !ok {
-		return eventstore.Snapshot{}, false, nil
+		return storekit.Snapshot{}, false, nil
 	}
 	snap.Data = append(make([]byte, 0, len(snap.Data)), snap.Data...)
 	return snap, true, nil

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// Tx is a transaction of [Consumers]: reads see committed values and the
+// Tx is a transaction of [Store]: reads see committed values and the
 // transaction's own writes; writes, checkpoint moves, parked dead letters
-// and dead-letter deletions become visible together when [Consumers.InTx]
+// and dead-letter deletions become visible together when [Store.InTx]
 // commits, or not at all. Isolation is read committed: of two transactions that write the
 // same key at once, the last commit wins. A consumer's own batches never
 // race (its checkpoint's compare-and-set fails one of them), but two
@@ -23,7 +24,7 @@ import (
 // deployments without a lease) therefore fail at their claim, before
 // their handlers run, rather than at the commit, after.
 type Tx struct {
-	c        *Consumers
+	c        *consumers
 	mu       sync.Mutex
 	writes   map[string][]byte // a nil value is a deletion
 	saves    []checkpointMove
@@ -37,11 +38,11 @@ type Tx struct {
 type checkpointMove struct {
 	name           string
 	expected, next eventstore.Position
-	fence          eventstore.Fence
+	fence          storekit.Fence
 }
 
 type leaseRenewal struct {
-	lease eventstore.Lease
+	lease storekit.Lease
 	ttl   time.Duration
 }
 
@@ -73,17 +74,17 @@ func (tx *Tx) Delete(key string) {
 }
 
 // Value returns the committed value of key in the read model.
-func (c *Consumers) Value(key string) ([]byte, bool) {
+func (c *consumers) Value(key string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.values[key]
 	return append([]byte(nil), v...), ok
 }
 
-// InTx implements [eventstore.TxCheckpointStore.InTx]. The commit checks
+// InTx implements [storekit.TxCheckpointStore.InTx]. The commit checks
 // every checkpoint move and dead-letter deletion first, under one lock, and
 // applies everything only when all of them hold.
-func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
+func (c *consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -114,20 +115,20 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	staged := make(map[string]eventstore.Checkpoint)
+	staged := make(map[string]storekit.Checkpoint)
 	for _, m := range tx.saves {
 		cur, ok := staged[m.name]
 		if !ok {
 			cur = c.checkpoints[m.name]
 		}
-		if err := eventstore.CheckSave(m.name, cur, m.expected, m.fence); err != nil {
+		if err := storekit.CheckSave(m.name, cur, m.expected, m.fence); err != nil {
 			return err
 		}
-		staged[m.name] = eventstore.Checkpoint{Position: m.next, Fence: m.fence}
+		staged[m.name] = storekit.Checkpoint{Position: m.next, Fence: m.fence}
 	}
 	for _, d := range tx.deletes {
 		if _, ok := c.dead[d[0]][d[1]]; !ok {
-			return &eventstore.DeadLetterNotFoundError{Consumer: d[0], ID: d[1]}
+			return &storekit.DeadLetterNotFoundError{Consumer: d[0], ID: d[1]}
 		}
 	}
 	for _, d := range tx.parks {
@@ -164,10 +165,10 @@ func (c *Consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 	return nil
 }
 
-// SaveCheckpointTx implements [eventstore.TxCheckpointStore.SaveCheckpointTx].
+// SaveCheckpointTx implements [storekit.TxCheckpointStore.SaveCheckpointTx].
 // A move that would fail now fails at once; the commit checks it again.
-func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.CheckFence(name, fence); err != nil {
+func (c *consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -187,10 +188,10 @@ func (c *Consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, e
 	}
 	for _, m := range tx.saves {
 		if m.name == name {
-			cur = eventstore.Checkpoint{Position: m.next, Fence: m.fence}
+			cur = storekit.Checkpoint{Position: m.next, Fence: m.fence}
 		}
 	}
-	if err := eventstore.CheckSave(name, cur, expected, fence); err != nil {
+	if err := storekit.CheckSave(name, cur, expected, fence); err != nil {
 		return err
 	}
 	tx.saves = append(tx.saves, checkpointMove{name: name, expected: expected, next: next, fence: fence})
@@ -244,7 +245,7 @@ func (tx *Tx) lockLetters(ctx context.Context, consumer string) error {
 // lockRow takes the lock of row name (a checkpoint, or a consumer's dead
 // letters), waiting while a transaction holds it, until ctx ends, and
 // returns it for the caller to release (<-row).
-func (c *Consumers) lockRow(ctx context.Context, name string) (chan struct{}, error) {
+func (c *consumers) lockRow(ctx context.Context, name string) (chan struct{}, error) {
 	c.mu.Lock()
 	row, ok := c.rowLocks[name]
 	if !ok {
@@ -268,11 +269,11 @@ func (tx *Tx) unlockRows() {
 	}
 }
 
-// ParkDeadLetterTx implements [eventstore.TxCheckpointStore.ParkDeadLetterTx]:
+// ParkDeadLetterTx implements [storekit.TxCheckpointStore.ParkDeadLetterTx]:
 // the dead letter is stored when tx commits, under the ID it returns (the
 // one already parked under its key, or a new one).
-func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetter(d); err != nil {
+func (c *consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -311,25 +312,25 @@ func (c *Consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 	return copyLetter(d), nil
 }
 
-// RenewLeaseTx implements [eventstore.TxLeaseStore.RenewLeaseTx]: the
+// RenewLeaseTx implements [storekit.TxLeaseStore.RenewLeaseTx]: the
 // renewal is checked now and again at the commit, which fails if another
 // holder acquired the lease meanwhile.
-func (c *Consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
-		return eventstore.Lease{}, err
+func (c *consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return storekit.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	tx.mu.Lock()
 	defer tx.mu.Unlock()
 	if tx.done {
-		return eventstore.Lease{}, errTxDone
+		return storekit.Lease{}, errTxDone
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.heldLocked(l); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	tx.renewals = append(tx.renewals, leaseRenewal{lease: l, ttl: ttl})
 	renewed := c.leases[l.Name]
@@ -337,13 +338,13 @@ func (c *Consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l eventstore.Lease
 	return renewed, nil
 }
 
-// DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].
+// DeleteDeadLetterTx implements [storekit.TxCheckpointStore.DeleteDeadLetterTx].
 // Like a row lock in SQL, the transaction holds the consumer's dead
 // letters from here to its end: a delete outside it (a skip) waits, and then finds the
 // dead letter gone, rather than failing the commit of the transaction
 // that handled its event.
-func (c *Consumers) DeleteDeadLetterTx(ctx context.Context, tx *Tx, consumer, id string) error {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+func (c *consumers) DeleteDeadLetterTx(ctx context.Context, tx *Tx, consumer, id string) error {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	if err := tx.lockLetters(ctx, consumer); err != nil {

@@ -11,11 +11,12 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 func TestTxCommitsEverythingOrNothing(t *testing.T) {
 	ctx := context.Background()
-	c := memory.NewConsumers()
+	c := memory.New()
 	d, err := c.ParkDeadLetter(ctx, eventstore.DeadLetter{Consumer: "p",
 		Event: eventstore.Event{EventData: eventstore.EventData{ID: eventstore.NewEventID(), Type: "t"}, StreamID: "s-1", Position: eventstore.Position{Major: 1}}})
 	require.NoError(t, err)
@@ -38,7 +39,7 @@ func TestTxCommitsEverythingOrNothing(t *testing.T) {
 	assert.False(t, ok)
 	cp, err := c.Checkpoint(ctx, "p")
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Checkpoint{}, cp)
+	assert.Equal(t, storekit.Checkpoint{}, cp)
 	_, err = c.DeadLetter(ctx, "p", d.ID)
 	require.NoError(t, err)
 
@@ -68,7 +69,7 @@ func TestTxCommitsEverythingOrNothing(t *testing.T) {
 	assert.False(t, ok)
 	cp, err = c.Checkpoint(ctx, "p")
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Checkpoint{Position: eventstore.Position{Major: 9}, Fence: 2}, cp)
+	assert.Equal(t, storekit.Checkpoint{Position: eventstore.Position{Major: 9}, Fence: 2}, cp)
 	_, err = c.DeadLetter(ctx, "p", d.ID)
 	require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
 }
@@ -79,7 +80,7 @@ func TestTxCommitsEverythingOrNothing(t *testing.T) {
 // PostgreSQL; a rollback frees the checkpoint for the next transaction.
 func TestTxLocksTheCheckpointItMoves(t *testing.T) {
 	ctx := context.Background()
-	c := memory.NewConsumers()
+	c := memory.New()
 	one := eventstore.Position{Major: 1}
 	claimed, release := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // maxRaces bounds how often an append retries after losing a race that its
@@ -35,7 +36,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err := s.checkOpen(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	events, err := eventstore.PrepareAppend(ctx, stream, events)
+	events, err := storekit.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -93,7 +94,7 @@ func (s *Store) AppendTx(ctx context.Context, tx pgx.Tx, stream string, expected
 	if err := s.checkOpen(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	events, err := eventstore.PrepareAppend(ctx, stream, events)
+	events, err := storekit.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -305,11 +306,11 @@ func (s *Store) explain(ctx context.Context, q querier, stream string, expected 
 	if last != nil {
 		current = eventstore.Exact(uint64(*last))
 	}
-	repeat := eventstore.Repeat{Stored: make(map[uuid.UUID]uint64, len(stored)), Current: current}
+	repeat := storekit.Repeat{Stored: make(map[uuid.UUID]uint64, len(stored)), Current: current}
 	for id, p := range stored {
 		repeat.Stored[id] = uint64(p.version)
 	}
-	first, found, err := eventstore.CheckRepeat(stream, expected, events, repeat)
+	first, found, err := storekit.CheckRepeat(stream, expected, events, repeat)
 	if err != nil {
 		return r, false, err
 	}

@@ -16,12 +16,12 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/storetest"
-	"github.com/cairn-es/cairn/internal/pgtest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 )
 
 // BenchmarkStore runs the benchmarks that every store reports.
 func BenchmarkStore(b *testing.B) {
-	storetest.Benchmark(b, func(b *testing.B) eventstore.Store {
+	storetest.Benchmark(b, func(b testing.TB) eventstore.Store {
 		return newStoreAt(b, withPoolSize(server.URL, 32), postgres.Options{})
 	})
 }

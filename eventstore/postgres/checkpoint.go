@@ -8,31 +8,32 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 var (
-	_ eventstore.CheckpointStore           = (*Store)(nil)
-	_ eventstore.TxCheckpointStore[pgx.Tx] = (*Store)(nil)
+	_ storekit.CheckpointStore           = (*Store)(nil)
+	_ storekit.TxCheckpointStore[pgx.Tx] = (*Store)(nil)
 )
 
-// Checkpoint implements [eventstore.CheckpointStore.Checkpoint].
-func (s *Store) Checkpoint(ctx context.Context, name string) (eventstore.Checkpoint, error) {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
-		return eventstore.Checkpoint{}, err
+// Checkpoint implements [storekit.CheckpointStore.Checkpoint].
+func (s *Store) Checkpoint(ctx context.Context, name string) (storekit.Checkpoint, error) {
+	if err := storekit.ValidateConsumerName(name); err != nil {
+		return storekit.Checkpoint{}, err
 	}
 	if err := s.checkOpen(); err != nil {
-		return eventstore.Checkpoint{}, err
+		return storekit.Checkpoint{}, err
 	}
 	cp, err := s.readCheckpoint(ctx, s.pool, name)
 	if err != nil {
-		return eventstore.Checkpoint{}, s.closedOr(err)
+		return storekit.Checkpoint{}, s.closedOr(err)
 	}
 	return cp, nil
 }
 
-// SaveCheckpoint implements [eventstore.CheckpointStore.SaveCheckpoint].
-func (s *Store) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+// SaveCheckpoint implements [storekit.CheckpointStore.SaveCheckpoint].
+func (s *Store) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -41,36 +42,36 @@ func (s *Store) SaveCheckpoint(ctx context.Context, name string, expected, next 
 	return s.closedOr(s.saveCheckpoint(ctx, s.pool, name, expected, next, fence))
 }
 
-func (s *Store) readCheckpoint(ctx context.Context, q querier, name string) (eventstore.Checkpoint, error) {
+func (s *Store) readCheckpoint(ctx context.Context, q querier, name string) (storekit.Checkpoint, error) {
 	var major, minor, fence int64
 	err := q.QueryRow(ctx, s.fill(`SELECT major, minor, fence FROM {{s}}.checkpoints WHERE name = $1`), name).Scan(&major, &minor, &fence)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return eventstore.Checkpoint{}, nil
+		return storekit.Checkpoint{}, nil
 	}
 	if err != nil {
-		return eventstore.Checkpoint{}, fmt.Errorf("postgres: reading the checkpoint of consumer %q: %w", name, err)
+		return storekit.Checkpoint{}, fmt.Errorf("postgres: reading the checkpoint of consumer %q: %w", name, err)
 	}
 	if fence < 0 {
-		return eventstore.Checkpoint{}, fmt.Errorf("%w: the checkpoint of consumer %q has fence %d", eventstore.ErrCorrupt, name, fence)
+		return storekit.Checkpoint{}, fmt.Errorf("%w: the checkpoint of consumer %q has fence %d", eventstore.ErrCorrupt, name, fence)
 	}
-	return eventstore.Checkpoint{
+	return storekit.Checkpoint{
 		Position: eventstore.Position{Major: uint64(major), Minor: uint64(minor)},
-		Fence:    eventstore.Fence(fence),
+		Fence:    storekit.Fence(fence),
 	}, nil
 }
 
-// saveCheckpoint is the compare-and-set of [eventstore.CheckpointStore]:
+// saveCheckpoint is the compare-and-set of [storekit.CheckpointStore]:
 // usually one UPDATE. Under READ COMMITTED an UPDATE that waited for a
 // concurrent save checks its condition again on the row that save left, so
 // of two saves from one position only one matches. When nothing matched,
-// the stored checkpoint says why (eventstore.CheckSave); when it says the
+// the stored checkpoint says why (storekit.CheckSave); when it says the
 // save should have gone through, the row changed between the statements,
 // and the save is tried again.
-func (s *Store) saveCheckpoint(ctx context.Context, q querier, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
+func (s *Store) saveCheckpoint(ctx context.Context, q querier, name string, expected, next eventstore.Position, fence storekit.Fence) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := eventstore.CheckFence(name, fence); err != nil {
+	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
 	for range maxRaces {
@@ -97,7 +98,7 @@ func (s *Store) saveCheckpoint(ctx context.Context, q querier, name string, expe
 		if err != nil {
 			return err
 		}
-		if err := eventstore.CheckSave(name, stored, expected, fence); err != nil {
+		if err := storekit.CheckSave(name, stored, expected, fence); err != nil {
 			return err
 		}
 	}

@@ -8,9 +8,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-var _ eventstore.CommandIndex = (*Store)(nil)
+var _ storekit.CommandIndex = (*Store)(nil)
 
 // commandResultSQL finds a command's events through the partial index
 // events_stream_command. Its "command_id <> ”" repeats the index's
@@ -20,13 +21,13 @@ const commandResultSQL = `SELECT min(version) OVER (), version, tx_id, seq FROM 
 	WHERE stream = $1 AND command_id = $2 AND command_id <> ''
 	ORDER BY version DESC LIMIT 1`
 
-// CommandResult implements [eventstore.CommandIndex]: one index lookup,
+// CommandResult implements [storekit.CommandIndex]: one index lookup,
 // however long the stream.
 func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (eventstore.AppendResult, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, false, err
 	}
-	if ask, err := eventstore.CheckCommandLookup(stream, commandID); !ask {
+	if ask, err := storekit.CheckCommandLookup(stream, commandID); !ask {
 		return eventstore.AppendResult{}, false, err
 	}
 	if err := s.checkOpen(); err != nil {

@@ -15,9 +15,10 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-var _ eventstore.DeadLetterStore = (*Store)(nil)
+var _ storekit.DeadLetterStore = (*Store)(nil)
 
 // letterColumns are the columns that scanLetter reads, in its order.
 const letterColumns = `id, consumer, part, event_id, stream, version, major, minor, type, schema_version, data,
@@ -27,7 +28,7 @@ const letterColumns = `id, consumer, part, event_id, stream, version, major, min
 // keyColumns are the columns that scanKey reads, in its order.
 const keyColumns = `id, stream, event_id, part, major, minor, generation`
 
-// ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
+// ParkDeadLetter implements [storekit.DeadLetterStore.ParkDeadLetter] with
 // one upsert on (consumer, stream, event_id, part): parking the same part
 // again updates the error, attempts and last failure, adds a generation,
 // and returns the ID and first failure that were stored first. With
@@ -40,7 +41,7 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 	return parked, s.closedOr(err)
 }
 
-// ParkDeadLetterTx implements [eventstore.TxCheckpointStore.ParkDeadLetterTx]:
+// ParkDeadLetterTx implements [storekit.TxCheckpointStore.ParkDeadLetterTx]:
 // the upsert of [Store.ParkDeadLetter] in tx.
 func (s *Store) ParkDeadLetterTx(ctx context.Context, tx pgx.Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	if tx == nil {
@@ -51,7 +52,7 @@ func (s *Store) ParkDeadLetterTx(ctx context.Context, tx pgx.Tx, d eventstore.De
 }
 
 func (s *Store) parkDeadLetter(ctx context.Context, q querier, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetter(d); err != nil {
+	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -126,9 +127,9 @@ func (s *Store) reparkDeadLetter(ctx context.Context, q querier, d eventstore.De
 	if errors.Is(err, pgx.ErrNoRows) {
 		stored, err := s.storedKey(ctx, q, d.Consumer, d.ID)
 		if err == nil {
-			if err = eventstore.CheckDeadLetterGeneration(d, stored); err == nil {
+			if err = storekit.CheckDeadLetterGeneration(d, stored); err == nil {
 				// Changed and changed back cannot be: report the change.
-				err = &eventstore.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: e.StreamID,
+				err = &storekit.DeadLetterChangedError{Consumer: d.Consumer, ID: d.ID, Stream: e.StreamID,
 					Version: e.Version, Part: d.Part, Generation: d.Generation, Actual: d.Generation}
 			}
 		}
@@ -170,12 +171,12 @@ func (s *Store) letterIDFree(ctx context.Context, q querier, d eventstore.DeadLe
 	if err != nil || stored == nil {
 		return err
 	}
-	return eventstore.CheckDeadLetterID(d, stored.Stream, stored.EventID, stored.Part)
+	return storekit.CheckDeadLetterID(d, stored.Stream, stored.EventID, stored.Part)
 }
 
 // storedKey reads the key of consumer's dead letter id; nil when there is
 // none.
-func (s *Store) storedKey(ctx context.Context, q querier, consumer, id string) (*eventstore.DeadLetterKey, error) {
+func (s *Store) storedKey(ctx context.Context, q querier, consumer, id string) (*storekit.DeadLetterKey, error) {
 	k, err := scanKey(q.QueryRow(ctx, s.fill(`SELECT `+keyColumns+` FROM {{s}}.dead_letters WHERE consumer = $1 AND id = $2`), consumer, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -187,8 +188,8 @@ func (s *Store) storedKey(ctx context.Context, q querier, consumer, id string) (
 }
 
 // scanKey reads the keyColumns of a row.
-func scanKey(row pgx.Row) (eventstore.DeadLetterKey, error) {
-	var k eventstore.DeadLetterKey
+func scanKey(row pgx.Row) (storekit.DeadLetterKey, error) {
+	var k storekit.DeadLetterKey
 	var eventID pgtype.UUID
 	var major, minor, generation int64
 	if err := row.Scan(&k.ID, &k.Stream, &eventID, &k.Part, &major, &minor, &generation); err != nil {
@@ -202,22 +203,22 @@ func scanKey(row pgx.Row) (eventstore.DeadLetterKey, error) {
 	return k, nil
 }
 
-// DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys]
+// DeadLetterKeys implements [storekit.DeadLetterStore.DeadLetterKeys]
 // with one query on the index by (consumer, major), which reads no
 // payload. It reads them all before it yields the first, as DeadLetters
 // does.
-func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
-	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) { return s.letterKeys(ctx, consumer, after, through) })
+func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[storekit.DeadLetterKey, error] {
+	return storekit.ListSeq(func() ([]storekit.DeadLetterKey, error) { return s.letterKeys(ctx, consumer, after, through) })
 }
 
-func (s *Store) letterKeys(ctx context.Context, consumer string, after, through eventstore.Position) ([]eventstore.DeadLetterKey, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+func (s *Store) letterKeys(ctx context.Context, consumer string, after, through eventstore.Position) ([]storekit.DeadLetterKey, error) {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return nil, err
 	}
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	lo, hi, ok := eventstore.DeadLetterKeyRange(after, through)
+	lo, hi, ok := storekit.DeadLetterKeyRange(after, through)
 	if !ok {
 		return nil, nil
 	}
@@ -230,7 +231,7 @@ func (s *Store) letterKeys(ctx context.Context, consumer string, after, through 
 		return nil, fail(err)
 	}
 	defer rows.Close()
-	var keys []eventstore.DeadLetterKey
+	var keys []storekit.DeadLetterKey
 	for rows.Next() {
 		k, err := scanKey(rows)
 		if err != nil {
@@ -241,18 +242,18 @@ func (s *Store) letterKeys(ctx context.Context, consumer string, after, through 
 	if err := rows.Err(); err != nil {
 		return nil, fail(err)
 	}
-	return eventstore.SortDeadLetterKeys(keys, after, through), nil
+	return storekit.SortDeadLetterKeys(keys, after, through), nil
 }
 
-// DeadLetters implements [eventstore.DeadLetterStore.DeadLetters], oldest
+// DeadLetters implements [storekit.DeadLetterStore.DeadLetters], oldest
 // first. It reads them all before it yields the first, so that a caller
 // that retries each one inside the loop does not hold a connection.
 func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) { return s.deadLetters(ctx, consumer) })
+	return storekit.ListSeq(func() ([]eventstore.DeadLetter, error) { return s.deadLetters(ctx, consumer) })
 }
 
 func (s *Store) deadLetters(ctx context.Context, consumer string) ([]eventstore.DeadLetter, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return nil, err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -277,9 +278,9 @@ func (s *Store) deadLetters(ctx context.Context, consumer string) ([]eventstore.
 	return out, nil
 }
 
-// DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
+// DeadLetter implements [storekit.DeadLetterStore.DeadLetter].
 func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -294,14 +295,14 @@ func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore
 		if err := rows.Err(); err != nil {
 			return eventstore.DeadLetter{}, s.closedOr(fmt.Errorf("postgres: reading dead letter %q of consumer %q: %w", id, consumer, err))
 		}
-		return eventstore.DeadLetter{}, &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		return eventstore.DeadLetter{}, &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	return scanLetter(rows)
 }
 
-// CountDeadLetters implements [eventstore.DeadLetterStore.CountDeadLetters].
+// CountDeadLetters implements [storekit.DeadLetterStore.CountDeadLetters].
 func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return 0, err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -315,9 +316,9 @@ func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, err
 	return n, nil
 }
 
-// DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
+// DeleteDeadLetter implements [storekit.DeadLetterStore.DeleteDeadLetter].
 func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -327,7 +328,7 @@ func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error
 }
 
 func (s *Store) deleteDeadLetter(ctx context.Context, q querier, consumer, id string) error {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	tag, err := q.Exec(ctx, s.fill(`DELETE FROM {{s}}.dead_letters WHERE consumer = $1 AND id = $2`), consumer, id)
@@ -335,7 +336,7 @@ func (s *Store) deleteDeadLetter(ctx context.Context, q querier, consumer, id st
 		return fmt.Errorf("postgres: deleting dead letter %q of consumer %q: %w", id, consumer, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		return &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	return nil
 }

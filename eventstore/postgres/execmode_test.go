@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/cairn-es/cairn/command/commandtest"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/storetest"
@@ -11,17 +12,15 @@ import (
 // The store works whatever query mode the caller's pool runs in: pgx
 // encodes parameters differently when statements are not prepared (exec)
 // or go as text (simple protocol, as behind PgBouncer in transaction mode).
+// Every suite runs in each mode, the command bus's small: its size is
+// for the races of TestConformance, and the query modes change only how
+// each statement goes to the server.
 func TestQueryModes(t *testing.T) {
 	for _, mode := range []string{"exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
-			open := func(t *testing.T) *postgres.Store {
+			storetest.Run(t, func(t testing.TB) eventstore.Store {
 				return newStoreAt(t, withParam(server.URL, "default_query_exec_mode", mode), postgres.Options{})
-			}
-			storetest.Run(t, func(t *testing.T) eventstore.Store { return open(t) })
-			storetest.RunSnapshots(t, func(t *testing.T) eventstore.SnapshotStore { return open(t) })
-			storetest.RunCheckpoints(t, func(t *testing.T) eventstore.CheckpointStore { return open(t) })
-			storetest.RunDeadLetters(t, func(t *testing.T) eventstore.DeadLetterStore { return open(t) })
-			storetest.RunLeases(t, func(t *testing.T) eventstore.LeaseStore { return open(t) })
+			}, storetest.Options{Commands: commandtest.Options{HotWorkers: 2, HotIncrements: 10, OutcomeRounds: 10}})
 		})
 	}
 }

@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/cairn-es/cairn/eventstore"
 )
 
 var (
-	_ eventstore.LeaseStore           = (*Store)(nil)
-	_ eventstore.TxLeaseStore[pgx.Tx] = (*Store)(nil)
+	_ storekit.LeaseStore           = (*Store)(nil)
+	_ storekit.TxLeaseStore[pgx.Tx] = (*Store)(nil)
 )
 
 // Leases are rows (name, holder, fence, expires_at), decided by the
@@ -38,74 +37,74 @@ const acquireLeaseSQL = `INSERT INTO {{s}}.leases AS l (name, holder, fence, exp
 		OR l.expires_at IS NULL OR l.expires_at <= clock_timestamp()
 	RETURNING holder, fence, expires_at`
 
-// AcquireLease implements [eventstore.LeaseStore.AcquireLease].
-func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
-	if err := eventstore.ValidateLease(name, holder, ttl); err != nil {
-		return eventstore.Lease{}, false, err
+// AcquireLease implements [storekit.LeaseStore.AcquireLease].
+func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
+	if err := storekit.ValidateLease(name, holder, ttl); err != nil {
+		return storekit.Lease{}, false, err
 	}
 	if err := s.checkOpen(); err != nil {
-		return eventstore.Lease{}, false, err
+		return storekit.Lease{}, false, err
 	}
 	l, err := s.scanLease(name, s.pool.QueryRow(ctx, s.fill(acquireLeaseSQL), name, holder, ttl.Microseconds()))
 	if err == nil {
 		return l, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return eventstore.Lease{}, false, s.closedOr(fmt.Errorf("postgres: %q acquiring lease %q: %w", holder, name, err))
+		return storekit.Lease{}, false, s.closedOr(fmt.Errorf("postgres: %q acquiring lease %q: %w", holder, name, err))
 	}
 	// Someone else holds it: report who. The row may have changed since,
 	// which only makes the answer older; the caller tries again later.
 	l, err = s.scanLease(name, s.pool.QueryRow(ctx, s.fill(`SELECT holder, fence, expires_at FROM {{s}}.leases WHERE name = $1`), name))
 	if err != nil {
-		return eventstore.Lease{}, false, s.closedOr(fmt.Errorf("postgres: reading lease %q: %w", name, err))
+		return storekit.Lease{}, false, s.closedOr(fmt.Errorf("postgres: reading lease %q: %w", name, err))
 	}
 	return l, false, nil
 }
 
-// RenewLease implements [eventstore.LeaseStore.RenewLease]. It does not
+// RenewLease implements [storekit.LeaseStore.RenewLease]. It does not
 // look at expires_at: a lapsed lease that nobody took is still the
 // holder's, as the contract says.
-func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
-		return eventstore.Lease{}, err
+func (s *Store) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return storekit.Lease{}, err
 	}
 	if err := s.checkOpen(); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	return s.renewLease(ctx, s.pool, l, ttl)
 }
 
-// RenewLeaseTx implements [eventstore.TxLeaseStore.RenewLeaseTx]: the
+// RenewLeaseTx implements [storekit.TxLeaseStore.RenewLeaseTx]: the
 // update of [Store.RenewLease] in tx, which locks the lease's row until tx
 // ends, so that an acquire by another holder waits for it and then finds
 // the lease renewed (or, after a rollback, as it was).
-func (s *Store) RenewLeaseTx(ctx context.Context, tx pgx.Tx, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
-		return eventstore.Lease{}, err
+func (s *Store) RenewLeaseTx(ctx context.Context, tx pgx.Tx, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return storekit.Lease{}, err
 	}
 	if tx == nil {
-		return eventstore.Lease{}, errNilTx
+		return storekit.Lease{}, errNilTx
 	}
 	return s.renewLease(ctx, tx, l, ttl)
 }
 
-func (s *Store) renewLease(ctx context.Context, q querier, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+func (s *Store) renewLease(ctx context.Context, q querier, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	renewed, err := s.scanLease(l.Name, q.QueryRow(ctx, s.fill(`UPDATE {{s}}.leases
 		SET expires_at = clock_timestamp() + $4 * interval '1 microsecond'
 		WHERE name = $1 AND holder = $2 AND fence = $3 AND expires_at IS NOT NULL
 		RETURNING holder, fence, expires_at`), l.Name, l.Holder, l.Fence.Int64(), ttl.Microseconds()))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+		return storekit.Lease{}, &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	if err != nil {
-		return eventstore.Lease{}, s.closedOr(fmt.Errorf("postgres: %q renewing lease %q: %w", l.Holder, l.Name, err))
+		return storekit.Lease{}, s.closedOr(fmt.Errorf("postgres: %q renewing lease %q: %w", l.Holder, l.Name, err))
 	}
 	return renewed, nil
 }
 
-// ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
-func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
-	if err := eventstore.ValidateHeldLease(l); err != nil {
+// ReleaseLease implements [storekit.LeaseStore.ReleaseLease].
+func (s *Store) ReleaseLease(ctx context.Context, l storekit.Lease) error {
+	if err := storekit.ValidateHeldLease(l); err != nil {
 		return err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -117,21 +116,21 @@ func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
 		return s.closedOr(fmt.Errorf("postgres: %q releasing lease %q: %w", l.Holder, l.Name, err))
 	}
 	if tag.RowsAffected() == 0 {
-		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+		return &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	return nil
 }
 
-func (s *Store) scanLease(name string, row pgx.Row) (eventstore.Lease, error) {
+func (s *Store) scanLease(name string, row pgx.Row) (storekit.Lease, error) {
 	var holder string
 	var fence int64
 	var expires pgtype.Timestamptz
 	if err := row.Scan(&holder, &fence, &expires); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	var at time.Time
 	if expires.Valid {
 		at = expires.Time.UTC()
 	}
-	return eventstore.StoredLease(name, holder, fence, at)
+	return storekit.StoredLease(name, holder, fence, at)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // TestLeaseContention has holders acquire, renew and release one short
@@ -24,7 +25,7 @@ func TestLeaseContention(t *testing.T) {
 	s := newStore(t, postgres.Options{})
 	const holders, rounds = 6, 40
 	var mu sync.Mutex
-	owner := map[eventstore.Fence]string{}
+	owner := map[storekit.Fence]string{}
 	var wg sync.WaitGroup
 	for h := range holders {
 		wg.Add(1)
@@ -51,7 +52,7 @@ func TestLeaseContention(t *testing.T) {
 				case 0:
 					err = s.ReleaseLease(ctx, l)
 				case 1:
-					var r eventstore.Lease
+					var r storekit.Lease
 					r, err = s.RenewLease(ctx, l, time.Millisecond)
 					if err == nil {
 						assert.Equal(t, l.Fence, r.Fence)

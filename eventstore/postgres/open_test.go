@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // nowhere is a server address where nothing listens: a store that reached
@@ -133,7 +134,7 @@ func TestClosedStoreRefusesWork(t *testing.T) {
 			return s.SaveCheckpoint(ctx, "totals", eventstore.Start, eventstore.Position{Major: 1}, 0)
 		},
 		"SaveSnapshot": func() error {
-			return s.SaveSnapshot(ctx, eventstore.Snapshot{Stream: "order-1", Type: "order", SchemaVersion: 1, Data: []byte(`{}`)})
+			return s.SaveSnapshot(ctx, storekit.Snapshot{Stream: "order-1", Type: "order", SchemaVersion: 1, Data: []byte(`{}`)})
 		},
 		"LoadSnapshot":     func() error { _, _, err := s.LoadSnapshot(ctx, "order-1"); return err },
 		"AcquireLease":     func() error { _, _, err := s.AcquireLease(ctx, "totals", "me", time.Minute); return err },

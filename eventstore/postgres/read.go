@@ -11,13 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // ReadStream implements [eventstore.Store.ReadStream], a page at a time.
 // Stream reads see every committed event of the stream at once; only the
 // global order waits for older transactions.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return eventstore.ReadStreamPages(ctx, stream, opts, s.streamPage, s.pageSize)
+	return storekit.ReadStreamPages(ctx, stream, opts, s.streamPage, s.pageSize)
 }
 
 func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
@@ -36,7 +37,7 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 }
 
 // queryEvents reads the events sql selects, up to limit of them and until
-// the page is full by [eventstore.PageFull]; the rows after that are
+// the page is full by [storekit.PageFull]; the rows after that are
 // passed over by the driver, not kept.
 func (s *Store) queryEvents(ctx context.Context, sql string, limit int, args ...any) ([]eventstore.Event, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
@@ -56,8 +57,8 @@ func (s *Store) queryEvents(ctx context.Context, sql string, limit int, args ...
 			return nil, err
 		}
 		page = append(page, e)
-		size += eventstore.PageBytes(&e)
-		if eventstore.PageFull(len(page), limit, size) {
+		size += storekit.PageBytes(&e)
+		if storekit.PageFull(len(page), limit, size) {
 			break
 		}
 	}
@@ -117,8 +118,8 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter e
 	}
 }
 
-// readPage is the [eventstore.PageReader] of subscriptions.
-func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (eventstore.Page, error) {
+// readPage is the [storekit.PageReader] of subscriptions.
+func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (storekit.Page, error) {
 	page, _, err := s.page(ctx, after, filter, limit)
 	return page, err
 }
@@ -131,7 +132,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 // and every transaction that can still write has an ID of at least xmin, so
 // every later event comes after Through. head is the ID of the newest
 // transaction with events in the snapshot.
-func (s *Store) page(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (page eventstore.Page, head uint64, err error) {
+func (s *Store) page(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (page storekit.Page, head uint64, err error) {
 	if err := s.checkOpen(); err != nil {
 		return page, 0, err
 	}
@@ -171,8 +172,8 @@ func (s *Store) page(ctx context.Context, after eventstore.Position, filter even
 			return page, 0, err
 		}
 		page.Events = append(page.Events, e)
-		size += eventstore.PageBytes(&e)
-		if page.Full = eventstore.PageFull(len(page.Events), limit, size); page.Full {
+		size += storekit.PageBytes(&e)
+		if page.Full = storekit.PageFull(len(page.Events), limit, size); page.Full {
 			break // the rows after it are passed over by the driver, not kept
 		}
 	}

@@ -51,7 +51,7 @@ var migrations = []string{
 	//
 	// Positions and fences are uint64 values kept as the bits of a signed
 	// bigint: checkpoints only compare them for equality, and fences stay
-	// below 2^63 (see eventstore.Fence).
+	// below 2^63 (see storekit.Fence).
 	`CREATE INDEX events_stream_command ON {{s}}.events (stream, command_id) WHERE command_id <> '';
 
 	CREATE TABLE {{s}}.snapshots (

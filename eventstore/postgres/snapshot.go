@@ -10,9 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-var _ eventstore.SnapshotStore = (*Store)(nil)
+var _ storekit.SnapshotStore = (*Store)(nil)
 
 // fill puts the store's quoted schema into a statement of the consumer and
 // aggregate tables. It runs per call, which costs one small allocation next
@@ -21,13 +22,13 @@ func (s *Store) fill(sql string) string {
 	return strings.ReplaceAll(sql, "{{s}}", pgx.Identifier{s.schema}.Sanitize())
 }
 
-// SaveSnapshot implements [eventstore.SnapshotStore.SaveSnapshot] with one
+// SaveSnapshot implements [storekit.SnapshotStore.SaveSnapshot] with one
 // upsert: the last save wins, whatever its version.
-func (s *Store) SaveSnapshot(ctx context.Context, snap eventstore.Snapshot) error {
+func (s *Store) SaveSnapshot(ctx context.Context, snap storekit.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := eventstore.ValidateSnapshot(snap); err != nil {
+	if err := storekit.ValidateSnapshot(snap); err != nil {
 		return err
 	}
 	if err := s.checkOpen(); err != nil {
@@ -44,32 +45,32 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap eventstore.Snapshot) erro
 	return nil
 }
 
-// LoadSnapshot implements [eventstore.SnapshotStore.LoadSnapshot].
-func (s *Store) LoadSnapshot(ctx context.Context, stream string) (eventstore.Snapshot, bool, error) {
+// LoadSnapshot implements [storekit.SnapshotStore.LoadSnapshot].
+func (s *Store) LoadSnapshot(ctx context.Context, stream string) (storekit.Snapshot, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return eventstore.Snapshot{}, false, err
+		return storekit.Snapshot{}, false, err
 	}
-	if err := eventstore.ValidateStream(stream); err != nil {
-		return eventstore.Snapshot{}, false, err
+	if err := storekit.ValidateStream(stream); err != nil {
+		return storekit.Snapshot{}, false, err
 	}
 	if err := s.checkOpen(); err != nil {
-		return eventstore.Snapshot{}, false, err
+		return storekit.Snapshot{}, false, err
 	}
-	snap := eventstore.Snapshot{Stream: stream}
+	snap := storekit.Snapshot{Stream: stream}
 	var version, schemaVersion int64
 	err := s.pool.QueryRow(ctx, s.fill(`SELECT version, type, schema_version, data, recorded_at
 		FROM {{s}}.snapshots WHERE stream = $1`), stream).Scan(&version, &snap.Type, &schemaVersion, &snap.Data, &snap.RecordedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return eventstore.Snapshot{}, false, nil
+		return storekit.Snapshot{}, false, nil
 	}
 	if err != nil {
-		return eventstore.Snapshot{}, false, s.closedOr(fmt.Errorf("postgres: loading the snapshot of stream %q: %w", stream, err))
+		return storekit.Snapshot{}, false, s.closedOr(fmt.Errorf("postgres: loading the snapshot of stream %q: %w", stream, err))
 	}
 	if version < 0 || schemaVersion < 0 || schemaVersion > math.MaxUint32 {
 		// A snapshot is only an optimization, but a row that no store wrote
 		// says something is wrong with the schema: report it rather than
 		// replay silently.
-		return eventstore.Snapshot{}, false, fmt.Errorf("%w: the snapshot of stream %q has version %d and schema version %d",
+		return storekit.Snapshot{}, false, fmt.Errorf("%w: the snapshot of stream %q has version %d and schema version %d",
 			eventstore.ErrCorrupt, stream, version, schemaVersion)
 	}
 	snap.Version, snap.SchemaVersion = uint64(version), uint32(schemaVersion)

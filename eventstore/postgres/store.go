@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/redact"
 )
 
@@ -57,7 +58,7 @@ type Options struct {
 	// when nothing wakes it; zero means [DefaultPollInterval].
 	PollInterval time.Duration
 	// PageSize is how many events a read fetches per query; zero means
-	// [eventstore.DefaultPageSize].
+	// [storekit.DefaultPageSize].
 	PageSize int
 	// Logger receives the store's warnings (a dropped LISTEN connection, a
 	// subscription read retried); nil means slog.Default().
@@ -126,9 +127,9 @@ type Store struct {
 	closeOnce sync.Once
 	workers   sync.WaitGroup
 
-	changes   eventstore.Notifier // wakes this process's subscribers
-	notify    chan struct{}       // asks the notify worker to tell other processes
-	lifecycle sync.Mutex          // orders starting the listener against Close
+	changes   storekit.Notifier // wakes this process's subscribers
+	notify    chan struct{}     // asks the notify worker to tell other processes
+	lifecycle sync.Mutex        // orders starting the listener against Close
 	listening bool
 	stop      context.CancelFunc // ends the workers
 	workerCtx context.Context
@@ -205,7 +206,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		s.wakeGap = DefaultWakeInterval
 	}
 	if s.pageSize <= 0 {
-		s.pageSize = eventstore.DefaultPageSize
+		s.pageSize = storekit.DefaultPageSize
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()

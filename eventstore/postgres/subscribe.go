@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // Subscribe implements [eventstore.Store.Subscribe]. Subscribers read below
@@ -22,7 +23,7 @@ import (
 // resumes without loss; other errors end the subscription.
 func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
 	s.startListener()
-	return eventstore.Follow(ctx, after, filter, s.readPage, eventstore.FollowOptions{
+	return storekit.Follow(ctx, after, filter, s.readPage, storekit.FollowOptions{
 		PageSize:     s.pageSize,
 		Changed:      s.changes.Changed,
 		PollInterval: s.poll,

@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// InTx implements [eventstore.TxCheckpointStore.InTx]: fn runs in one
+// InTx implements [storekit.TxCheckpointStore.InTx]: fn runs in one
 // transaction of the store's pool, at READ COMMITTED, which commits when fn
 // returns nil. A read model in the same database, written through tx,
 // commits with the checkpoint that [Store.SaveCheckpointTx] moves, or not
@@ -55,11 +56,11 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx
 // rollbackTimeout bounds the rollback of a failed InTx.
 const rollbackTimeout = 10 * time.Second
 
-// SaveCheckpointTx implements [eventstore.TxCheckpointStore.SaveCheckpointTx].
+// SaveCheckpointTx implements [storekit.TxCheckpointStore.SaveCheckpointTx].
 // The move is visible to others when tx commits; until then the row is
 // locked.
-func (s *Store) SaveCheckpointTx(ctx context.Context, tx pgx.Tx, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+func (s *Store) SaveCheckpointTx(ctx context.Context, tx pgx.Tx, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
 	if tx == nil {
@@ -68,9 +69,9 @@ func (s *Store) SaveCheckpointTx(ctx context.Context, tx pgx.Tx, name string, ex
 	return s.closedOr(s.saveCheckpoint(ctx, tx, name, expected, next, fence))
 }
 
-// DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].
+// DeleteDeadLetterTx implements [storekit.TxCheckpointStore.DeleteDeadLetterTx].
 func (s *Store) DeleteDeadLetterTx(ctx context.Context, tx pgx.Tx, consumer, id string) error {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return err
 	}
 	if tx == nil {

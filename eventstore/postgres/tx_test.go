@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // readModel makes a table of counters in the store's schema, as a
@@ -53,13 +54,13 @@ func TestInTxCommitsReadModelAndCheckpointTogether(t *testing.T) {
 		// Not visible outside the transaction before it commits.
 		cp, err := s.Checkpoint(ctx, "totals")
 		require.NoError(t, err)
-		assert.Equal(t, eventstore.Checkpoint{}, cp)
+		assert.Equal(t, storekit.Checkpoint{}, cp)
 		return nil
 	}))
 	assert.Equal(t, int64(3), get("total"))
 	cp, err := s.Checkpoint(ctx, "totals")
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Checkpoint{Position: p1, Fence: 2}, cp)
+	assert.Equal(t, storekit.Checkpoint{Position: p1, Fence: 2}, cp)
 
 	// fn fails after writing: its error comes back as it is, nothing stays.
 	err = s.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
@@ -160,7 +161,7 @@ func TestDeleteDeadLetterTx(t *testing.T) {
 	err = s.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		return s.DeleteDeadLetterTx(ctx, tx, "totals", d.ID)
 	})
-	var nf *eventstore.DeadLetterNotFoundError
+	var nf *storekit.DeadLetterNotFoundError
 	require.ErrorAs(t, err, &nf)
 	assert.Equal(t, d.ID, nf.ID)
 }

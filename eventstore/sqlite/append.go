@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // Append implements [eventstore.Store.Append]. The append joins the writer's
@@ -31,20 +32,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if err := s.w.submit(j, true); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	select {
-	case <-j.done:
-	case <-ctx.Done():
-		var abandoned bool
-		s.w.locked(func() {
-			if !j.claimed {
-				j.abandoned = true
-				abandoned = true
-			}
-		})
-		if abandoned {
-			return eventstore.AppendResult{}, ctx.Err()
-		}
-		<-j.done
+	if _, err := await(ctx, s.w, &j.handoff, j.done); err != nil {
+		return eventstore.AppendResult{}, err
 	}
 	return j.result, s.fileFailure("append to stream "+quote(stream), j.err)
 }
@@ -60,7 +49,7 @@ func newAppendJob(ctx context.Context, stream string, expected eventstore.Expect
 			break
 		}
 	}
-	prepared, err := eventstore.PrepareAppend(ctx, stream, events)
+	prepared, err := storekit.PrepareAppend(ctx, stream, events)
 	if err != nil {
 		return nil, err
 	}
@@ -91,20 +80,11 @@ type appendJob struct {
 	extras    []any // Metadata.Extra of each event, encoded
 	callerIDs bool
 
-	// claimed and abandoned are guarded by the writer's lock.
-	claimed, abandoned bool
+	handoff
 
 	result eventstore.AppendResult
 	err    error
 	done   chan struct{}
-}
-
-func (j *appendJob) claim() bool {
-	if j.abandoned {
-		return false
-	}
-	j.claimed = true
-	return true
 }
 
 func (j *appendJob) finish(err error) {
@@ -128,9 +108,9 @@ func (j *appendJob) run(tx *writeTx) error {
 	if exists {
 		next = last + 1
 	}
-	repeat.Current = eventstore.StreamState(last, exists)
+	repeat.Current = storekit.StreamState(last, exists)
 	if len(repeat.Stored) > 0 {
-		first, found, err := eventstore.CheckRepeat(j.stream, j.expected, j.events, repeat)
+		first, found, err := storekit.CheckRepeat(j.stream, j.expected, j.events, repeat)
 		if err != nil {
 			return err
 		}
@@ -155,8 +135,8 @@ func (j *appendJob) run(tx *writeTx) error {
 
 // state reads, in one statement, the stream's last version and the
 // versions at which it holds the append's caller-chosen event IDs.
-func (j *appendJob) state(tx *writeTx) (last uint64, exists bool, repeat eventstore.Repeat, err error) {
-	fail := func(err error) (uint64, bool, eventstore.Repeat, error) {
+func (j *appendJob) state(tx *writeTx) (last uint64, exists bool, repeat storekit.Repeat, err error) {
+	fail := func(err error) (uint64, bool, storekit.Repeat, error) {
 		return 0, false, repeat, fmt.Errorf("sqlite: append to stream %q: read its state: %w", j.stream, err)
 	}
 	query, args := sqlLastVersion, []any{j.stream}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // A group made only of appends takes a faster road than a savepoint per
@@ -50,15 +51,15 @@ func (w *writer) commitAppends(c *appendConn, jobs []*appendJob) error {
 			j.err = st.corrupt
 			continue
 		}
-		current := eventstore.StreamState(st.last, st.exists)
+		current := storekit.StreamState(st.last, st.exists)
 		if j.callerIDs && len(st.ids) > 0 {
-			repeat := eventstore.Repeat{Current: current, Stored: make(map[uuid.UUID]uint64)}
+			repeat := storekit.Repeat{Current: current, Stored: make(map[uuid.UUID]uint64)}
 			for _, e := range j.events {
 				if se, ok := st.ids[e.ID]; ok {
 					repeat.Stored[e.ID] = se.version
 				}
 			}
-			first, found, err := eventstore.CheckRepeat(j.stream, j.expected, j.events, repeat)
+			first, found, err := storekit.CheckRepeat(j.stream, j.expected, j.events, repeat)
 			if err != nil {
 				j.err = err
 				continue

@@ -18,13 +18,13 @@ import (
 // BenchmarkStore runs the shared store benchmarks on the durable defaults,
 // in a directory on the same disk as BenchmarkFdatasync's file.
 func BenchmarkStore(b *testing.B) {
-	storetest.Benchmark(b, func(b *testing.B) eventstore.Store { return openTemp(b, sqlite.Options{}) })
+	storetest.Benchmark(b, func(b testing.TB) eventstore.Store { return openTemp(b, sqlite.Options{}) })
 }
 
 // BenchmarkStoreSyncNormal is BenchmarkStore with Synchronous NORMAL, to show
 // what durability against power loss costs.
 func BenchmarkStoreSyncNormal(b *testing.B) {
-	storetest.Benchmark(b, func(b *testing.B) eventstore.Store {
+	storetest.Benchmark(b, func(b testing.TB) eventstore.Store {
 		return openTemp(b, sqlite.Options{Synchronous: sqlite.SyncNormal})
 	})
 }

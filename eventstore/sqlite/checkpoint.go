@@ -8,32 +8,33 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// Checkpoint implements [eventstore.CheckpointStore.Checkpoint].
-func (s *Store) Checkpoint(ctx context.Context, name string) (eventstore.Checkpoint, error) {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
-		return eventstore.Checkpoint{}, err
+// Checkpoint implements [storekit.CheckpointStore.Checkpoint].
+func (s *Store) Checkpoint(ctx context.Context, name string) (storekit.Checkpoint, error) {
+	if err := storekit.ValidateConsumerName(name); err != nil {
+		return storekit.Checkpoint{}, err
 	}
 	if err := s.readable(ctx); err != nil {
-		return eventstore.Checkpoint{}, err
+		return storekit.Checkpoint{}, err
 	}
 	cp, err := readCheckpoint(s.readers, name)
 	if err != nil {
-		return eventstore.Checkpoint{}, s.readErr(ctx, err, "read the checkpoint of consumer "+quote(name))
+		return storekit.Checkpoint{}, s.readErr(ctx, err, "read the checkpoint of consumer "+quote(name))
 	}
 	return cp, nil
 }
 
-// SaveCheckpoint implements [eventstore.CheckpointStore.SaveCheckpoint]. The
+// SaveCheckpoint implements [storekit.CheckpointStore.SaveCheckpoint]. The
 // save joins the writer's next transaction, so the compare-and-set runs
 // with no other writer, of this process or another, between its
 // statements.
-func (s *Store) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+func (s *Store) SaveCheckpoint(ctx context.Context, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
-	if err := eventstore.CheckFence(name, fence); err != nil {
+	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *writeTx) error {
@@ -41,33 +42,33 @@ func (s *Store) SaveCheckpoint(ctx context.Context, name string, expected, next 
 	})
 }
 
-func readCheckpoint(q querier, name string) (eventstore.Checkpoint, error) {
+func readCheckpoint(q querier, name string) (storekit.Checkpoint, error) {
 	var major, minor, fence int64
 	err := q.QueryRowContext(noInterrupt, `SELECT major, minor, fence FROM cairn_checkpoints WHERE name = ?`, name).
 		Scan(&major, &minor, &fence)
 	if errors.Is(err, sql.ErrNoRows) {
-		return eventstore.Checkpoint{}, nil
+		return storekit.Checkpoint{}, nil
 	}
 	if err != nil {
-		return eventstore.Checkpoint{}, err
+		return storekit.Checkpoint{}, err
 	}
 	if fence < 0 {
-		return eventstore.Checkpoint{}, fmt.Errorf("%w: the checkpoint of consumer %q has fence %d", eventstore.ErrCorrupt, name, fence)
+		return storekit.Checkpoint{}, fmt.Errorf("%w: the checkpoint of consumer %q has fence %d", eventstore.ErrCorrupt, name, fence)
 	}
 	// Positions are kept as the bits of their uint64 halves.
-	return eventstore.Checkpoint{
+	return storekit.Checkpoint{
 		Position: eventstore.Position{Major: uint64(major), Minor: uint64(minor)},
-		Fence:    eventstore.Fence(fence),
+		Fence:    storekit.Fence(fence),
 	}, nil
 }
 
-// saveCheckpoint is the compare-and-set of [eventstore.CheckpointStore] in a
+// saveCheckpoint is the compare-and-set of [storekit.CheckpointStore] in a
 // write transaction (the writer's, or an InTx's, both BEGIN IMMEDIATE), so
 // nothing changes the row between its statements: usually one UPDATE; when
 // it matches nothing, the stored checkpoint says why, or, for a consumer
 // without one, an INSERT creates it.
-func saveCheckpoint(q execer, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.CheckFence(name, fence); err != nil {
+func saveCheckpoint(q execer, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
 	now := time.Now().UnixNano()
@@ -85,7 +86,7 @@ func saveCheckpoint(q execer, name string, expected, next eventstore.Position, f
 	if err != nil {
 		return fmt.Errorf("sqlite: read the checkpoint of consumer %q: %w", name, err)
 	}
-	if err := eventstore.CheckSave(name, stored, expected, fence); err != nil {
+	if err := storekit.CheckSave(name, stored, expected, fence); err != nil {
 		return err
 	}
 	// No row yet, and expected is the start.

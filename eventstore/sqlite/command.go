@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // sqlCommandResult names its index: for min(version) SQLite would rather
@@ -16,13 +17,13 @@ const sqlCommandResult = `SELECT min(version), max(version), max(position)
 // record their command in [eventstore.Metadata.CommandID]): the versions and
 // position of its events, with Duplicate set, and found true; or found false
 // when the stream holds no event of that command, or commandID is empty (as
-// in every store: storetest.RunCommandIndex). An index answers it, so a
+// in every store: storetest.Run checks it). An index answers it, so a
 // command bus can absorb a redelivered command without reading the stream.
 //
 // It assumes, as the command bus guarantees, that one command's events are
 // appended together.
 func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (r eventstore.AppendResult, found bool, err error) {
-	if ask, err := eventstore.CheckCommandLookup(stream, commandID); !ask {
+	if ask, err := storekit.CheckCommandLookup(stream, commandID); !ask {
 		return r, false, err // no command: events without one are nobody's
 	}
 	if err := s.readable(ctx); err != nil {

@@ -13,9 +13,10 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-var _ eventstore.DeadLetterStore = (*Store)(nil)
+var _ storekit.DeadLetterStore = (*Store)(nil)
 
 // letterColumns are the columns that scanLetter reads, in its order: the
 // letter's own, the minor half of the event's position, then the event's
@@ -23,14 +24,14 @@ var _ eventstore.DeadLetterStore = (*Store)(nil)
 const letterColumns = `id, consumer, part, error, attempts, first_failure, last_failure, generation, claimed_until, minor,
 	position, stream, version, event_id, type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at`
 
-// ParkDeadLetter implements [eventstore.DeadLetterStore.ParkDeadLetter] with
+// ParkDeadLetter implements [storekit.DeadLetterStore.ParkDeadLetter] with
 // one upsert on (consumer, stream, event_id, part): parking the same part
 // again updates the error, attempts and last failure, adds a generation,
 // and returns the ID and first failure that were stored first. With
 // d.Generation set it is one conditional update instead.
 func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	var parked eventstore.DeadLetter
-	err := eventstore.CheckDeadLetter(d)
+	err := storekit.CheckDeadLetter(d)
 	if err == nil {
 		err = s.write(ctx, func(tx *writeTx) error {
 			parked, err = parkDeadLetter(tx.conn, d)
@@ -40,11 +41,11 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 	return parked, err
 }
 
-// ParkDeadLetterTx implements [eventstore.TxCheckpointStore.ParkDeadLetterTx]:
+// ParkDeadLetterTx implements [storekit.TxCheckpointStore.ParkDeadLetterTx]:
 // the upsert of [Store.ParkDeadLetter] in tx, the transaction of a running
 // [Store.InTx].
 func (s *Store) ParkDeadLetterTx(ctx context.Context, tx *sql.Tx, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetter(d); err != nil {
+	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -115,7 +116,7 @@ func reparkDeadLetter(q querier, d eventstore.DeadLetter) (eventstore.DeadLetter
 	if errors.Is(err, sql.ErrNoRows) {
 		stored, err := storedKey(q, d.Consumer, d.ID)
 		if err == nil {
-			err = eventstore.CheckDeadLetterGeneration(d, stored)
+			err = storekit.CheckDeadLetterGeneration(d, stored)
 		}
 		return eventstore.DeadLetter{}, err
 	}
@@ -149,7 +150,7 @@ func letterIDFree(q querier, d eventstore.DeadLetter) error {
 	if err != nil || stored == nil {
 		return err
 	}
-	return eventstore.CheckDeadLetterID(d, stored.Stream, stored.EventID, stored.Part)
+	return storekit.CheckDeadLetterID(d, stored.Stream, stored.EventID, stored.Part)
 }
 
 // keyColumns are the columns that scanKey reads, in its order.
@@ -157,7 +158,7 @@ const keyColumns = `id, stream, event_id, part, position, minor, generation`
 
 // storedKey reads the key of consumer's dead letter id; nil when there is
 // none.
-func storedKey(q querier, consumer, id string) (*eventstore.DeadLetterKey, error) {
+func storedKey(q querier, consumer, id string) (*storekit.DeadLetterKey, error) {
 	k, err := scanKey(consumer, q.QueryRowContext(noInterrupt, `SELECT `+keyColumns+` FROM cairn_dead_letters WHERE consumer = ? AND id = ?`,
 		consumer, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -171,8 +172,8 @@ func storedKey(q querier, consumer, id string) (*eventstore.DeadLetterKey, error
 
 // scanKey reads the keyColumns of a row, checking what decodeLetter
 // checks of them.
-func scanKey(consumer string, row interface{ Scan(dest ...any) error }) (eventstore.DeadLetterKey, error) {
-	var k eventstore.DeadLetterKey
+func scanKey(consumer string, row interface{ Scan(dest ...any) error }) (storekit.DeadLetterKey, error) {
+	var k storekit.DeadLetterKey
 	var eventID []byte
 	var part, major, minor, generation int64
 	if err := row.Scan(&k.ID, &k.Stream, &eventID, &part, &major, &minor, &generation); err != nil {
@@ -188,22 +189,22 @@ func scanKey(consumer string, row interface{ Scan(dest ...any) error }) (eventst
 	return k, nil
 }
 
-// DeadLetterKeys implements [eventstore.DeadLetterStore.DeadLetterKeys]
+// DeadLetterKeys implements [storekit.DeadLetterStore.DeadLetterKeys]
 // with one query on the index by (consumer, position), which reads no
 // payload. It reads them all before it yields the first, as DeadLetters
 // does.
-func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[eventstore.DeadLetterKey, error] {
-	return eventstore.ListSeq(func() ([]eventstore.DeadLetterKey, error) { return s.letterKeys(ctx, consumer, after, through) })
+func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[storekit.DeadLetterKey, error] {
+	return storekit.ListSeq(func() ([]storekit.DeadLetterKey, error) { return s.letterKeys(ctx, consumer, after, through) })
 }
 
-func (s *Store) letterKeys(ctx context.Context, consumer string, after, through eventstore.Position) ([]eventstore.DeadLetterKey, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+func (s *Store) letterKeys(ctx context.Context, consumer string, after, through eventstore.Position) ([]storekit.DeadLetterKey, error) {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return nil, err
 	}
 	if err := s.readable(ctx); err != nil {
 		return nil, err
 	}
-	lo, hi, ok := eventstore.DeadLetterKeyRange(after, through)
+	lo, hi, ok := storekit.DeadLetterKeyRange(after, through)
 	if !ok {
 		return nil, nil
 	}
@@ -214,7 +215,7 @@ func (s *Store) letterKeys(ctx context.Context, consumer string, after, through 
 		return nil, s.readErr(ctx, err, what)
 	}
 	defer rows.Close()
-	var keys []eventstore.DeadLetterKey
+	var keys []storekit.DeadLetterKey
 	for rows.Next() {
 		k, err := scanKey(consumer, rows)
 		if err != nil {
@@ -225,11 +226,11 @@ func (s *Store) letterKeys(ctx context.Context, consumer string, after, through 
 	if err := rows.Err(); err != nil {
 		return nil, s.readErr(ctx, err, what)
 	}
-	return eventstore.SortDeadLetterKeys(keys, after, through), nil
+	return storekit.SortDeadLetterKeys(keys, after, through), nil
 }
 
 // unixNanos stores a time as Unix nanoseconds, the zero time as 0 (its
-// UnixNano is out of range). eventstore.CheckDeadLetter refuses the other
+// UnixNano is out of range). storekit.CheckDeadLetter refuses the other
 // times that UnixNano cannot hold (before 1678, after 2262).
 func unixNanos(t time.Time) int64 {
 	if t.IsZero() {
@@ -245,16 +246,16 @@ func fromUnixNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// DeadLetters implements [eventstore.DeadLetterStore.DeadLetters], oldest
+// DeadLetters implements [storekit.DeadLetterStore.DeadLetters], oldest
 // first. It reads them all before it yields the first, so that a caller
 // that retries or deletes each one inside the loop holds no connection.
 func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
-	return eventstore.ListSeq(func() ([]eventstore.DeadLetter, error) { return s.letters(ctx, consumer, "", false) })
+	return storekit.ListSeq(func() ([]eventstore.DeadLetter, error) { return s.letters(ctx, consumer, "", false) })
 }
 
-// DeadLetter implements [eventstore.DeadLetterStore.DeadLetter].
+// DeadLetter implements [storekit.DeadLetterStore.DeadLetter].
 func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	letters, err := s.letters(ctx, consumer, id, true)
@@ -262,7 +263,7 @@ func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore
 		return eventstore.DeadLetter{}, err
 	}
 	if len(letters) == 0 {
-		return eventstore.DeadLetter{}, &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		return eventstore.DeadLetter{}, &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	return letters[0], nil
 }
@@ -270,7 +271,7 @@ func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore
 // letters reads the dead letters of consumer, or the one with id when one
 // is set.
 func (s *Store) letters(ctx context.Context, consumer, id string, one bool) ([]eventstore.DeadLetter, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return nil, err
 	}
 	if err := s.readable(ctx); err != nil {
@@ -340,9 +341,9 @@ func decodeLetter(c *[22]any) (eventstore.DeadLetter, error) {
 	return d, nil
 }
 
-// CountDeadLetters implements [eventstore.DeadLetterStore.CountDeadLetters].
+// CountDeadLetters implements [storekit.DeadLetterStore.CountDeadLetters].
 func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return 0, err
 	}
 	if err := s.readable(ctx); err != nil {
@@ -356,16 +357,16 @@ func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, err
 	return n, nil
 }
 
-// DeleteDeadLetter implements [eventstore.DeadLetterStore.DeleteDeadLetter].
+// DeleteDeadLetter implements [storekit.DeadLetterStore.DeleteDeadLetter].
 func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *writeTx) error { return deleteDeadLetter(tx.conn, consumer, id) })
 }
 
 func deleteDeadLetter(q execer, consumer, id string) error {
-	if err := eventstore.CheckDeadLetterLookup(consumer, id); err != nil {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
 	res, err := q.ExecContext(noInterrupt, `DELETE FROM cairn_dead_letters WHERE consumer = ? AND id = ?`, consumer, id)
@@ -376,7 +377,7 @@ func deleteDeadLetter(q execer, consumer, id string) error {
 		if err != nil {
 			return fmt.Errorf("sqlite: delete dead letter %q of consumer %q: %w", id, consumer, err)
 		}
-		return &eventstore.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		return &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
 	}
 	return nil
 }

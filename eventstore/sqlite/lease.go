@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 var (
-	_ eventstore.LeaseStore            = (*Store)(nil)
-	_ eventstore.TxLeaseStore[*sql.Tx] = (*Store)(nil)
+	_ storekit.LeaseStore            = (*Store)(nil)
+	_ storekit.TxLeaseStore[*sql.Tx] = (*Store)(nil)
 )
 
 // Leases are rows (name, holder, fence, expires_at) in the store's file.
@@ -37,18 +38,18 @@ const acquireLeaseSQL = `INSERT INTO cairn_leases AS l (name, holder, fence, exp
 		OR l.expires_at IS NULL OR l.expires_at <= ?4
 	RETURNING holder, fence, expires_at`
 
-// AcquireLease implements [eventstore.LeaseStore.AcquireLease], by the
+// AcquireLease implements [storekit.LeaseStore.AcquireLease], by the
 // clock of this process (see the package's documentation of leases in
 // docs/sqlite.md).
-func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
-	if err := eventstore.ValidateLease(name, holder, ttl); err != nil {
-		return eventstore.Lease{}, false, err
+func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
+	if err := storekit.ValidateLease(name, holder, ttl); err != nil {
+		return storekit.Lease{}, false, err
 	}
-	var l eventstore.Lease
+	var l storekit.Lease
 	var got bool
 	err := s.write(ctx, func(tx *writeTx) error {
 		now := time.Now()
-		l, got = eventstore.Lease{}, false
+		l, got = storekit.Lease{}, false
 		var err error
 		l, err = scanLease(name, tx.conn.QueryRowContext(noInterrupt, acquireLeaseSQL, name, holder, now.Add(ttl).UnixNano(), now.UnixNano()))
 		if err == nil {
@@ -63,68 +64,68 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		return err
 	})
 	if err != nil {
-		return eventstore.Lease{}, false, fmt.Errorf("sqlite: %q acquiring lease %q: %w", holder, name, err)
+		return storekit.Lease{}, false, fmt.Errorf("sqlite: %q acquiring lease %q: %w", holder, name, err)
 	}
 	return l, got, nil
 }
 
-// RenewLease implements [eventstore.LeaseStore.RenewLease]. It does not
+// RenewLease implements [storekit.LeaseStore.RenewLease]. It does not
 // look at expires_at: a lapsed lease that nobody took is still the
 // holder's, as the contract says.
-func (s *Store) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
-		return eventstore.Lease{}, err
+func (s *Store) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return storekit.Lease{}, err
 	}
-	var renewed eventstore.Lease
+	var renewed storekit.Lease
 	err := s.write(ctx, func(tx *writeTx) error {
 		var err error
 		renewed, err = renewLease(tx.conn, l, ttl)
 		return err
 	})
 	if err != nil && !errors.Is(err, eventstore.ErrLeaseLost) {
-		return eventstore.Lease{}, fmt.Errorf("sqlite: %q renewing lease %q: %w", l.Holder, l.Name, err)
+		return storekit.Lease{}, fmt.Errorf("sqlite: %q renewing lease %q: %w", l.Holder, l.Name, err)
 	}
 	return renewed, err
 }
 
-// RenewLeaseTx implements [eventstore.TxLeaseStore.RenewLeaseTx]: the
+// RenewLeaseTx implements [storekit.TxLeaseStore.RenewLeaseTx]: the
 // update of [Store.RenewLease] in tx, the transaction of a running
 // [Store.InTx], which holds the file's one writer until it ends, so that
 // no other holder can acquire the lease in between. A consumer that
 // renews so in each batch keeps its lease through batches longer than its
 // TTL, which its renewals through the writer would wait for.
-func (s *Store) RenewLeaseTx(ctx context.Context, tx *sql.Tx, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
-	if err := eventstore.ValidateLease(l.Name, l.Holder, ttl); err != nil {
-		return eventstore.Lease{}, err
+func (s *Store) RenewLeaseTx(ctx context.Context, tx *sql.Tx, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
+	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
+		return storekit.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	if tx == nil {
-		return eventstore.Lease{}, errNilTx
+		return storekit.Lease{}, errNilTx
 	}
 	renewed, err := renewLease(tx, l, ttl)
 	if err != nil && !errors.Is(err, eventstore.ErrLeaseLost) {
-		return eventstore.Lease{}, fmt.Errorf("sqlite: %q renewing lease %q in a transaction: %w", l.Holder, l.Name, err)
+		return storekit.Lease{}, fmt.Errorf("sqlite: %q renewing lease %q in a transaction: %w", l.Holder, l.Name, err)
 	}
 	return renewed, err
 }
 
 // renewLease extends l by ttl in a write transaction. It does not look at
 // expires_at (see RenewLease).
-func renewLease(q querier, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+func renewLease(q querier, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	renewed, err := scanLease(l.Name, q.QueryRowContext(noInterrupt, `UPDATE cairn_leases SET expires_at = ?
 		WHERE name = ? AND holder = ? AND fence = ? AND expires_at IS NOT NULL
 		RETURNING holder, fence, expires_at`, time.Now().Add(ttl).UnixNano(), l.Name, l.Holder, l.Fence.Int64()))
 	if errors.Is(err, sql.ErrNoRows) {
-		return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+		return storekit.Lease{}, &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	return renewed, err
 }
 
-// ReleaseLease implements [eventstore.LeaseStore.ReleaseLease].
-func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
-	if err := eventstore.ValidateHeldLease(l); err != nil {
+// ReleaseLease implements [storekit.LeaseStore.ReleaseLease].
+func (s *Store) ReleaseLease(ctx context.Context, l storekit.Lease) error {
+	if err := storekit.ValidateHeldLease(l); err != nil {
 		return err
 	}
 	var n int64
@@ -141,21 +142,21 @@ func (s *Store) ReleaseLease(ctx context.Context, l eventstore.Lease) error {
 		return fmt.Errorf("sqlite: %q releasing lease %q: %w", l.Holder, l.Name, err)
 	}
 	if n == 0 {
-		return &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+		return &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	return nil
 }
 
-func scanLease(name string, row *sql.Row) (eventstore.Lease, error) {
+func scanLease(name string, row *sql.Row) (storekit.Lease, error) {
 	var holder string
 	var fence int64
 	var expires sql.NullInt64
 	if err := row.Scan(&holder, &fence, &expires); err != nil {
-		return eventstore.Lease{}, err
+		return storekit.Lease{}, err
 	}
 	var at time.Time
 	if expires.Valid {
 		at = time.Unix(0, expires.Int64).UTC()
 	}
-	return eventstore.StoredLease(name, holder, fence, at)
+	return storekit.StoredLease(name, holder, fence, at)
 }

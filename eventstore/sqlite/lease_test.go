@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // Two stores on one file have a writer each, as two processes do: of their
@@ -27,10 +27,10 @@ func TestLeasesAcrossWritersOfOneFile(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		stores[i] = s
 	}
-	seen := map[eventstore.Fence]bool{}
+	seen := map[storekit.Fence]bool{}
 	for round := range 10 {
 		var mu sync.Mutex
-		var won []eventstore.Lease
+		var won []storekit.Lease
 		var wg sync.WaitGroup
 		for i, s := range stores {
 			for g := range 2 {

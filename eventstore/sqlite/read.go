@@ -15,6 +15,7 @@ import (
 	zs "zombiezen.com/go/sqlite"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 const sqlTip = `SELECT coalesce(max(position), 0) FROM cairn_events`
@@ -31,7 +32,7 @@ const (
 
 // ReadStream implements [eventstore.Store.ReadStream], a page at a time.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return eventstore.ReadStreamPages(ctx, stream, opts, s.streamPage, eventstore.DefaultPageSize)
+	return storekit.ReadStreamPages(ctx, stream, opts, s.streamPage, storekit.DefaultPageSize)
 }
 
 func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
@@ -63,11 +64,11 @@ var noInterrupt = context.Background()
 // readPage is the one page reader behind ReadAll and Subscribe. The end of
 // the log (Through) is read in the same transaction as the events, so a
 // page never claims to have looked past an event it did not see.
-func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (eventstore.Page, error) {
+func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (storekit.Page, error) {
 	if err := s.readable(ctx); err != nil {
-		return eventstore.Page{}, err
+		return storekit.Page{}, err
 	}
-	page := eventstore.Page{Through: after}
+	page := storekit.Page{Through: after}
 	if after.Major >= math.MaxInt64 {
 		return page, nil // past any rowid SQLite can hold
 	}
@@ -94,7 +95,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		return execute(conn, "COMMIT")
 	})
 	if err != nil {
-		return eventstore.Page{Through: after}, s.readErr(ctx, err, "read all")
+		return storekit.Page{Through: after}, s.readErr(ctx, err, "read all")
 	}
 	if page.Full {
 		page.Through = page.Events[len(page.Events)-1].Position

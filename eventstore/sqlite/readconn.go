@@ -9,6 +9,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // eventReaders is the pool of read-only connections behind ReadStream,
@@ -112,8 +113,8 @@ func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []e
 			return nil, false, err
 		}
 		events = append(events, e)
-		size += eventstore.PageBytes(&e)
-		if eventstore.PageFull(len(events), limit, size) {
+		size += storekit.PageBytes(&e)
+		if storekit.PageFull(len(events), limit, size) {
 			return events, true, nil // the statement is reset unstepped further
 		}
 	}

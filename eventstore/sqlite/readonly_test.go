@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // writes lists every kind of write of a Store, by name.
@@ -26,7 +27,7 @@ func writes(s *sqlite.Store) map[string]func(ctx context.Context) error {
 			return s.SaveCheckpoint(ctx, "totals", eventstore.Start, eventstore.Position{Major: 1}, 0)
 		},
 		"SaveSnapshot": func(ctx context.Context) error {
-			return s.SaveSnapshot(ctx, eventstore.Snapshot{Stream: "order-1", Type: "order", SchemaVersion: 1, Data: []byte(`{}`)})
+			return s.SaveSnapshot(ctx, storekit.Snapshot{Stream: "order-1", Type: "order", SchemaVersion: 1, Data: []byte(`{}`)})
 		},
 		"AcquireLease": func(ctx context.Context) error {
 			_, _, err := s.AcquireLease(ctx, "totals", "me", time.Minute)

@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-var _ eventstore.SnapshotStore = (*Store)(nil)
+var _ storekit.SnapshotStore = (*Store)(nil)
 
-// SaveSnapshot implements [eventstore.SnapshotStore.SaveSnapshot] with one
+// SaveSnapshot implements [storekit.SnapshotStore.SaveSnapshot] with one
 // upsert in the writer's next transaction: the last save wins, whatever its
 // version.
-func (s *Store) SaveSnapshot(ctx context.Context, snap eventstore.Snapshot) error {
-	if err := eventstore.ValidateSnapshot(snap); err != nil {
+func (s *Store) SaveSnapshot(ctx context.Context, snap storekit.Snapshot) error {
+	if err := storekit.ValidateSnapshot(snap); err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *writeTx) error {
@@ -33,29 +34,29 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap eventstore.Snapshot) erro
 	})
 }
 
-// LoadSnapshot implements [eventstore.SnapshotStore.LoadSnapshot].
-func (s *Store) LoadSnapshot(ctx context.Context, stream string) (eventstore.Snapshot, bool, error) {
-	if err := eventstore.ValidateStream(stream); err != nil {
-		return eventstore.Snapshot{}, false, err
+// LoadSnapshot implements [storekit.SnapshotStore.LoadSnapshot].
+func (s *Store) LoadSnapshot(ctx context.Context, stream string) (storekit.Snapshot, bool, error) {
+	if err := storekit.ValidateStream(stream); err != nil {
+		return storekit.Snapshot{}, false, err
 	}
 	if err := s.readable(ctx); err != nil {
-		return eventstore.Snapshot{}, false, err
+		return storekit.Snapshot{}, false, err
 	}
-	snap := eventstore.Snapshot{Stream: stream}
+	snap := storekit.Snapshot{Stream: stream}
 	var version, schemaVersion, recordedAt int64
 	err := s.readers.QueryRowContext(noInterrupt, `SELECT version, type, schema_version, data, recorded_at
 		FROM cairn_snapshots WHERE stream = ?`, stream).Scan(&version, &snap.Type, &schemaVersion, &snap.Data, &recordedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return eventstore.Snapshot{}, false, nil
+		return storekit.Snapshot{}, false, nil
 	}
 	if err != nil {
-		return eventstore.Snapshot{}, false, s.readErr(ctx, err, "load the snapshot of stream "+quote(stream))
+		return storekit.Snapshot{}, false, s.readErr(ctx, err, "load the snapshot of stream "+quote(stream))
 	}
 	if version < 0 || schemaVersion < 0 || schemaVersion > math.MaxUint32 {
 		// A snapshot is only an optimization, but a row that no store wrote
 		// says something is wrong with the file: report it rather than
 		// replay silently.
-		return eventstore.Snapshot{}, false, fmt.Errorf("%w: the snapshot of stream %q has version %d and schema version %d",
+		return storekit.Snapshot{}, false, fmt.Errorf("%w: the snapshot of stream %q has version %d and schema version %d",
 			eventstore.ErrCorrupt, stream, version, schemaVersion)
 	}
 	snap.Version, snap.SchemaVersion = uint64(version), uint32(schemaVersion)

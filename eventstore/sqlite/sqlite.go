@@ -36,6 +36,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 )
 
@@ -72,9 +73,11 @@ type Options struct {
 	BusyTimeout time.Duration
 	// PollInterval is how often subscribers look for events appended by
 	// other processes; commits by this store wake them at once. Zero means
-	// [eventstore.DefaultPollInterval]; a negative value turns polling off
-	// when no other process writes to the file.
+	// [storekit.DefaultPollInterval].
 	PollInterval time.Duration
+	// NoPolling turns that polling off, for a file no other process
+	// writes to: subscribers then wake only on this store's commits.
+	NoPolling bool
 	// MaxReaders bounds each pool of read connections: the one that reads
 	// events and the one that reads the consumer tables. Zero means 4.
 	MaxReaders int
@@ -107,8 +110,8 @@ func (o Options) withDefaults() Options {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
 	}
-	if o.PollInterval == 0 {
-		o.PollInterval = eventstore.DefaultPollInterval
+	if o.PollInterval <= 0 {
+		o.PollInterval = storekit.DefaultPollInterval
 	}
 	if o.MaxReaders <= 0 {
 		o.MaxReaders = 4
@@ -128,7 +131,7 @@ type Store struct {
 	w       *writer
 	events  *eventReaders
 
-	changes   eventstore.Notifier
+	changes   storekit.Notifier
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
@@ -309,9 +312,13 @@ func (s *Store) Path() string { return s.path }
 // store wake subscribers at once; appends by other processes are seen
 // within [Options.PollInterval].
 func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return eventstore.Follow(ctx, after, filter, s.readPage, eventstore.FollowOptions{
+	poll := s.opts.PollInterval
+	if s.opts.NoPolling {
+		poll = 0 // with Changed set, Follow then waits for commits alone
+	}
+	return storekit.Follow(ctx, after, filter, s.readPage, storekit.FollowOptions{
 		Changed:      s.changes.Changed,
-		PollInterval: max(s.opts.PollInterval, 0),
+		PollInterval: poll,
 		Closed:       s.done,
 		Transient:    isBusy,
 		Logger:       s.opts.Logger,
@@ -320,7 +327,7 @@ func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter
 
 // ReadAll implements [eventstore.Store.ReadAll].
 func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return eventstore.ReadPages(ctx, after, filter, s.readPage, 0)
+	return storekit.ReadPages(ctx, after, filter, s.readPage, 0)
 }
 
 // Close implements [eventstore.Store.Close]. Appends still waiting for the

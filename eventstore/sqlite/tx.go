@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 var (
-	_ eventstore.CheckpointStore            = (*Store)(nil)
-	_ eventstore.TxCheckpointStore[*sql.Tx] = (*Store)(nil)
+	_ storekit.CheckpointStore            = (*Store)(nil)
+	_ storekit.TxCheckpointStore[*sql.Tx] = (*Store)(nil)
 )
 
-// InTx implements [eventstore.TxCheckpointStore.InTx]: fn runs in a
+// InTx implements [storekit.TxCheckpointStore.InTx]: fn runs in a
 // transaction of the store's one writer connection, which commits when fn
 // returns nil. Read models kept in the store's file, written through tx,
 // commit with the checkpoint that [Store.SaveCheckpointTx] moves, or not at
@@ -50,23 +51,12 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 	if err := s.w.submit(j, false); err != nil {
 		return err
 	}
-	var err error
-	select {
-	case err = <-j.began:
-	case <-ctx.Done():
-		abandoned := false
-		s.w.locked(func() {
-			if !j.claimed {
-				j.abandoned, abandoned = true, true
-			}
-		})
-		if abandoned {
-			return ctx.Err()
-		}
-		err = <-j.began
-	}
+	began, err := await(ctx, s.w, &j.handoff, j.began)
 	if err != nil {
-		return s.fileFailure("begin a transaction", err)
+		return err
+	}
+	if began != nil {
+		return s.fileFailure("begin a transaction", began)
 	}
 	decided := false
 	defer func() {
@@ -99,22 +89,13 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *sql.T
 type txJob struct {
 	w *writer
 
-	// claimed and abandoned are guarded by the writer's lock.
-	claimed, abandoned bool
+	handoff
 
 	tx       *sql.Tx
 	began    chan error // writer to caller: tx is ready, or why not
 	verdict  chan bool  // caller to writer: commit?
 	done     chan error // writer to caller: the commit's outcome
 	appended atomic.Bool
-}
-
-func (j *txJob) claim() bool {
-	if j.abandoned {
-		return false
-	}
-	j.claimed = true
-	return true
 }
 
 // finish reports a job that never ran: the store closed while it waited.
@@ -212,10 +193,10 @@ func savepoint(tx execer, name string, fn func() error) error {
 	return nil
 }
 
-// SaveCheckpointTx implements [eventstore.TxCheckpointStore.SaveCheckpointTx].
+// SaveCheckpointTx implements [storekit.TxCheckpointStore.SaveCheckpointTx].
 // The move is visible to others when tx commits.
-func (s *Store) SaveCheckpointTx(ctx context.Context, tx *sql.Tx, name string, expected, next eventstore.Position, fence eventstore.Fence) error {
-	if err := eventstore.ValidateConsumerName(name); err != nil {
+func (s *Store) SaveCheckpointTx(ctx context.Context, tx *sql.Tx, name string, expected, next eventstore.Position, fence storekit.Fence) error {
+	if err := storekit.ValidateConsumerName(name); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -227,9 +208,9 @@ func (s *Store) SaveCheckpointTx(ctx context.Context, tx *sql.Tx, name string, e
 	return saveCheckpoint(tx, name, expected, next, fence)
 }
 
-// DeleteDeadLetterTx implements [eventstore.TxCheckpointStore.DeleteDeadLetterTx].
+// DeleteDeadLetterTx implements [storekit.TxCheckpointStore.DeleteDeadLetterTx].
 func (s *Store) DeleteDeadLetterTx(ctx context.Context, tx *sql.Tx, consumer, id string) error {
-	if err := eventstore.ValidateConsumerName(consumer); err != nil {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // newReadModel opens a store with a table of its own in the store's file.
@@ -118,7 +119,7 @@ func TestInTxRefusesNestedWrites(t *testing.T) {
 	require.NoError(t, err)
 	got, _, err := s.AcquireLease(ctx, "c", "me", 1e9)
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Fence(1), got.Fence, "nothing was written by the refused calls")
+	assert.Equal(t, storekit.Fence(1), got.Fence, "nothing was written by the refused calls")
 }
 
 // Events appended in fn commit with it, wake subscribers then, and are
@@ -126,7 +127,7 @@ func TestInTxRefusesNestedWrites(t *testing.T) {
 func TestAppendTx(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := openTemp(t, sqlite.Options{PollInterval: -1})
+	s := openTemp(t, sqlite.Options{NoPolling: true})
 	sub := s.Subscribe(ctx, eventstore.Position{}, eventstore.Filter{})
 	next, stop := iterPull(sub)
 	defer stop()

@@ -32,8 +32,7 @@ func (s *Store) notInTx(ctx context.Context) error {
 type execJob struct {
 	fn func(tx *writeTx) error
 
-	// claimed and abandoned are guarded by the writer's lock.
-	claimed, abandoned bool
+	handoff
 
 	err  error
 	done chan struct{}
@@ -44,14 +43,6 @@ func (j *execJob) run(tx *writeTx) error { return j.fn(tx) }
 func (j *execJob) finish(err error) {
 	j.err = err
 	close(j.done)
-}
-
-func (j *execJob) claim() bool {
-	if j.abandoned {
-		return false
-	}
-	j.claimed = true
-	return true
 }
 
 // write runs fn in the writer's next transaction and returns its outcome
@@ -69,19 +60,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 	if err := s.w.submit(j, true); err != nil {
 		return err
 	}
-	select {
-	case <-j.done:
-	case <-ctx.Done():
-		abandoned := false
-		s.w.locked(func() {
-			if !j.claimed {
-				j.abandoned, abandoned = true, true
-			}
-		})
-		if abandoned {
-			return ctx.Err()
-		}
-		<-j.done
+	if _, err := await(ctx, s.w, &j.handoff, j.done); err != nil {
+		return err
 	}
 	return s.fileFailure("write", j.err)
 }

@@ -30,6 +30,48 @@ type job interface {
 	claim() bool
 }
 
+// handoff is the one protocol by which a job passes from its caller to the
+// writer: the writer claims the job when it takes it, and a caller whose
+// ctx ends first abandons it, so that the writer skips it. Whichever comes
+// first under the writer's lock wins: an abandoned job never runs, and a
+// claimed one always completes. Jobs embed it for their claim method.
+type handoff struct {
+	// claimed and abandoned are guarded by the writer's lock.
+	claimed, abandoned bool
+}
+
+func (h *handoff) claim() bool {
+	if h.abandoned {
+		return false
+	}
+	h.claimed = true
+	return true
+}
+
+// await waits for the writer's word on a submitted job (ready) or for ctx
+// to end. When ctx ends before the writer claimed the job, the job is
+// abandoned, nothing of it is written, and await returns ctx.Err(); once
+// claimed, the job completes whatever ctx does, and await waits for its
+// word.
+func await[T any](ctx context.Context, w *writer, h *handoff, ready <-chan T) (T, error) {
+	select {
+	case v := <-ready:
+		return v, nil
+	case <-ctx.Done():
+	}
+	abandoned := false
+	w.locked(func() {
+		if !h.claimed {
+			h.abandoned, abandoned = true, true
+		}
+	})
+	if abandoned {
+		var zero T
+		return zero, ctx.Err()
+	}
+	return <-ready, nil
+}
+
 // writer owns the connections that write, and commits one transaction at a
 // time. While a commit runs, callers queue jobs; the writer goroutine then
 // takes all that are queued at that moment, runs them in one BEGIN

@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 var appendTests = []test{
@@ -23,7 +22,7 @@ var appendTests = []test{
 	{"VersionsAndPositionsOfResult", testAppendResult},
 }
 
-func testRoundTrip(t *testing.T, s eventstore.Store) {
+func testRoundTrip(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("round-trip")
 	want := []eventstore.EventData{
@@ -46,27 +45,27 @@ func testRoundTrip(t *testing.T, s eventstore.Store) {
 	mustAppend(t, s, stream, eventstore.NoStream, want...)
 	after := time.Now().Add(time.Minute)
 
-	check := func(source string, got []eventstore.Event) {
-		require.Len(t, got, len(want), source)
+	verify := func(source string, got []eventstore.Event) {
+		check.Len(t, got, len(want), source)
 		for i, e := range got {
 			w := want[i]
-			assert.Equal(t, w.ID, e.ID, "%s: event %d ID", source, i)
-			assert.Equal(t, w.Type, e.Type, "%s: event %d type", source, i)
-			assert.Equal(t, w.SchemaVersion, e.SchemaVersion, "%s: event %d schema version", source, i)
-			assert.True(t, bytes.Equal(w.Data, e.Data), "%s: event %d data differs (%d bytes, want %d)", source, i, len(e.Data), len(w.Data))
-			assert.NotNil(t, e.Data, "%s: event %d data is nil", source, i)
-			assert.Equal(t, w.Metadata, e.Metadata, "%s: event %d metadata", source, i)
-			assert.Equal(t, stream, e.StreamID, "%s: event %d stream", source, i)
-			assert.Equal(t, uint64(i), e.Version, "%s: event %d version", source, i)
-			assert.False(t, e.Position.IsZero(), "%s: event %d has the zero position", source, i)
-			assert.Equal(t, time.UTC, e.RecordedAt.Location(), "%s: event %d recorded time is not UTC", source, i)
-			assert.True(t, e.RecordedAt.After(before) && e.RecordedAt.Before(after),
+			check.Equal(t, e.ID, w.ID, "%s: event %d ID", source, i)
+			check.Equal(t, e.Type, w.Type, "%s: event %d type", source, i)
+			check.Equal(t, e.SchemaVersion, w.SchemaVersion, "%s: event %d schema version", source, i)
+			check.True(t, bytes.Equal(w.Data, e.Data), "%s: event %d data differs (%d bytes, want %d)", source, i, len(e.Data), len(w.Data))
+			check.True(t, e.Data != nil, "%s: event %d data is nil", source, i)
+			check.Equal(t, e.Metadata, w.Metadata, "%s: event %d metadata", source, i)
+			check.Equal(t, e.StreamID, stream, "%s: event %d stream", source, i)
+			check.Equal(t, e.Version, uint64(i), "%s: event %d version", source, i)
+			check.True(t, !e.Position.IsZero(), "%s: event %d has the zero position", source, i)
+			check.Equal(t, e.RecordedAt.Location(), time.UTC, "%s: event %d recorded time is not UTC", source, i)
+			check.True(t, e.RecordedAt.After(before) && e.RecordedAt.Before(after),
 				"%s: event %d recorded at %s, not around now", source, i, e.RecordedAt)
 		}
 		requireIncreasing(t, got)
 	}
-	check("ReadStream", readStream(t, s, stream, eventstore.Forward(0)))
-	check("ReadAll", readAll(t, s, eventstore.Start, n.filter()))
+	verify("ReadStream", readStream(t, s, stream, eventstore.Forward(0)))
+	verify("ReadAll", readAll(t, s, eventstore.Start, n.filter()))
 
 	// Stores may write a lone event another way than a batch: the same
 	// events appended one at a time read back the same.
@@ -76,19 +75,19 @@ func testRoundTrip(t *testing.T, s eventstore.Store) {
 		want[i] = e
 		mustAppend(t, s, single, eventstore.Any, e)
 	}
-	stream = single // check compares it with each event's stream
-	check("ReadStream of single appends", readStream(t, s, single, eventstore.Forward(0)))
+	stream = single // verify compares it with each event's stream
+	verify("ReadStream of single appends", readStream(t, s, single, eventstore.Forward(0)))
 
 	// What the store returns is a copy: changing it changes nothing stored.
 	first := readStream(t, s, stream, eventstore.Forward(0))[0]
 	first.Data[0] = 'X'
 	first.Metadata.Extra["tenant"] = "changed"
 	again := readStream(t, s, stream, eventstore.Forward(0))[0]
-	assert.Equal(t, want[0].Data, again.Data)
-	assert.Equal(t, "acme", again.Metadata.Extra["tenant"])
+	check.Equal(t, again.Data, want[0].Data)
+	check.Equal(t, again.Metadata.Extra["tenant"], "acme")
 }
 
-func testAssignsIDs(t *testing.T, s eventstore.Store) {
+func testAssignsIDs(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("ids")
 	in := []eventstore.EventData{
@@ -96,47 +95,47 @@ func testAssignsIDs(t *testing.T, s eventstore.Store) {
 		{Type: "b", Data: []byte(`{}`)},
 	}
 	mustAppend(t, s, stream, eventstore.NoStream, in...)
-	assert.Equal(t, uuid.UUID{}, in[0].ID, "the caller's events must not be modified")
+	check.Equal(t, in[0].ID, uuid.UUID{}, "the caller's events must not be modified")
 	got := readStream(t, s, stream, eventstore.Forward(0))
-	require.Len(t, got, 2)
+	check.Len(t, got, 2)
 	for i, e := range got {
-		assert.Equal(t, uuid.Version(7), e.ID.Version(), "event %d: assigned ID %s is not a UUIDv7", i, e.ID)
+		check.Equal(t, e.ID.Version(), uuid.Version(7), "event %d: assigned ID %s is not a UUIDv7", i, e.ID)
 	}
-	assert.NotEqual(t, got[0].ID, got[1].ID)
+	check.True(t, got[0].ID != got[1].ID, "two events were assigned one ID, %s", got[0].ID)
 }
 
 // wrongVersion checks that err is a conflict naming the stream, what was
 // expected and what the stream actually was.
-func wrongVersion(t *testing.T, err error, stream string, expected, actual eventstore.ExpectedVersion) {
+func wrongVersion(t testing.TB, err error, stream string, expected, actual eventstore.ExpectedVersion) {
 	t.Helper()
-	require.Error(t, err)
-	require.ErrorIs(t, err, eventstore.ErrWrongVersion)
+	check.True(t, err != nil, "append to %q expecting %s, while it is at %s: no wrong-version error", stream, expected, actual)
+	check.ErrorIs(t, err, eventstore.ErrWrongVersion)
 	var wv *eventstore.WrongVersionError
-	require.ErrorAs(t, err, &wv)
-	assert.Equal(t, stream, wv.Stream)
-	assert.Equal(t, expected, wv.Expected)
-	assert.Equal(t, actual, wv.Actual, "actual state reported by the conflict")
-	assert.Contains(t, err.Error(), stream, "the message names the stream")
+	check.ErrorAs(t, err, &wv)
+	check.Equal(t, wv.Stream, stream)
+	check.Equal(t, wv.Expected, expected)
+	check.Equal(t, wv.Actual, actual, "actual state reported by the conflict")
+	check.Contains(t, err.Error(), stream, "the message names the stream")
 }
 
-func testExpectedOnAbsent(t *testing.T, s eventstore.Store) {
+func testExpectedOnAbsent(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	for _, expected := range []eventstore.ExpectedVersion{eventstore.StreamExists, eventstore.Exact(0), eventstore.Exact(4)} {
 		stream := n.stream("absent")
 		_, err := s.Append(ctx, stream, expected, event("x", "1"))
 		wrongVersion(t, err, stream, expected, eventstore.NoStream)
-		assert.Empty(t, readStream(t, s, stream, eventstore.Forward(0)), "a failed append wrote to %q", stream)
+		check.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 0, "a failed append wrote to %q", stream)
 	}
 	for i, expected := range []eventstore.ExpectedVersion{eventstore.Any, eventstore.NoStream} {
 		stream := n.stream(expected.String())
 		r := mustAppend(t, s, stream, expected, event("x", "1"), event("x", "2"))
-		assert.Equal(t, uint64(0), r.FirstVersion, "case %d", i)
-		assert.Equal(t, uint64(1), r.LastVersion, "case %d", i)
+		check.Equal(t, r.FirstVersion, uint64(0), "case %d", i)
+		check.Equal(t, r.LastVersion, uint64(1), "case %d", i)
 	}
 }
 
-func testExpectedOnExisting(t *testing.T, s eventstore.Store) {
+func testExpectedOnExisting(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("existing")
@@ -146,24 +145,24 @@ func testExpectedOnExisting(t *testing.T, s eventstore.Store) {
 		_, err := s.Append(ctx, stream, expected, event("x", "lost"))
 		wrongVersion(t, err, stream, expected, eventstore.Exact(2))
 	}
-	require.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 3, "failed appends wrote events")
+	check.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 3, "failed appends wrote events")
 
 	r := mustAppend(t, s, stream, eventstore.Exact(2), event("x", "3"))
-	assert.Equal(t, uint64(3), r.LastVersion)
+	check.Equal(t, r.LastVersion, uint64(3))
 	r = mustAppend(t, s, stream, eventstore.StreamExists, event("x", "4"))
-	assert.Equal(t, uint64(4), r.LastVersion)
+	check.Equal(t, r.LastVersion, uint64(4))
 	r = mustAppend(t, s, stream, eventstore.Any, event("x", "5"), event("x", "6"))
-	assert.Equal(t, uint64(5), r.FirstVersion)
-	assert.Equal(t, uint64(6), r.LastVersion)
+	check.Equal(t, r.FirstVersion, uint64(5))
+	check.Equal(t, r.LastVersion, uint64(6))
 
 	got := readStream(t, s, stream, eventstore.Forward(0))
-	require.Len(t, got, 7)
+	check.Len(t, got, 7)
 	for i, e := range got {
-		assert.Equal(t, uint64(i), e.Version)
+		check.Equal(t, e.Version, uint64(i))
 	}
 }
 
-func testAtomicity(t *testing.T, s eventstore.Store) {
+func testAtomicity(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("atomic")
@@ -171,58 +170,58 @@ func testAtomicity(t *testing.T, s eventstore.Store) {
 
 	// A conflict rejects the whole batch.
 	_, err := s.Append(ctx, stream, eventstore.Exact(7), events("x", 5)...)
-	require.ErrorIs(t, err, eventstore.ErrWrongVersion)
+	check.ErrorIs(t, err, eventstore.ErrWrongVersion)
 
 	// One bad event rejects the whole batch.
 	batch := events("x", 5)
 	batch[3].Type = ""
 	_, err = s.Append(ctx, stream, eventstore.Exact(0), batch...)
-	require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+	check.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 
 	// A batch that repeats a stored ID in the middle rejects the whole batch.
 	stored := readStream(t, s, stream, eventstore.Forward(0))[0]
 	batch = events("x", 5)
 	batch[2].ID = stored.ID
 	_, err = s.Append(ctx, stream, eventstore.Any, batch...)
-	require.ErrorIs(t, err, eventstore.ErrEventIDConflict)
+	check.ErrorIs(t, err, eventstore.ErrEventIDConflict)
 
 	got := readStream(t, s, stream, eventstore.Forward(0))
-	require.Len(t, got, 1, "a rejected multi-event append left events behind")
-	assert.Len(t, readAll(t, s, eventstore.Start, n.filter()), 1)
+	check.Len(t, got, 1, "a rejected multi-event append left events behind")
+	check.Len(t, readAll(t, s, eventstore.Start, n.filter()), 1)
 
 	// And a good batch writes all of its events, contiguously.
 	batch = events("x", 50)
 	r := mustAppend(t, s, stream, eventstore.Exact(0), batch...)
-	assert.Equal(t, uint64(1), r.FirstVersion)
-	assert.Equal(t, uint64(50), r.LastVersion)
+	check.Equal(t, r.FirstVersion, uint64(1))
+	check.Equal(t, r.LastVersion, uint64(50))
 	got = readStream(t, s, stream, eventstore.Forward(1))
-	require.Equal(t, ids(batch), recordedIDs(got))
+	check.Equal(t, recordedIDs(got), ids(batch))
 }
 
-func testAppendResult(t *testing.T, s eventstore.Store) {
+func testAppendResult(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	a, b := n.stream("a"), n.stream("b")
 	r1 := mustAppend(t, s, a, eventstore.NoStream, events("x", 3)...)
 	r2 := mustAppend(t, s, b, eventstore.NoStream, events("x", 2)...)
 	r3 := mustAppend(t, s, a, eventstore.Exact(2), events("x", 1)...)
-	assert.Equal(t, eventstore.AppendResult{FirstVersion: 0, LastVersion: 2, Position: r1.Position}, r1)
-	assert.Equal(t, eventstore.AppendResult{FirstVersion: 0, LastVersion: 1, Position: r2.Position}, r2)
-	assert.Equal(t, eventstore.AppendResult{FirstVersion: 3, LastVersion: 3, Position: r3.Position}, r3)
-	assert.True(t, r1.Position.Before(r2.Position) && r2.Position.Before(r3.Position),
+	check.Equal(t, r1, eventstore.AppendResult{FirstVersion: 0, LastVersion: 2, Position: r1.Position})
+	check.Equal(t, r2, eventstore.AppendResult{FirstVersion: 0, LastVersion: 1, Position: r2.Position})
+	check.Equal(t, r3, eventstore.AppendResult{FirstVersion: 3, LastVersion: 3, Position: r3.Position})
+	check.True(t, r1.Position.Before(r2.Position) && r2.Position.Before(r3.Position),
 		"sequential appends have increasing positions: %s %s %s", r1.Position, r2.Position, r3.Position)
 
 	// The result's position is that of the last event written.
 	got := readStream(t, s, a, eventstore.Forward(0))
-	require.Len(t, got, 4)
-	assert.Equal(t, r1.Position, got[2].Position)
-	assert.Equal(t, r3.Position, got[3].Position)
+	check.Len(t, got, 4)
+	check.Equal(t, got[2].Position, r1.Position)
+	check.Equal(t, got[3].Position, r3.Position)
 }
 
 // requireNothingWritten checks that this test's category holds no events.
-func requireNothingWritten(t *testing.T, s eventstore.Store, n names, why string) {
+func requireNothingWritten(t testing.TB, s eventstore.Store, n names, why string) {
 	t.Helper()
 	got := readAll(t, s, eventstore.Start, n.filter())
-	require.Empty(t, got, "%s: yet %d events were written", why, len(got))
+	check.Len(t, got, 0, "%s: yet %d events were written", why, len(got))
 }
 
 // isCanceled reports whether err says the context was canceled.

@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/oklog/ulid/v2"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // The bad-input tables of the consumer stores: leases, dead letters,
@@ -21,25 +21,10 @@ import (
 // and the error it must get, the same in kind on every store, and checks
 // that nothing was written.
 
-// RequireInvalid checks that err is an [*eventstore.InvalidArgumentError]
-// whose Field is field, and whose message stays short (512 bytes at most)
-// whatever the size of the input, and returns it. what says which case
-// failed. The bad-input tables of this package use it, and so can those of
-// the packages built on stores.
-func RequireInvalid(t testing.TB, err error, field, what string) *eventstore.InvalidArgumentError {
-	t.Helper()
-	require.ErrorIs(t, err, eventstore.ErrInvalidArgument, what)
-	var bad *eventstore.InvalidArgumentError
-	require.ErrorAs(t, err, &bad, what)
-	assert.Equal(t, field, bad.Field, "%s: %v", what, err)
-	assert.LessOrEqual(t, len(err.Error()), 512, "%s: the message quotes a long value in part: %s", what, err)
-	return bad
-}
-
-func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
+func testLeaseBadTable(t testing.TB, s storekit.LeaseStore) {
 	ctx := context.Background()
 	name := consumerName(t, "lease")
-	long := strings.Repeat("h", eventstore.MaxStreamLen+1)
+	long := strings.Repeat("h", storekit.MaxStreamLen+1)
 	for _, c := range []struct {
 		what, holder string
 		ttl          time.Duration
@@ -47,48 +32,48 @@ func testLeaseBadTable(t *testing.T, s eventstore.LeaseStore) {
 	}{
 		{"TTL of 250 years", "A", 250 * 365 * 24 * time.Hour, "lease TTL"},
 		{"largest TTL", "A", math.MaxInt64, "lease TTL"},
-		{"TTL just above the maximum", "A", eventstore.MaxLeaseTTL + 1, "lease TTL"},
+		{"TTL just above the maximum", "A", storekit.MaxLeaseTTL + 1, "lease TTL"},
 		{"NUL byte in holder", "A\x00", time.Minute, "lease holder"},
 		{"invalid UTF-8 holder", "A\xff", time.Minute, "lease holder"},
 		{"overlong holder", long, time.Minute, "lease holder"},
 	} {
 		_, _, err := s.AcquireLease(ctx, name, c.holder, c.ttl)
-		RequireInvalid(t, err, c.field, "acquire: "+c.what)
-		_, err = s.RenewLease(ctx, eventstore.Lease{Name: name, Holder: c.holder, Fence: 1}, c.ttl)
-		RequireInvalid(t, err, c.field, "renew: "+c.what)
+		check.Invalid(t, err, c.field, "acquire: "+c.what)
+		_, err = s.RenewLease(ctx, storekit.Lease{Name: name, Holder: c.holder, Fence: 1}, c.ttl)
+		check.Invalid(t, err, c.field, "renew: "+c.what)
 	}
 	// Nothing was taken: another holder gets the lease at once.
 	_, ok := mustAcquire(t, s, name, "B", time.Minute)
-	assert.True(t, ok, "a refused acquire took the lease")
+	check.True(t, ok, "a refused acquire took the lease")
 
 	// A granted lease cannot be stretched past the maximum either, and the
 	// refused renewal leaves it as it was.
 	l, ok := mustAcquire(t, s, consumerName(t, "renew"), "A", time.Minute)
-	require.True(t, ok)
+	check.True(t, ok)
 	_, err := s.RenewLease(ctx, l, math.MaxInt64)
-	RequireInvalid(t, err, "lease TTL", "renew for the largest TTL")
+	check.Invalid(t, err, "lease TTL", "renew for the largest TTL")
 	_, ok = mustAcquire(t, s, l.Name, "B", time.Minute)
-	assert.False(t, ok, "the refused renewal released the lease")
-	assert.Less(t, time.Until(l.Expires), 2*time.Minute, "expires %s", l.Expires)
+	check.True(t, !ok, "the refused renewal released the lease")
+	check.Less(t, time.Until(l.Expires), 2*time.Minute, "expires %s", l.Expires)
 
 	for _, c := range []struct {
 		what  string
-		l     eventstore.Lease
+		l     storekit.Lease
 		field string
 	}{
-		{"zero lease", eventstore.Lease{}, "consumer name"},
-		{"NUL byte in name", eventstore.Lease{Name: "a\x00", Holder: "A", Fence: 1}, "consumer name"},
-		{"empty holder", eventstore.Lease{Name: l.Name, Fence: l.Fence}, "lease holder"},
-		{"NUL byte in holder", eventstore.Lease{Name: l.Name, Holder: "A\x00", Fence: l.Fence}, "lease holder"},
-		{"invalid UTF-8 holder", eventstore.Lease{Name: l.Name, Holder: "A\xff", Fence: l.Fence}, "lease holder"},
+		{"zero lease", storekit.Lease{}, "consumer name"},
+		{"NUL byte in name", storekit.Lease{Name: "a\x00", Holder: "A", Fence: 1}, "consumer name"},
+		{"empty holder", storekit.Lease{Name: l.Name, Fence: l.Fence}, "lease holder"},
+		{"NUL byte in holder", storekit.Lease{Name: l.Name, Holder: "A\x00", Fence: l.Fence}, "lease holder"},
+		{"invalid UTF-8 holder", storekit.Lease{Name: l.Name, Holder: "A\xff", Fence: l.Fence}, "lease holder"},
 	} {
-		RequireInvalid(t, s.ReleaseLease(ctx, c.l), c.field, "release: "+c.what)
+		check.Invalid(t, s.ReleaseLease(ctx, c.l), c.field, "release: "+c.what)
 	}
 	_, ok = mustAcquire(t, s, l.Name, "B", time.Minute)
-	assert.False(t, ok, "a refused release released the lease")
+	check.True(t, !ok, "a refused release released the lease")
 }
 
-func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterBadTable(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "badtable")
 	year := func(y int) time.Time { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC) }
 	for _, c := range []struct {
@@ -108,12 +93,12 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 		{"NUL byte in correlation ID", func(d *eventstore.DeadLetter) { d.Event.Metadata.CorrelationID = "c\x00" }, "dead letter event correlation ID"},
 		{"invalid UTF-8 causation ID", func(d *eventstore.DeadLetter) { d.Event.Metadata.CausationID = "c\xff" }, "dead letter event causation ID"},
 		{"overlong command ID", func(d *eventstore.DeadLetter) {
-			d.Event.Metadata.CommandID = strings.Repeat("c", eventstore.MaxCommandIDLen+1)
+			d.Event.Metadata.CommandID = strings.Repeat("c", storekit.MaxCommandIDLen+1)
 		}, "dead letter event command ID"},
 		{"NUL byte in metadata value", func(d *eventstore.DeadLetter) { d.Event.Metadata.Extra = map[string]string{"k": "v\x00"} }, "dead letter event metadata"},
 		{"invalid UTF-8 metadata value", func(d *eventstore.DeadLetter) { d.Event.Metadata.Extra = map[string]string{"k": "v\xff"} }, "dead letter event metadata"},
 		{"empty metadata key", func(d *eventstore.DeadLetter) { d.Event.Metadata.Extra = map[string]string{"": "v"} }, "dead letter event metadata"},
-		{"oversize event", func(d *eventstore.DeadLetter) { d.Event.Data = make([]byte, eventstore.MaxEventSize+1) }, "dead letter event data"},
+		{"oversize event", func(d *eventstore.DeadLetter) { d.Event.Data = make([]byte, storekit.MaxEventSize+1) }, "dead letter event data"},
 		{"largest version", func(d *eventstore.DeadLetter) { d.Event.Version = math.MaxUint64 }, "dead letter version"},
 		{"largest position", func(d *eventstore.DeadLetter) { d.Event.Position.Major = math.MaxUint64 }, "dead letter position"},
 		{"last failure in 3000", func(d *eventstore.DeadLetter) { d.LastFailure = year(3000) }, "dead letter time"},
@@ -126,9 +111,9 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 		d := deadLetter(name, 1, 0)
 		c.mutate(&d)
 		_, err := s.ParkDeadLetter(ctx, d)
-		RequireInvalid(t, err, c.field, c.what)
+		check.Invalid(t, err, c.field, c.what)
 	}
-	assert.Empty(t, listDeadLetters(t, s, name), "a refused dead letter was stored")
+	check.Len(t, listDeadLetters(t, s, name), 0, "a refused dead letter was stored")
 
 	// The widest values that are allowed round-trip.
 	d := deadLetter(name, math.MaxInt64, math.MaxInt32)
@@ -138,87 +123,87 @@ func testDeadLetterBadTable(t *testing.T, s eventstore.DeadLetterStore) {
 	d.ID, d.Generation = got.ID, 1
 	sameLetter(t, d, got)
 	all := listDeadLetters(t, s, name)
-	require.Len(t, all, 1, "listing the consumer's dead letters still works")
+	check.Len(t, all, 1, "listing the consumer's dead letters still works")
 	sameLetter(t, d, all[0])
 }
 
-func testDeadLetterIDTaken(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterIDTaken(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "idtaken")
 	first := mustPark(t, s, deadLetter(name, 1, 0))
 	other := deadLetter(name, 2, 0)
 	other.ID = first.ID
 	_, err := s.ParkDeadLetter(ctx, other)
-	RequireInvalid(t, err, "dead letter ID", "an ID that names another event's dead letter")
-	assert.Contains(t, err.Error(), name)
-	assert.Contains(t, err.Error(), first.ID)
+	check.Invalid(t, err, "dead letter ID", "an ID that names another event's dead letter")
+	check.Contains(t, err.Error(), name)
+	check.Contains(t, err.Error(), first.ID)
 
 	all := listDeadLetters(t, s, name)
-	require.Len(t, all, 1, "the refused dead letter was stored")
+	check.Len(t, all, 1, "the refused dead letter was stored")
 	sameLetter(t, first, all[0])
 	// Its own ID parks the same event again.
 	again := first
 	again.Error, again.Attempts = "again", 9
-	assert.Equal(t, first.ID, mustPark(t, s, again).ID)
+	check.Equal(t, mustPark(t, s, again).ID, first.ID)
 }
 
-func testDeadLetterLookups(t *testing.T, s eventstore.DeadLetterStore) {
+func testDeadLetterLookups(t testing.TB, s storekit.DeadLetterStore) {
 	ctx, name := context.Background(), consumerName(t, "lookup")
 	mustPark(t, s, deadLetter(name, 1, 0))
 	for _, id := range []string{"", "\x00", "\xff", "nope", strings.Repeat("x", 4<<10), ulid.Make().String()} {
 		_, err := s.DeadLetter(ctx, name, id)
-		require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound, "DeadLetter(%q)", id)
-		var nf *eventstore.DeadLetterNotFoundError
-		require.ErrorAs(t, err, &nf)
-		assert.Equal(t, name, nf.Consumer)
-		assert.LessOrEqual(t, len(err.Error()), 512)
-		require.ErrorIs(t, s.DeleteDeadLetter(ctx, name, id), eventstore.ErrDeadLetterNotFound, "DeleteDeadLetter(%q)", id)
+		check.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound, "DeadLetter(%q)", id)
+		var nf *storekit.DeadLetterNotFoundError
+		check.ErrorAs(t, err, &nf)
+		check.Equal(t, nf.Consumer, name)
+		check.AtMost(t, len(err.Error()), 512)
+		check.ErrorIs(t, s.DeleteDeadLetter(ctx, name, id), eventstore.ErrDeadLetterNotFound, "DeleteDeadLetter(%q)", id)
 	}
 	_, err := s.DeadLetter(ctx, "bad\x00name", ulid.Make().String())
-	RequireInvalid(t, err, "consumer name", "DeadLetter with a bad consumer name")
-	assert.Len(t, listDeadLetters(t, s, name), 1)
+	check.Invalid(t, err, "consumer name", "DeadLetter with a bad consumer name")
+	check.Len(t, listDeadLetters(t, s, name), 1)
 }
 
-func testSnapshotBadTable(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotBadTable(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("badtable")
 	for _, c := range []struct {
 		what  string
-		snap  eventstore.Snapshot
+		snap  storekit.Snapshot
 		field string
 	}{
-		{"NUL byte in type", eventstore.Snapshot{Stream: stream, Type: "st\x00ate", Data: []byte("x")}, "snapshot type"},
-		{"invalid UTF-8 type", eventstore.Snapshot{Stream: stream, Type: "st\xffate", Data: []byte("x")}, "snapshot type"},
-		{"newline in type", eventstore.Snapshot{Stream: stream, Type: "st\nate", Data: []byte("x")}, "snapshot type"},
-		{"largest version", eventstore.Snapshot{Stream: stream, Version: math.MaxUint64, Type: "t", Data: []byte("x")}, "snapshot version"},
-		{"version 2^63", eventstore.Snapshot{Stream: stream, Version: 1 << 63, Type: "t", Data: []byte("x")}, "snapshot version"},
+		{"NUL byte in type", storekit.Snapshot{Stream: stream, Type: "st\x00ate", Data: []byte("x")}, "snapshot type"},
+		{"invalid UTF-8 type", storekit.Snapshot{Stream: stream, Type: "st\xffate", Data: []byte("x")}, "snapshot type"},
+		{"newline in type", storekit.Snapshot{Stream: stream, Type: "st\nate", Data: []byte("x")}, "snapshot type"},
+		{"largest version", storekit.Snapshot{Stream: stream, Version: math.MaxUint64, Type: "t", Data: []byte("x")}, "snapshot version"},
+		{"version 2^63", storekit.Snapshot{Stream: stream, Version: 1 << 63, Type: "t", Data: []byte("x")}, "snapshot version"},
 	} {
-		RequireInvalid(t, s.SaveSnapshot(context.Background(), c.snap), c.field, c.what)
+		check.Invalid(t, s.SaveSnapshot(context.Background(), c.snap), c.field, c.what)
 	}
 	_, ok, err := s.LoadSnapshot(context.Background(), stream)
-	require.NoError(t, err)
-	assert.False(t, ok, "a rejected snapshot must not be stored")
+	check.NoError(t, err)
+	check.True(t, !ok, "a rejected snapshot must not be stored")
 }
 
-func testCheckpointBadFences(t *testing.T, s eventstore.CheckpointStore) {
+func testCheckpointBadFences(t testing.TB, s storekit.CheckpointStore) {
 	name := consumerName(t, "fence")
-	for _, fence := range []eventstore.Fence{1 << 63, math.MaxUint64} {
+	for _, fence := range []storekit.Fence{1 << 63, math.MaxUint64} {
 		err := s.SaveCheckpoint(context.Background(), name, eventstore.Start, checkpointAt(1, 0), fence)
-		RequireInvalid(t, err, "checkpoint fence", fmt.Sprintf("fence %d", fence))
+		check.Invalid(t, err, "checkpoint fence", fmt.Sprintf("fence %d", fence))
 	}
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a refused save moved the checkpoint")
+	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{}, "a refused save moved the checkpoint")
 }
 
-func testCommandUnstorableID(t *testing.T, s IndexedStore) {
+func testCommandUnstorableID(t testing.TB, s indexedStore) {
 	stream := newNames(t).stream("a")
 	mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c1", 1)...)
 	for _, id := range []string{"c\x00", "c\xff", "\x00"} {
 		_, found, err := s.CommandResult(context.Background(), stream, id)
-		require.NoError(t, err, "command %q", id)
-		assert.False(t, found, "command %q", id)
+		check.NoError(t, err, "command %q", id)
+		check.True(t, !found, "command %q", id)
 	}
 	_, err := s.Append(context.Background(), stream, eventstore.Any,
-		commandEvents(strings.Repeat("c", eventstore.MaxCommandIDLen+1), 1)...)
-	RequireInvalid(t, err, "command ID", "an overlong command ID")
-	evs := commandEvents(strings.Repeat("c", eventstore.MaxCommandIDLen), 1)
+		commandEvents(strings.Repeat("c", storekit.MaxCommandIDLen+1), 1)...)
+	check.Invalid(t, err, "command ID", "an overlong command ID")
+	evs := commandEvents(strings.Repeat("c", storekit.MaxCommandIDLen), 1)
 	evs[0].ID = uuid.New()
 	mustAppend(t, s, stream, eventstore.Any, evs...)
 }

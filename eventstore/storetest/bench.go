@@ -13,15 +13,12 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-// BenchFactory returns a new store for one benchmark and registers its
-// cleanup with b.Cleanup.
-type BenchFactory func(b *testing.B) eventstore.Store
-
 // Benchmark runs the benchmarks every store reports, so that figures are
 // comparable across stores: appends of 1 and of 100 events, 16 concurrent
 // single-event appenders, reads of a 100-event and a 10k-event stream,
 // ReadAll, and subscription catch-up. Events carry 200 bytes of data.
-func Benchmark(b *testing.B, newStore BenchFactory) {
+// newStore is the factory the store's [Run] takes.
+func Benchmark(b *testing.B, newStore Factory) {
 	b.Run("Append1", func(b *testing.B) { benchAppend(b, newStore(b), 1, 1) })
 	b.Run("Append100", func(b *testing.B) { benchAppend(b, newStore(b), 100, 1) })
 	b.Run("Append1Concurrent16", func(b *testing.B) { benchAppend(b, newStore(b), 1, 16) })

@@ -6,39 +6,31 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
-// IndexedStore is an event store with a command index: the command bus
+// indexedStore is an event store with a command index: the command bus
 // asks it whether a redelivered command already appended to a stream.
-type IndexedStore interface {
+type indexedStore interface {
 	eventstore.Store
-	eventstore.CommandIndex
+	storekit.CommandIndex
 }
 
-// CommandIndexFactory returns a new store for one test and registers its
-// cleanup with t.Cleanup.
-type CommandIndexFactory func(t *testing.T) IndexedStore
-
-// RunCommandIndex runs the conformance suite of [eventstore.CommandIndex]
-// against the stores that newStore makes, each test on a store of its own.
-// The command bus trusts the index's answer for exactly-once: a command
-// reported absent is decided and appended again, so every store must
-// answer alike, found or not found, for every kind of stream and ID.
-func RunCommandIndex(t *testing.T, newStore CommandIndexFactory) {
-	runCases(t, newStore, []testCase[IndexedStore]{
-		{"FoundAndNotFound", testCommandFound},
-		{"EmptyIDIsNotFound", testCommandEmptyID},
-		{"MultiEventCommand", testCommandSpan},
-		{"SameIDInOtherStreams", testCommandOtherStreams},
-		{"AfterLaterAppends", testCommandAfterLater},
-		{"BadStreamName", testCommandBadStream},
-		{"UnstorableCommandID", testCommandUnstorableID},
-		{"CanceledContext", testCommandCanceled},
-	})
+// commandIndexTests check a [storekit.CommandIndex]. The command bus trusts
+// the index's answer for exactly-once: a command reported absent is
+// decided and appended again, so every store must answer alike, found or
+// not found, for every kind of stream and ID.
+var commandIndexTests = []testCase[indexedStore]{
+	{"FoundAndNotFound", testCommandFound},
+	{"EmptyIDIsNotFound", testCommandEmptyID},
+	{"MultiEventCommand", testCommandSpan},
+	{"SameIDInOtherStreams", testCommandOtherStreams},
+	{"AfterLaterAppends", testCommandAfterLater},
+	{"BadStreamName", testCommandBadStream},
+	{"UnstorableCommandID", testCommandUnstorableID},
+	{"CanceledContext", testCommandCanceled},
 }
 
 // commandEvents returns n events recording command id.
@@ -52,26 +44,26 @@ func commandEvents(id string, n int) []eventstore.EventData {
 
 // requireCommand checks that the index reports command id in stream with
 // exactly the versions and position of the append want.
-func requireCommand(t *testing.T, s IndexedStore, stream, id string, want eventstore.AppendResult) {
+func requireCommand(t testing.TB, s indexedStore, stream, id string, want eventstore.AppendResult) {
 	t.Helper()
 	got, found, err := s.CommandResult(context.Background(), stream, id)
-	require.NoError(t, err, "command %q in stream %q", id, stream)
-	require.True(t, found, "command %q in stream %q must be found", id, stream)
+	check.NoError(t, err, "command %q in stream %q", id, stream)
+	check.True(t, found, "command %q in stream %q must be found", id, stream)
 	want.Duplicate = true
-	assert.Equal(t, want, got, "command %q in stream %q: the versions and position of its append, as a duplicate", id, stream)
+	check.Equal(t, got, want, "command %q in stream %q: the versions and position of its append, as a duplicate", id, stream)
 }
 
 // requireNoCommand checks that the index reports no command id in stream,
 // without an error.
-func requireNoCommand(t *testing.T, s IndexedStore, stream, id, why string) {
+func requireNoCommand(t testing.TB, s indexedStore, stream, id, why string) {
 	t.Helper()
 	got, found, err := s.CommandResult(context.Background(), stream, id)
-	require.NoError(t, err, "command %q in stream %q (%s)", id, stream, why)
-	assert.False(t, found, "command %q in stream %q must not be found: %s", id, stream, why)
-	assert.Zero(t, got, "command %q in stream %q: nothing found, no result", id, stream)
+	check.NoError(t, err, "command %q in stream %q (%s)", id, stream, why)
+	check.True(t, !found, "command %q in stream %q must not be found: %s", id, stream, why)
+	check.Equal(t, got, eventstore.AppendResult{}, "command %q in stream %q: nothing found, no result", id, stream)
 }
 
-func testCommandFound(t *testing.T, s IndexedStore) {
+func testCommandFound(t testing.TB, s indexedStore) {
 	n := newNames(t)
 	stream := n.stream("a")
 	mustAppend(t, s, stream, eventstore.NoStream, events("x", 2)...)
@@ -87,7 +79,7 @@ func testCommandFound(t *testing.T, s IndexedStore) {
 // testCommandEmptyID: an empty command ID means "no command", and events
 // without one are not one command's events. Every store answers "not
 // found", never an error: the bus asks with whatever ID it has.
-func testCommandEmptyID(t *testing.T, s IndexedStore) {
+func testCommandEmptyID(t testing.TB, s indexedStore) {
 	n := newNames(t)
 	stream := n.stream("a")
 	requireNoCommand(t, s, stream, "", "an empty ID on an absent stream")
@@ -96,20 +88,20 @@ func testCommandEmptyID(t *testing.T, s IndexedStore) {
 	requireNoCommand(t, s, stream, "", "events without a command ID record no command")
 }
 
-func testCommandSpan(t *testing.T, s IndexedStore) {
+func testCommandSpan(t testing.TB, s indexedStore) {
 	n := newNames(t)
 	stream := n.stream("a")
 	before := mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c1", 2)...)
 	span := mustAppend(t, s, stream, eventstore.Exact(1), commandEvents("c2", 3)...)
 	after := mustAppend(t, s, stream, eventstore.Exact(4), commandEvents("c3", 2)...)
-	require.Equal(t, [2]uint64{2, 4}, [2]uint64{span.FirstVersion, span.LastVersion})
+	check.Equal(t, [2]uint64{span.FirstVersion, span.LastVersion}, [2]uint64{2, 4})
 
 	requireCommand(t, s, stream, "c1", before)
 	requireCommand(t, s, stream, "c2", span)
 	requireCommand(t, s, stream, "c3", after)
 }
 
-func testCommandOtherStreams(t *testing.T, s IndexedStore) {
+func testCommandOtherStreams(t testing.TB, s indexedStore) {
 	n := newNames(t)
 	a, b, c := n.stream("a"), n.stream("b"), n.stream("a2")
 	mustAppend(t, s, b, eventstore.NoStream, events("x", 3)...)
@@ -124,7 +116,7 @@ func testCommandOtherStreams(t *testing.T, s IndexedStore) {
 	requireNoCommand(t, s, n.category, "shared", "a stream whose name is a prefix of another's is another stream")
 }
 
-func testCommandAfterLater(t *testing.T, s IndexedStore) {
+func testCommandAfterLater(t testing.TB, s indexedStore) {
 	n := newNames(t)
 	stream := n.stream("a")
 	first := mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c0", 2)...)
@@ -142,7 +134,7 @@ func testCommandAfterLater(t *testing.T, s IndexedStore) {
 
 	// A repeated append of a command is absorbed, and changes nothing.
 	again := mustAppend(t, s, stream, eventstore.NoStream, eventsOf(readStream(t, s, stream, eventstore.Forward(0))[:2])...)
-	require.True(t, again.Duplicate)
+	check.True(t, again.Duplicate)
 	requireCommand(t, s, stream, "c0", first)
 }
 
@@ -155,25 +147,25 @@ func eventsOf(recorded []eventstore.Event) []eventstore.EventData {
 	return out
 }
 
-func testCommandBadStream(t *testing.T, s IndexedStore) {
+func testCommandBadStream(t testing.TB, s indexedStore) {
 	n := newNames(t)
-	for _, stream := range []string{"", "$all", "$" + n.stream("sys"), n.stream(strings.Repeat("s", eventstore.MaxStreamLen)), n.stream("a\x00b")} {
+	for _, stream := range []string{"", "$all", "$" + n.stream("sys"), n.stream(strings.Repeat("s", storekit.MaxStreamLen)), n.stream("a\x00b")} {
 		for _, id := range []string{"c1", ""} {
 			_, found, err := s.CommandResult(context.Background(), stream, id)
-			require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "stream %q, command %q", stream, id)
-			assert.False(t, found)
+			check.ErrorIs(t, err, eventstore.ErrInvalidArgument, "stream %q, command %q", stream, id)
+			check.True(t, !found)
 		}
 	}
 }
 
-func testCommandCanceled(t *testing.T, s IndexedStore) {
+func testCommandCanceled(t testing.TB, s indexedStore) {
 	n := newNames(t)
 	stream := n.stream("a")
 	mustAppend(t, s, stream, eventstore.NoStream, commandEvents("c1", 1)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, found, err := s.CommandResult(ctx, stream, "c1")
-	require.Error(t, err)
-	assert.True(t, isCanceled(err), "lookup on a canceled context: %v", err)
-	assert.False(t, found)
+	check.True(t, err != nil, "want an error, got nil")
+	check.True(t, isCanceled(err), "lookup on a canceled context: %v", err)
+	check.True(t, !found)
 }

@@ -7,10 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 var concurrencyTests = []test{
@@ -24,7 +23,7 @@ const writers = 16
 // append with it as the expected version, round after round: in each round
 // exactly one wins and the other 15 get the conflict error, and in the end
 // every version was written exactly once.
-func testRacingAppends(t *testing.T, s eventstore.Store) {
+func testRacingAppends(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("race")
 	ctx := context.Background()
@@ -59,8 +58,9 @@ func testRacingAppends(t *testing.T, s eventstore.Store) {
 					won = append(won, e.ID)
 				case errors.As(err, &wv) && errors.Is(err, eventstore.ErrWrongVersion):
 					lost++
-					if assert.Equal(t, stream, wv.Stream) {
-						assert.Equal(t, eventstore.Exact(uint64(round)), wv.Actual, "a loser sees the winner's version")
+					if wv.Stream != stream || wv.Actual != eventstore.Exact(uint64(round)) {
+						t.Errorf("a loser's conflict names stream %q at %s, want %q at %s (the winner's version)",
+							wv.Stream, wv.Actual, stream, eventstore.Exact(uint64(round)))
 					}
 				default:
 					unknown = append(unknown, err)
@@ -69,20 +69,20 @@ func testRacingAppends(t *testing.T, s eventstore.Store) {
 		}
 		close(start)
 		wg.Wait()
-		require.Empty(t, unknown, "round %d: appends failed with other errors", round)
-		require.Len(t, won, 1, "round %d: exactly one of %d racing appends wins", round, writers)
-		require.Equal(t, writers-1, lost, "round %d: the losers get the conflict error", round)
+		check.Len(t, unknown, 0, "round %d: appends failed with other errors", round)
+		check.Len(t, won, 1, "round %d: exactly one of %d racing appends wins", round, writers)
+		check.Equal(t, lost, writers-1, "round %d: the losers get the conflict error", round)
 		winners = append(winners, won[0])
 	}
 	got := readStream(t, s, stream, eventstore.Forward(0))
-	require.Equal(t, winners, recordedIDs(got), "every version written once, by that round's winner")
-	assert.Equal(t, span(0, rounds-1), versionsOf(got))
+	check.Equal(t, recordedIDs(got), winners, "every version written once, by that round's winner")
+	check.Equal(t, versionsOf(got), span(0, rounds-1))
 }
 
 // testParallelStreamsSubscribed has 16 writers append to 16 streams while a
 // subscriber follows the category: it must see every event exactly once,
 // in strictly increasing position order, and each stream in its own order.
-func testParallelStreamsSubscribed(t *testing.T, s eventstore.Store) {
+func testParallelStreamsSubscribed(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	const appendsPerWriter = 40
@@ -101,8 +101,8 @@ func testParallelStreamsSubscribed(t *testing.T, s eventstore.Store) {
 			stream := n.stream(string(rune('a' + w)))
 			for i := range appendsPerWriter {
 				batch := events("x", 1+(w+i)%3)
-				_, err := s.Append(ctx, stream, eventstore.Any, batch...)
-				if !assert.NoError(t, err, "writer %d append %d", w, i) {
+				if _, err := s.Append(ctx, stream, eventstore.Any, batch...); err != nil {
+					t.Errorf("writer %d append %d: %v", w, i, err)
 					return
 				}
 				mu.Lock()
@@ -127,24 +127,24 @@ func testParallelStreamsSubscribed(t *testing.T, s eventstore.Store) {
 	for len(got) < expected {
 		batch := sub.take(t, 1)
 		e := batch[0]
-		require.False(t, seen[e.ID], "event %s at %s delivered twice", e.ID, e.Position)
+		check.True(t, !seen[e.ID], "event %s at %s delivered twice", e.ID, e.Position)
 		seen[e.ID] = true
 		if v, ok := lastVersion[e.StreamID]; ok {
-			require.Equal(t, v+1, e.Version, "stream %q out of order", e.StreamID)
+			check.Equal(t, e.Version, v+1, "stream %q out of order", e.StreamID)
 		} else {
-			require.Equal(t, uint64(0), e.Version, "stream %q did not start at version 0", e.StreamID)
+			check.Equal(t, e.Version, uint64(0), "stream %q did not start at version 0", e.StreamID)
 		}
 		lastVersion[e.StreamID] = e.Version
 		got = append(got, e)
 	}
 	wg.Wait()
 	requireIncreasing(t, got)
-	require.Equal(t, expected, total)
+	check.Equal(t, total, expected)
 	for id, stream := range written {
-		require.True(t, seen[id], "event %s of stream %q was never delivered", id, stream)
+		check.True(t, seen[id], "event %s of stream %q was never delivered", id, stream)
 	}
 	// Nothing beyond what was written arrives: a final marker is next.
 	marker := event("marker", "end")
 	mustAppend(t, s, n.stream("z"), eventstore.NoStream, marker)
-	require.Equal(t, marker.ID, sub.take(t, 1)[0].ID)
+	check.Equal(t, sub.take(t, 1)[0].ID, marker.ID)
 }

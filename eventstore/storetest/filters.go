@@ -6,16 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // testBadFilters checks that every store refuses the same filters, on
 // ReadAll and on Subscribe, with one [*eventstore.InvalidArgumentError]
 // that names the filter entry, before it reads anything.
-func testBadFilters(t *testing.T, s eventstore.Store) {
+func testBadFilters(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, event("x", "1"))
 	tooMany := func(max int, entry func(i int) string) []string {
@@ -33,13 +32,13 @@ func testBadFilters(t *testing.T, s eventstore.Store) {
 		{"empty type", eventstore.Filter{Types: []string{"x", ""}}, "filter type"},
 		{"NUL in type", eventstore.Filter{Types: []string{"x\x00y"}}, "filter type"},
 		{"invalid UTF-8 type", eventstore.Filter{Types: []string{"bad\xff"}}, "filter type"},
-		{"overlong type", eventstore.Filter{Types: []string{strings.Repeat("t", eventstore.MaxTypeLen+1)}}, "filter type"},
-		{"too many types", eventstore.Filter{Types: tooMany(eventstore.MaxFilterTypes, func(i int) string { return fmt.Sprint("t", i) })}, "filter types"},
+		{"overlong type", eventstore.Filter{Types: []string{strings.Repeat("t", storekit.MaxTypeLen+1)}}, "filter type"},
+		{"too many types", eventstore.Filter{Types: tooMany(storekit.MaxFilterTypes, func(i int) string { return fmt.Sprint("t", i) })}, "filter types"},
 		{"NUL in prefix", eventstore.Filter{StreamPrefixes: []string{n.category + "\x00"}}, "filter stream prefix"},
 		{"invalid UTF-8 prefix", eventstore.Filter{StreamPrefixes: []string{"\xc3"}}, "filter stream prefix"},
-		{"overlong prefix", eventstore.Filter{StreamPrefixes: []string{strings.Repeat("p", eventstore.MaxStreamLen+1)}}, "filter stream prefix"},
+		{"overlong prefix", eventstore.Filter{StreamPrefixes: []string{strings.Repeat("p", storekit.MaxStreamLen+1)}}, "filter stream prefix"},
 		{"system prefix", eventstore.Filter{StreamPrefixes: []string{"$ce-"}}, "filter stream prefix"},
-		{"too many prefixes", eventstore.Filter{StreamPrefixes: tooMany(eventstore.MaxFilterPrefixes, func(i int) string { return fmt.Sprint("p", i, "-") })}, "filter stream prefixes"},
+		{"too many prefixes", eventstore.Filter{StreamPrefixes: tooMany(storekit.MaxFilterPrefixes, func(i int) string { return fmt.Sprint("p", i, "-") })}, "filter stream prefixes"},
 	}
 	for _, c := range cases {
 		for _, read := range []struct {
@@ -61,15 +60,15 @@ func testBadFilters(t *testing.T, s eventstore.Store) {
 					continue
 				}
 				errs++
-				require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "%s: %s", read.name, c.name)
+				check.ErrorIs(t, err, eventstore.ErrInvalidArgument, "%s: %s", read.name, c.name)
 				var bad *eventstore.InvalidArgumentError
-				require.ErrorAs(t, err, &bad, "%s: %s", read.name, c.name)
-				assert.Equal(t, c.field, bad.Field, "%s: %s", read.name, c.name)
-				assert.Less(t, len(err.Error()), 2048, "%s: %s: the message stays short", read.name, c.name)
+				check.ErrorAs(t, err, &bad, "%s: %s", read.name, c.name)
+				check.Equal(t, bad.Field, c.field, "%s: %s", read.name, c.name)
+				check.Less(t, len(err.Error()), 2048, "%s: %s: the message stays short", read.name, c.name)
 			}
 			cancel()
-			assert.Equal(t, 0, evs, "%s: %s yields no event", read.name, c.name)
-			assert.Equal(t, 1, errs, "%s: %s yields one error", read.name, c.name)
+			check.Equal(t, evs, 0, "%s: %s yields no event", read.name, c.name)
+			check.Equal(t, errs, 1, "%s: %s yields one error", read.name, c.name)
 		}
 	}
 }
@@ -77,18 +76,18 @@ func testBadFilters(t *testing.T, s eventstore.Store) {
 // testLongFilters checks that a filter at the limits works alike on every
 // store: the most types and prefixes a filter may list, on ReadAll and on
 // Subscribe, select exactly the matching events.
-func testLongFilters(t *testing.T, s eventstore.Store) {
+func testLongFilters(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, event("wanted", "1"), event("other", "2"))
 	mustAppend(t, s, n.stream("b"), eventstore.NoStream, event("wanted", "3"))
 	mustAppend(t, s, "x"+n.stream("c"), eventstore.NoStream, event("wanted", "4"))
 
-	types := make([]string, eventstore.MaxFilterTypes)
+	types := make([]string, storekit.MaxFilterTypes)
 	for i := range types {
 		types[i] = fmt.Sprintf("%s-unused-%d", n.category, i)
 	}
 	types[len(types)/2] = "wanted"
-	prefixes := make([]string, eventstore.MaxFilterPrefixes)
+	prefixes := make([]string, storekit.MaxFilterPrefixes)
 	for i := range prefixes {
 		prefixes[i] = fmt.Sprintf("%s-none%d-", n.category, i)
 	}
@@ -96,15 +95,15 @@ func testLongFilters(t *testing.T, s eventstore.Store) {
 	f := eventstore.Filter{Types: types, StreamPrefixes: prefixes}
 
 	got := readAll(t, s, eventstore.Start, f)
-	require.Len(t, got, 2, "ReadAll selects the two %q events in this test's category", "wanted")
-	assert.Equal(t, n.stream("a"), got[0].StreamID)
-	assert.Equal(t, n.stream("b"), got[1].StreamID)
+	check.Len(t, got, 2, "ReadAll selects the two %q events in this test's category", "wanted")
+	check.Equal(t, got[0].StreamID, n.stream("a"))
+	check.Equal(t, got[1].StreamID, n.stream("b"))
 
 	sub := subscribe(t, s, eventstore.Start, f)
 	live := sub.take(t, 2)
-	assert.Equal(t, recordedIDs(got), recordedIDs(live), "Subscribe selects the same events")
+	check.Equal(t, recordedIDs(live), recordedIDs(got), "Subscribe selects the same events")
 	mustAppend(t, s, n.stream("d"), eventstore.NoStream, event("other", "5"), event("wanted", "6"))
 	next := sub.take(t, 1)
-	assert.Equal(t, n.stream("d"), next[0].StreamID)
-	assert.Equal(t, uint64(1), next[0].Version)
+	check.Equal(t, next[0].StreamID, n.stream("d"))
+	check.Equal(t, next[0].Version, uint64(1))
 }

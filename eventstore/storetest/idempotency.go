@@ -4,10 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 var idempotencyTests = []test{
@@ -18,32 +16,32 @@ var idempotencyTests = []test{
 	{"SameIDInAnotherStreamIsIndependent", testIDScopedToStream},
 }
 
-func testRepeatWritesNothing(t *testing.T, s eventstore.Store) {
+func testRepeatWritesNothing(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("repeat")
 	batch := events("x", 3)
 	first := mustAppend(t, s, stream, eventstore.NoStream, batch...)
-	require.False(t, first.Duplicate)
+	check.True(t, !first.Duplicate)
 
 	for _, expected := range []eventstore.ExpectedVersion{eventstore.NoStream, eventstore.Any} {
 		again, err := s.Append(context.Background(), stream, expected, batch...)
-		require.NoError(t, err, "repeating an append expecting %s", expected)
-		assert.True(t, again.Duplicate, "a repeat must be reported as a duplicate")
-		assert.Equal(t, first.FirstVersion, again.FirstVersion)
-		assert.Equal(t, first.LastVersion, again.LastVersion)
-		assert.Equal(t, first.Position, again.Position, "a repeat reports the position of the earlier append")
+		check.NoError(t, err, "repeating an append expecting %s", expected)
+		check.True(t, again.Duplicate, "a repeat must be reported as a duplicate")
+		check.Equal(t, again.FirstVersion, first.FirstVersion)
+		check.Equal(t, again.LastVersion, first.LastVersion)
+		check.Equal(t, again.Position, first.Position, "a repeat reports the position of the earlier append")
 	}
 	// A retried prefix of the batch is a repeat too: those events are there.
 	again := mustAppend(t, s, stream, eventstore.NoStream, batch[:2]...)
-	assert.True(t, again.Duplicate)
-	assert.Equal(t, uint64(1), again.LastVersion)
+	check.True(t, again.Duplicate)
+	check.Equal(t, again.LastVersion, uint64(1))
 
 	got := readStream(t, s, stream, eventstore.Forward(0))
-	require.Equal(t, ids(batch), recordedIDs(got), "repeats must write nothing")
-	assert.Len(t, readAll(t, s, eventstore.Start, n.filter()), 3)
+	check.Equal(t, recordedIDs(got), ids(batch), "repeats must write nothing")
+	check.Len(t, readAll(t, s, eventstore.Start, n.filter()), 3)
 }
 
-func testRepeatAfterLater(t *testing.T, s eventstore.Store) {
+func testRepeatAfterLater(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("later")
 	a := events("x", 2)
@@ -55,19 +53,19 @@ func testRepeatAfterLater(t *testing.T, s eventstore.Store) {
 	// expected version it used then, and with Any.
 	for _, expected := range []eventstore.ExpectedVersion{eventstore.Exact(1), eventstore.Any, eventstore.StreamExists} {
 		r := mustAppend(t, s, stream, expected, b...)
-		assert.True(t, r.Duplicate, "expecting %s", expected)
-		assert.Equal(t, uint64(2), r.FirstVersion)
-		assert.Equal(t, uint64(3), r.LastVersion)
-		assert.Equal(t, rb.Position, r.Position)
+		check.True(t, r.Duplicate, "expecting %s", expected)
+		check.Equal(t, r.FirstVersion, uint64(2))
+		check.Equal(t, r.LastVersion, uint64(3))
+		check.Equal(t, r.Position, rb.Position)
 	}
 	// And the first append, now two events behind the end.
 	r := mustAppend(t, s, stream, eventstore.NoStream, a...)
-	assert.True(t, r.Duplicate)
-	assert.Equal(t, uint64(0), r.FirstVersion)
-	assert.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 4)
+	check.True(t, r.Duplicate)
+	check.Equal(t, r.FirstVersion, uint64(0))
+	check.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 4)
 }
 
-func testRepeatWrongPlace(t *testing.T, s eventstore.Store) {
+func testRepeatWrongPlace(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("place")
 	a := events("x", 2)
@@ -78,20 +76,20 @@ func testRepeatWrongPlace(t *testing.T, s eventstore.Store) {
 	// that is not the append that stored them.
 	for _, expected := range []eventstore.ExpectedVersion{eventstore.Exact(2), eventstore.Exact(0), eventstore.StreamExists} {
 		_, err := s.Append(context.Background(), stream, expected, a...)
-		require.ErrorIs(t, err, eventstore.ErrEventIDConflict, "expecting %s", expected)
+		check.ErrorIs(t, err, eventstore.ErrEventIDConflict, "expecting %s", expected)
 		var conflict *eventstore.EventIDConflictError
-		require.ErrorAs(t, err, &conflict)
-		assert.True(t, conflict.Displaced, "expecting %s", expected)
-		assert.Equal(t, stream, conflict.Stream)
-		assert.Equal(t, uint64(0), conflict.StoredVersion, "the events are stored from version 0")
-		assert.Equal(t, expected, conflict.Expected)
-		assert.Contains(t, err.Error(), stream)
-		assert.Contains(t, err.Error(), "already stored from version 0")
+		check.ErrorAs(t, err, &conflict)
+		check.True(t, conflict.Displaced, "expecting %s", expected)
+		check.Equal(t, conflict.Stream, stream)
+		check.Equal(t, conflict.StoredVersion, uint64(0), "the events are stored from version 0")
+		check.Equal(t, conflict.Expected, expected)
+		check.Contains(t, err.Error(), stream)
+		check.Contains(t, err.Error(), "already stored from version 0")
 	}
-	assert.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 3)
+	check.Len(t, readStream(t, s, stream, eventstore.Forward(0)), 3)
 }
 
-func testPartialRepeat(t *testing.T, s eventstore.Store) {
+func testPartialRepeat(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("partial")
@@ -106,11 +104,11 @@ func testPartialRepeat(t *testing.T, s eventstore.Store) {
 	}
 	for name, attempt := range cases {
 		_, err := s.Append(ctx, stream, eventstore.Any, attempt...)
-		require.Error(t, err, name)
-		require.ErrorIs(t, err, eventstore.ErrEventIDConflict, name)
+		check.True(t, err != nil, "%s: want an error, got nil", name)
+		check.ErrorIs(t, err, eventstore.ErrEventIDConflict, name)
 		var conflict *eventstore.EventIDConflictError
-		require.ErrorAs(t, err, &conflict, name)
-		assert.Equal(t, stream, conflict.Stream, name)
+		check.ErrorAs(t, err, &conflict, name)
+		check.Equal(t, conflict.Stream, stream, name)
 		stored := map[int]uint64{}
 		for i, e := range batch {
 			for j, a := range attempt {
@@ -120,20 +118,20 @@ func testPartialRepeat(t *testing.T, s eventstore.Store) {
 			}
 		}
 		v, ok := stored[conflict.Index]
-		require.True(t, ok, "%s: the conflict names event %d, which is not a stored one", name, conflict.Index)
-		assert.Equal(t, attempt[conflict.Index].ID, conflict.EventID, name)
-		assert.Equal(t, v, conflict.StoredVersion, name)
-		assert.Contains(t, err.Error(), stream, name)
+		check.True(t, ok, "%s: the conflict names event %d, which is not a stored one", name, conflict.Index)
+		check.Equal(t, conflict.EventID, attempt[conflict.Index].ID, name)
+		check.Equal(t, conflict.StoredVersion, v, name)
+		check.Contains(t, err.Error(), stream, name)
 	}
 	got := readStream(t, s, stream, eventstore.Forward(0))
-	require.Equal(t, ids(batch), recordedIDs(got), "rejected partial repeats wrote events")
+	check.Equal(t, recordedIDs(got), ids(batch), "rejected partial repeats wrote events")
 }
 
-func testIDScopedToStream(t *testing.T, s eventstore.Store) {
+func testIDScopedToStream(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	batch := events("x", 2)
 	mustAppend(t, s, n.stream("one"), eventstore.NoStream, batch...)
 	r := mustAppend(t, s, n.stream("two"), eventstore.NoStream, batch...)
-	assert.False(t, r.Duplicate, "an event ID is unique within its stream; another stream may hold it")
-	assert.Len(t, readAll(t, s, eventstore.Start, n.filter()), 4)
+	check.True(t, !r.Duplicate, "an event ID is unique within its stream; another stream may hold it")
+	check.Len(t, readAll(t, s, eventstore.Start, n.filter()), 4)
 }

@@ -7,20 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 // testLargeEventsArePagedByBytes: reads came in pages of
 // DefaultPageSize events whatever their size, so a reader of large events
 // held up to 512 of them (512 MiB) at once. Pages now stop at
-// eventstore.MaxPageBytes: 40 events of 900 KiB are read whole, in order,
+// storekit.MaxPageBytes: 40 events of 900 KiB are read whole, in order,
 // by ReadAll, ReadStream both ways and Subscribe (which must not take a
 // page cut by its bytes for the end of the log), and a reader that holds
 // the first of them holds a few pages' worth, not all 36 MB.
-func testLargeEventsArePagedByBytes(t *testing.T, s eventstore.Store) {
+func testLargeEventsArePagedByBytes(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	ctx := context.Background()
 	stream := n.stream("large")
@@ -32,7 +30,7 @@ func testLargeEventsArePagedByBytes(t *testing.T, s eventstore.Store) {
 			batch[j] = eventstore.EventData{Type: "large", SchemaVersion: 1, Data: payload}
 		}
 		_, err := s.Append(ctx, stream, eventstore.Any, batch...)
-		require.NoError(t, err)
+		check.NoError(t, err)
 	}
 
 	heap := func() uint64 {
@@ -45,40 +43,40 @@ func testLargeEventsArePagedByBytes(t *testing.T, s eventstore.Store) {
 	var held uint64
 	seen := 0
 	for e, err := range s.ReadAll(ctx, eventstore.Start, n.filter()) {
-		require.NoError(t, err)
+		check.NoError(t, err)
 		if seen == 0 {
 			held = heap() - min(before, heap())
 		}
-		assert.Equal(t, uint64(seen), e.Version, "ReadAll")
+		check.Equal(t, e.Version, uint64(seen), "ReadAll")
 		seen++
 	}
-	assert.Equal(t, count, seen, "ReadAll read every large event")
-	assert.Less(t, held, uint64(16<<20), "a reader of the first large event holds %d bytes: its page is bounded by count, not bytes", held)
+	check.Equal(t, seen, count, "ReadAll read every large event")
+	check.Less(t, held, uint64(16<<20), "a reader of the first large event holds %d bytes: its page is bounded by count, not bytes", held)
 
 	seen = 0
 	for e, err := range s.ReadStream(ctx, stream, eventstore.Forward(0)) {
-		require.NoError(t, err)
-		assert.Equal(t, uint64(seen), e.Version, "ReadStream forward")
+		check.NoError(t, err)
+		check.Equal(t, e.Version, uint64(seen), "ReadStream forward")
 		seen++
 	}
-	assert.Equal(t, count, seen, "ReadStream forward read every large event")
+	check.Equal(t, seen, count, "ReadStream forward read every large event")
 	seen = 0
 	for e, err := range s.ReadStream(ctx, stream, eventstore.Backward(count-1)) {
-		require.NoError(t, err)
-		assert.Equal(t, uint64(count-1-seen), e.Version, "ReadStream backward")
+		check.NoError(t, err)
+		check.Equal(t, e.Version, uint64(count-1-seen), "ReadStream backward")
 		seen++
 	}
-	assert.Equal(t, count, seen, "ReadStream backward read every large event")
+	check.Equal(t, seen, count, "ReadStream backward read every large event")
 
 	sub, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	seen = 0
 	for e, err := range s.Subscribe(sub, eventstore.Start, n.filter()) {
-		require.NoError(t, err, "Subscribe stopped after %d large events (a page cut by its bytes taken for the end of the log?)", seen)
-		assert.Equal(t, uint64(seen), e.Version, "Subscribe")
+		check.NoError(t, err, "Subscribe stopped after %d large events (a page cut by its bytes taken for the end of the log?)", seen)
+		check.Equal(t, e.Version, uint64(seen), "Subscribe")
 		if seen++; seen == count {
 			break
 		}
 	}
-	assert.Equal(t, count, seen, "Subscribe delivered every large event")
+	check.Equal(t, seen, count, "Subscribe delivered every large event")
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 var readTests = []test{
@@ -49,47 +48,47 @@ func span(from, to uint64) []uint64 {
 	}
 }
 
-func testReadForward(t *testing.T, s eventstore.Store) {
+func testReadForward(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("fwd")
 	mustAppend(t, s, stream, eventstore.NoStream, events("x", 4)...)
 	mustAppend(t, s, stream, eventstore.Exact(3), events("x", 6)...) // versions 0..9
 
-	assert.Equal(t, span(0, 9), versionsOf(readStream(t, s, stream, eventstore.Forward(0))))
-	assert.Equal(t, span(3, 9), versionsOf(readStream(t, s, stream, eventstore.Forward(3))))
-	assert.Equal(t, span(9, 9), versionsOf(readStream(t, s, stream, eventstore.Forward(9))))
-	assert.Empty(t, readStream(t, s, stream, eventstore.Forward(10)))
-	assert.Empty(t, readStream(t, s, stream, eventstore.Forward(eventstore.End)))
-	assert.Equal(t, span(0, 9), versionsOf(readStream(t, s, stream, eventstore.ReadOptions{})), "the zero options read forward from 0")
+	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.Forward(0))), span(0, 9))
+	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.Forward(3))), span(3, 9))
+	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.Forward(9))), span(9, 9))
+	check.Len(t, readStream(t, s, stream, eventstore.Forward(10)), 0)
+	check.Len(t, readStream(t, s, stream, eventstore.Forward(eventstore.End)), 0)
+	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.ReadOptions{})), span(0, 9), "the zero options read forward from 0")
 }
 
-func testReadBackward(t *testing.T, s eventstore.Store) {
+func testReadBackward(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("bwd")
 	batch := events("x", 10)
 	mustAppend(t, s, stream, eventstore.NoStream, batch...)
 
 	got := readStream(t, s, stream, eventstore.Backward(eventstore.End))
-	assert.Equal(t, span(9, 0), versionsOf(got))
+	check.Equal(t, versionsOf(got), span(9, 0))
 	for i, e := range got {
-		assert.Equal(t, batch[9-i].ID, e.ID)
+		check.Equal(t, e.ID, batch[9-i].ID)
 	}
-	assert.Equal(t, span(4, 0), versionsOf(readStream(t, s, stream, eventstore.Backward(4))))
-	assert.Equal(t, span(0, 0), versionsOf(readStream(t, s, stream, eventstore.Backward(0))))
-	assert.Equal(t, span(9, 0), versionsOf(readStream(t, s, stream, eventstore.Backward(25))), "from past the end starts at the last event")
+	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.Backward(4))), span(4, 0))
+	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.Backward(0))), span(0, 0))
+	check.Equal(t, versionsOf(readStream(t, s, stream, eventstore.Backward(25))), span(9, 0), "from past the end starts at the last event")
 }
 
-func testReadAbsent(t *testing.T, s eventstore.Store) {
+func testReadAbsent(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("present"), eventstore.NoStream, events("x", 2)...)
 	for _, opts := range []eventstore.ReadOptions{eventstore.Forward(0), eventstore.Backward(eventstore.End), eventstore.Forward(5)} {
-		assert.Empty(t, readStream(t, s, n.stream("absent"), opts))
+		check.Len(t, readStream(t, s, n.stream("absent"), opts), 0)
 	}
 	// A stream whose name is a prefix of another's is a different stream.
-	assert.Empty(t, readStream(t, s, n.stream("pres"), eventstore.Forward(0)))
+	check.Len(t, readStream(t, s, n.stream("pres"), eventstore.Forward(0)), 0)
 }
 
-func testReadLong(t *testing.T, s eventstore.Store) {
+func testReadLong(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("long")
 	const total = 2500 // longer than any sensible page
@@ -102,18 +101,18 @@ func testReadLong(t *testing.T, s eventstore.Store) {
 	mustAppend(t, s, n.stream("other"), eventstore.NoStream, events("x", 3)...)
 
 	fwd := readStream(t, s, stream, eventstore.Forward(0))
-	require.Equal(t, ids(written), recordedIDs(fwd))
-	assert.Equal(t, span(0, total-1), versionsOf(fwd))
+	check.Equal(t, recordedIDs(fwd), ids(written))
+	check.Equal(t, versionsOf(fwd), span(0, total-1))
 	requireIncreasing(t, fwd)
 
 	bwd := readStream(t, s, stream, eventstore.Backward(eventstore.End))
-	assert.Equal(t, span(total-1, 0), versionsOf(bwd))
+	check.Equal(t, versionsOf(bwd), span(total-1, 0))
 
 	all := readAll(t, s, eventstore.Start, eventstore.Filter{StreamPrefixes: []string{stream}})
-	require.Equal(t, ids(written), recordedIDs(all))
+	check.Equal(t, recordedIDs(all), ids(written))
 }
 
-func testReadStopEarly(t *testing.T, s eventstore.Store) {
+func testReadStopEarly(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("stop")
 	mustAppend(t, s, stream, eventstore.NoStream, events("x", 1200)...)
@@ -121,15 +120,15 @@ func testReadStopEarly(t *testing.T, s eventstore.Store) {
 	for range 3 {
 		seen := 0
 		for _, err := range s.ReadStream(ctx, stream, eventstore.Forward(0)) {
-			require.NoError(t, err)
+			check.NoError(t, err)
 			seen++
 			if seen == 5 {
 				break
 			}
 		}
-		require.Equal(t, 5, seen)
+		check.Equal(t, seen, 5)
 		for _, err := range s.ReadAll(ctx, eventstore.Start, n.filter()) {
-			require.NoError(t, err)
+			check.NoError(t, err)
 			break
 		}
 		// The store must still take writes: the readers let go.
@@ -137,7 +136,7 @@ func testReadStopEarly(t *testing.T, s eventstore.Store) {
 	}
 }
 
-func testReadAllOrder(t *testing.T, s eventstore.Store) {
+func testReadAllOrder(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	var written []eventstore.EventData
 	for i := range 30 {
@@ -146,11 +145,11 @@ func testReadAllOrder(t *testing.T, s eventstore.Store) {
 		written = append(written, batch...)
 	}
 	got := readAll(t, s, eventstore.Start, n.filter())
-	require.Equal(t, ids(written), recordedIDs(got), "sequential appends are read back in append order")
+	check.Equal(t, recordedIDs(got), ids(written), "sequential appends are read back in append order")
 	requireIncreasing(t, got)
 }
 
-func testReadAllFilters(t *testing.T, s eventstore.Store) {
+func testReadAllFilters(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	other := newNames(t)
 	mustAppend(t, s, n.stream("1"), eventstore.Any, event("order.placed", "1"), event("order.paid", "1"))
@@ -165,43 +164,43 @@ func testReadAllFilters(t *testing.T, s eventstore.Store) {
 		return out
 	}
 	mine := n.filter()
-	assert.Equal(t, []string{"1:order.placed", "1:order.paid", "2:order.shipped", "2:order.placed"},
-		typesOf(readAll(t, s, eventstore.Start, mine)))
+	check.Equal(t, typesOf(readAll(t, s, eventstore.Start, mine)),
+		[]string{"1:order.placed", "1:order.paid", "2:order.shipped", "2:order.placed"})
 
 	mine.Types = []string{"order.placed"}
-	assert.Equal(t, []string{"1:order.placed", "2:order.placed"}, typesOf(readAll(t, s, eventstore.Start, mine)))
+	check.Equal(t, typesOf(readAll(t, s, eventstore.Start, mine)), []string{"1:order.placed", "2:order.placed"})
 
 	mine.Types = []string{"order.paid", "order.shipped"}
-	assert.Equal(t, []string{"1:order.paid", "2:order.shipped"}, typesOf(readAll(t, s, eventstore.Start, mine)))
+	check.Equal(t, typesOf(readAll(t, s, eventstore.Start, mine)), []string{"1:order.paid", "2:order.shipped"})
 
 	both := eventstore.Filter{StreamPrefixes: []string{n.stream("2"), other.stream("")}, Types: []string{"order.placed"}}
 	got := readAll(t, s, eventstore.Start, both)
-	require.Len(t, got, 2)
-	assert.Equal(t, other.stream("1"), got[0].StreamID)
-	assert.Equal(t, n.stream("2"), got[1].StreamID)
+	check.Len(t, got, 2)
+	check.Equal(t, got[0].StreamID, other.stream("1"))
+	check.Equal(t, got[1].StreamID, n.stream("2"))
 
 	mine.Types = []string{"no.such.type"}
-	assert.Empty(t, readAll(t, s, eventstore.Start, mine))
+	check.Len(t, readAll(t, s, eventstore.Start, mine), 0)
 }
 
-func testReadAllAfter(t *testing.T, s eventstore.Store) {
+func testReadAllAfter(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	for i := range 8 {
 		mustAppend(t, s, n.stream(string(rune('a'+i%3))), eventstore.Any, events("x", 1+i%3)...)
 	}
 	all := readAll(t, s, eventstore.Start, n.filter())
-	require.NotEmpty(t, all)
+	check.True(t, len(all) > 0)
 	for i, e := range all {
 		rest := readAll(t, s, e.Position, n.filter())
-		require.Equal(t, recordedIDs(all[i+1:]), recordedIDs(rest), "reading after event %d at %s", i, e.Position)
+		check.Equal(t, recordedIDs(rest), recordedIDs(all[i+1:]), "reading after event %d at %s", i, e.Position)
 	}
-	assert.Empty(t, readAll(t, s, all[len(all)-1].Position, n.filter()))
+	check.Len(t, readAll(t, s, all[len(all)-1].Position, n.filter()), 0)
 }
 
-func testReadLimit(t *testing.T, s eventstore.Store) {
+func testReadLimit(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("limited")
-	const total = eventstore.DefaultPageSize + 88
+	const total = storekit.DefaultPageSize + 88
 	for i := 0; i < total; i += 100 {
 		mustAppend(t, s, stream, eventstore.Any, events("x", min(100, total-i))...)
 	}
@@ -216,9 +215,9 @@ func testReadLimit(t *testing.T, s eventstore.Store) {
 		{eventstore.ReadOptions{From: 1, Backward: true, Limit: 10}, []uint64{1, 0}},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, versionsOf(readStream(t, s, stream, c.opts)), "%+v", c.opts)
+		check.Equal(t, versionsOf(readStream(t, s, stream, c.opts)), c.want, "%+v", c.opts)
 	}
-	across := readStream(t, s, stream, eventstore.ReadOptions{From: 0, Limit: eventstore.DefaultPageSize + 10})
-	assert.Len(t, across, eventstore.DefaultPageSize+10, "a limit beyond one page reads exactly that many")
-	assert.Len(t, readStream(t, s, stream, eventstore.ReadOptions{Limit: -1}), total, "a limit that is not positive reads everything")
+	across := readStream(t, s, stream, eventstore.ReadOptions{From: 0, Limit: storekit.DefaultPageSize + 10})
+	check.Len(t, across, storekit.DefaultPageSize+10, "a limit beyond one page reads exactly that many")
+	check.Len(t, readStream(t, s, stream, eventstore.ReadOptions{Limit: -1}), total, "a limit that is not positive reads everything")
 }

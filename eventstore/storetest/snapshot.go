@@ -7,145 +7,135 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
-// SnapshotFactory returns a new snapshot store for one test and registers
-// its cleanup with t.Cleanup.
-type SnapshotFactory func(t *testing.T) eventstore.SnapshotStore
-
-// RunSnapshots runs the conformance suite of [eventstore.SnapshotStore]
-// against the stores that newStore makes, each test on a store of its own.
-// It is separate from [Run] because a backend's snapshot store may be a
-// value of its own.
-func RunSnapshots(t *testing.T, newStore SnapshotFactory) {
-	runCases(t, newStore, []testCase[eventstore.SnapshotStore]{
-		{"MissingIsNotAnError", testSnapshotMissing},
-		{"RoundTrip", testSnapshotRoundTrip},
-		{"LastSaveWins", testSnapshotLastSaveWins},
-		{"StreamsAreIndependent", testSnapshotStreamsIndependent},
-		{"SharesNoMemory", testSnapshotSharesNoMemory},
-		{"BadInputStoresNothing", testSnapshotBadInput},
-		{"BadInputTable", testSnapshotBadTable},
-		{"ConcurrentSaves", testSnapshotConcurrent},
-		{"CanceledContext", testSnapshotCanceled},
-	})
+// snapshotTests check a [storekit.SnapshotStore].
+var snapshotTests = []testCase[storekit.SnapshotStore]{
+	{"MissingIsNotAnError", testSnapshotMissing},
+	{"RoundTrip", testSnapshotRoundTrip},
+	{"LastSaveWins", testSnapshotLastSaveWins},
+	{"StreamsAreIndependent", testSnapshotStreamsIndependent},
+	{"SharesNoMemory", testSnapshotSharesNoMemory},
+	{"BadInputStoresNothing", testSnapshotBadInput},
+	{"BadInputTable", testSnapshotBadTable},
+	{"ConcurrentSaves", testSnapshotConcurrent},
+	{"CanceledContext", testSnapshotCanceled},
 }
 
-func snapshotOf(stream string, version uint64, data string) eventstore.Snapshot {
-	return eventstore.Snapshot{Stream: stream, Version: version, Type: "test.state", SchemaVersion: 3, Data: []byte(data)}
+func snapshotOf(stream string, version uint64, data string) storekit.Snapshot {
+	return storekit.Snapshot{Stream: stream, Version: version, Type: "test.state", SchemaVersion: 3, Data: []byte(data)}
 }
 
-func mustLoadSnapshot(t *testing.T, s eventstore.SnapshotStore, stream string) eventstore.Snapshot {
+func mustLoadSnapshot(t testing.TB, s storekit.SnapshotStore, stream string) storekit.Snapshot {
 	t.Helper()
 	got, ok, err := s.LoadSnapshot(context.Background(), stream)
-	require.NoError(t, err, "loading the snapshot of %q", stream)
-	require.True(t, ok, "stream %q must have a snapshot", stream)
+	check.NoError(t, err, "loading the snapshot of %q", stream)
+	check.True(t, ok, "stream %q must have a snapshot", stream)
 	return got
 }
 
-func testSnapshotMissing(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotMissing(t testing.TB, s storekit.SnapshotStore) {
 	got, ok, err := s.LoadSnapshot(context.Background(), newNames(t).stream("none"))
-	require.NoError(t, err)
-	assert.False(t, ok)
-	assert.Zero(t, got)
+	check.NoError(t, err)
+	check.True(t, !ok)
+	check.Equal(t, got, storekit.Snapshot{})
 }
 
-func testSnapshotRoundTrip(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotRoundTrip(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
 	before := time.Now().UTC().Add(-time.Minute)
 	want := snapshotOf(stream, 41, `{"count":42}`)
-	require.NoError(t, s.SaveSnapshot(context.Background(), want))
+	check.NoError(t, s.SaveSnapshot(context.Background(), want))
 
 	got := mustLoadSnapshot(t, s, stream)
-	assert.Equal(t, want.Stream, got.Stream)
-	assert.Equal(t, want.Version, got.Version)
-	assert.Equal(t, want.Type, got.Type)
-	assert.Equal(t, want.SchemaVersion, got.SchemaVersion)
-	assert.Equal(t, want.Data, got.Data)
-	assert.True(t, got.RecordedAt.After(before), "RecordedAt %s must be set by the store", got.RecordedAt)
-	assert.Equal(t, time.UTC, got.RecordedAt.Location(), "RecordedAt must be in UTC")
+	check.Equal(t, got.Stream, want.Stream)
+	check.Equal(t, got.Version, want.Version)
+	check.Equal(t, got.Type, want.Type)
+	check.Equal(t, got.SchemaVersion, want.SchemaVersion)
+	check.Equal(t, got.Data, want.Data)
+	check.True(t, got.RecordedAt.After(before), "RecordedAt %s must be set by the store", got.RecordedAt)
+	check.Equal(t, got.RecordedAt.Location(), time.UTC, "RecordedAt must be in UTC")
 
 	// An empty state is valid: empty, non-nil data.
 	empty := snapshotOf(stream, 0, "")
-	require.NoError(t, s.SaveSnapshot(context.Background(), empty))
+	check.NoError(t, s.SaveSnapshot(context.Background(), empty))
 	got = mustLoadSnapshot(t, s, stream)
-	assert.NotNil(t, got.Data)
-	assert.Empty(t, got.Data)
+	check.True(t, got.Data != nil, "empty data loads as nil")
+	check.Len(t, got.Data, 0)
 }
 
-func testSnapshotLastSaveWins(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotLastSaveWins(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
-	require.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, 10, "ten")))
-	require.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, 20, "twenty")))
-	assert.Equal(t, uint64(20), mustLoadSnapshot(t, s, stream).Version)
+	check.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, 10, "ten")))
+	check.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, 20, "twenty")))
+	check.Equal(t, mustLoadSnapshot(t, s, stream).Version, uint64(20))
 
 	// A lower version replaces a higher one: the reader checks the version
 	// against the stream, and a store must not keep a snapshot that its
 	// writer meant to replace.
 	lower := snapshotOf(stream, 5, "five")
 	lower.SchemaVersion = 4
-	require.NoError(t, s.SaveSnapshot(context.Background(), lower))
+	check.NoError(t, s.SaveSnapshot(context.Background(), lower))
 	got := mustLoadSnapshot(t, s, stream)
-	assert.Equal(t, uint64(5), got.Version)
-	assert.Equal(t, uint32(4), got.SchemaVersion)
-	assert.Equal(t, []byte("five"), got.Data)
+	check.Equal(t, got.Version, uint64(5))
+	check.Equal(t, got.SchemaVersion, uint32(4))
+	check.Equal(t, got.Data, []byte("five"))
 }
 
-func testSnapshotStreamsIndependent(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotStreamsIndependent(t testing.TB, s storekit.SnapshotStore) {
 	n := newNames(t)
 	for i := range 5 {
-		require.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(n.stream(fmt.Sprint(i)), uint64(i), fmt.Sprint("state ", i))))
+		check.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(n.stream(fmt.Sprint(i)), uint64(i), fmt.Sprint("state ", i))))
 	}
 	for i := range 5 {
 		got := mustLoadSnapshot(t, s, n.stream(fmt.Sprint(i)))
-		assert.Equal(t, uint64(i), got.Version)
-		assert.Equal(t, []byte(fmt.Sprint("state ", i)), got.Data)
+		check.Equal(t, got.Version, uint64(i))
+		check.Equal(t, got.Data, []byte(fmt.Sprint("state ", i)))
 	}
 	// A stream whose name is a prefix of another's is another stream.
 	_, ok, err := s.LoadSnapshot(context.Background(), n.category)
-	require.NoError(t, err)
-	assert.False(t, ok)
+	check.NoError(t, err)
+	check.True(t, !ok)
 }
 
-func testSnapshotSharesNoMemory(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotSharesNoMemory(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("a")
 	in := snapshotOf(stream, 1, "abc")
-	require.NoError(t, s.SaveSnapshot(context.Background(), in))
+	check.NoError(t, s.SaveSnapshot(context.Background(), in))
 	in.Data[0] = 'X'
 	out := mustLoadSnapshot(t, s, stream)
-	assert.Equal(t, []byte("abc"), out.Data, "changing the saved slice must not change the store")
+	check.Equal(t, out.Data, []byte("abc"), "changing the saved slice must not change the store")
 	out.Data[1] = 'Y'
-	assert.Equal(t, []byte("abc"), mustLoadSnapshot(t, s, stream).Data, "changing a loaded slice must not change the store")
+	check.Equal(t, mustLoadSnapshot(t, s, stream).Data, []byte("abc"), "changing a loaded slice must not change the store")
 }
 
-func testSnapshotBadInput(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotBadInput(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("bad")
-	cases := map[string]eventstore.Snapshot{
+	cases := map[string]storekit.Snapshot{
 		"empty stream":     snapshotOf("", 1, "x"),
 		"system stream":    snapshotOf("$"+stream, 1, "x"),
 		"empty type":       {Stream: stream, Version: 1, SchemaVersion: 1, Data: []byte("x")},
 		"nil data":         {Stream: stream, Version: 1, Type: "t", SchemaVersion: 1},
-		"oversized data":   {Stream: stream, Version: 1, Type: "t", SchemaVersion: 1, Data: make([]byte, eventstore.MaxEventSize+1)},
-		"oversized type":   {Stream: stream, Version: 1, Type: string(make([]byte, eventstore.MaxTypeLen+1)), Data: []byte("x")},
-		"long stream name": snapshotOf(string(make([]byte, eventstore.MaxStreamLen+1)), 1, "x"),
+		"oversized data":   {Stream: stream, Version: 1, Type: "t", SchemaVersion: 1, Data: make([]byte, storekit.MaxEventSize+1)},
+		"oversized type":   {Stream: stream, Version: 1, Type: string(make([]byte, storekit.MaxTypeLen+1)), Data: []byte("x")},
+		"long stream name": snapshotOf(string(make([]byte, storekit.MaxStreamLen+1)), 1, "x"),
 	}
 	for name, snap := range cases {
 		err := s.SaveSnapshot(context.Background(), snap)
-		require.ErrorIs(t, err, eventstore.ErrInvalidArgument, name)
+		check.ErrorIs(t, err, eventstore.ErrInvalidArgument, name)
 	}
 	_, ok, err := s.LoadSnapshot(context.Background(), stream)
-	require.NoError(t, err)
-	assert.False(t, ok, "a rejected snapshot must not be stored")
+	check.NoError(t, err)
+	check.True(t, !ok, "a rejected snapshot must not be stored")
 
 	_, _, err = s.LoadSnapshot(context.Background(), "")
-	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument, "loading with an empty stream name")
+	check.ErrorIs(t, err, eventstore.ErrInvalidArgument, "loading with an empty stream name")
 }
 
-func testSnapshotConcurrent(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotConcurrent(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("hot")
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -154,25 +144,28 @@ func testSnapshotConcurrent(t *testing.T, s eventstore.SnapshotStore) {
 			defer wg.Done()
 			for j := range 20 {
 				v := uint64(i*100 + j)
-				assert.NoError(t, s.SaveSnapshot(context.Background(), snapshotOf(stream, v, fmt.Sprint(v))))
-				_, _, err := s.LoadSnapshot(context.Background(), stream)
-				assert.NoError(t, err)
+				if err := s.SaveSnapshot(context.Background(), snapshotOf(stream, v, fmt.Sprint(v))); err != nil {
+					t.Errorf("save snapshot at %d: %v", v, err)
+				}
+				if _, _, err := s.LoadSnapshot(context.Background(), stream); err != nil {
+					t.Errorf("load snapshot: %v", err)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	got := mustLoadSnapshot(t, s, stream)
-	assert.Equal(t, fmt.Sprint(got.Version), string(got.Data), "a snapshot must never mix two saves")
+	check.Equal(t, string(got.Data), fmt.Sprint(got.Version), "a snapshot must never mix two saves")
 }
 
-func testSnapshotCanceled(t *testing.T, s eventstore.SnapshotStore) {
+func testSnapshotCanceled(t testing.TB, s storekit.SnapshotStore) {
 	stream := newNames(t).stream("canceled")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	assert.ErrorIs(t, s.SaveSnapshot(ctx, snapshotOf(stream, 1, "x")), context.Canceled)
+	check.ErrorIs(t, s.SaveSnapshot(ctx, snapshotOf(stream, 1, "x")), context.Canceled)
 	_, _, err := s.LoadSnapshot(ctx, stream)
-	assert.ErrorIs(t, err, context.Canceled)
+	check.ErrorIs(t, err, context.Canceled)
 	_, ok, err := s.LoadSnapshot(context.Background(), stream)
-	require.NoError(t, err)
-	assert.False(t, ok)
+	check.NoError(t, err)
+	check.True(t, !ok)
 }

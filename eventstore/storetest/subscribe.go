@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
 var subscribeTests = []test{
@@ -31,7 +30,7 @@ type subscription struct {
 	cancel context.CancelFunc
 }
 
-func subscribe(t *testing.T, s eventstore.Store, after eventstore.Position, f eventstore.Filter) *subscription {
+func subscribe(t testing.TB, s eventstore.Store, after eventstore.Position, f eventstore.Filter) *subscription {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sub := &subscription{events: make(chan eventstore.Event), done: make(chan struct{}), cancel: cancel}
@@ -55,7 +54,7 @@ func subscribe(t *testing.T, s eventstore.Store, after eventstore.Position, f ev
 }
 
 // take waits for the next n events.
-func (sub *subscription) take(t *testing.T, n int) []eventstore.Event {
+func (sub *subscription) take(t testing.TB, n int) []eventstore.Event {
 	t.Helper()
 	out := make([]eventstore.Event, 0, n)
 	deadline := time.After(waitLimit)
@@ -64,28 +63,28 @@ func (sub *subscription) take(t *testing.T, n int) []eventstore.Event {
 		case e := <-sub.events:
 			out = append(out, e)
 		case <-sub.done:
-			require.FailNow(t, "subscription ended early", "after %d of %d events: %v", len(out), n, sub.err)
+			t.Fatalf("subscription ended early: after %d of %d events: %v", len(out), n, sub.err)
 		case <-deadline:
-			require.FailNow(t, "subscription stalled", "got %d of %d events within %s", len(out), n, waitLimit)
+			t.Fatalf("subscription stalled: got %d of %d events within %s", len(out), n, waitLimit)
 		}
 	}
 	return out
 }
 
 // stop cancels the subscription and returns the error that ended it.
-func (sub *subscription) stop(t *testing.T) error {
+func (sub *subscription) stop(t testing.TB) error {
 	t.Helper()
 	sub.cancel()
 	select {
 	case <-sub.done:
 		return sub.err
 	case <-time.After(waitLimit):
-		require.FailNow(t, "a canceled subscription did not end")
+		t.Fatal("a canceled subscription did not end")
 		return nil
 	}
 }
 
-func testCatchUpThenLive(t *testing.T, s eventstore.Store) {
+func testCatchUpThenLive(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	var written []eventstore.EventData
 	for i := range 5 {
@@ -95,21 +94,21 @@ func testCatchUpThenLive(t *testing.T, s eventstore.Store) {
 	}
 	sub := subscribe(t, s, eventstore.Start, n.filter())
 	caughtUp := sub.take(t, len(written))
-	require.Equal(t, ids(written), recordedIDs(caughtUp))
+	check.Equal(t, recordedIDs(caughtUp), ids(written))
 
 	for i := range 4 {
 		live := events("x", 1+i%3)
 		mustAppend(t, s, n.stream("live"), eventstore.Any, live...)
 		got := sub.take(t, len(live))
-		require.Equal(t, ids(live), recordedIDs(got), "live batch %d", i)
+		check.Equal(t, recordedIDs(got), ids(live), "live batch %d", i)
 		caughtUp = append(caughtUp, got...)
 	}
 	requireIncreasing(t, caughtUp)
 	err := sub.stop(t)
-	assert.True(t, isCanceled(err), "a canceled subscription ends with the context's error, got %v", err)
+	check.True(t, isCanceled(err), "a canceled subscription ends with the context's error, got %v", err)
 }
 
-func testSubscribeFilters(t *testing.T, s eventstore.Store) {
+func testSubscribeFilters(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	other := newNames(t)
 	byType := subscribe(t, s, eventstore.Start, eventstore.Filter{
@@ -128,11 +127,11 @@ func testSubscribeFilters(t *testing.T, s eventstore.Store) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{`{"payload":"1"}`, `{"payload":"4"}`, `{"payload":"end"}`}, payloads(byType.take(t, 3)))
-	assert.Equal(t, []string{`{"payload":"1"}`, `{"payload":"2"}`, `{"payload":"end"}`}, payloads(byPrefix.take(t, 3)))
+	check.Equal(t, payloads(byType.take(t, 3)), []string{`{"payload":"1"}`, `{"payload":"4"}`, `{"payload":"end"}`})
+	check.Equal(t, payloads(byPrefix.take(t, 3)), []string{`{"payload":"1"}`, `{"payload":"2"}`, `{"payload":"end"}`})
 }
 
-func testResumeEveryPosition(t *testing.T, s eventstore.Store) {
+func testResumeEveryPosition(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	var written []eventstore.EventData
 	for i := range 6 {
@@ -141,7 +140,7 @@ func testResumeEveryPosition(t *testing.T, s eventstore.Store) {
 		written = append(written, batch...)
 	}
 	all := readAll(t, s, eventstore.Start, n.filter())
-	require.Equal(t, ids(written), recordedIDs(all))
+	check.Equal(t, recordedIDs(all), ids(written))
 
 	marker := event("marker", "end")
 	mustAppend(t, s, n.stream("z"), eventstore.NoStream, marker)
@@ -149,32 +148,32 @@ func testResumeEveryPosition(t *testing.T, s eventstore.Store) {
 		sub := subscribe(t, s, e.Position, n.filter())
 		want := append(ids(written[i+1:]), marker.ID)
 		got := sub.take(t, len(want))
-		require.Equal(t, want, recordedIDs(got), "resuming after event %d at %s", i, e.Position)
+		check.Equal(t, recordedIDs(got), want, "resuming after event %d at %s", i, e.Position)
 		sub.stop(t)
 	}
 }
 
-func testSubscribeCancel(t *testing.T, s eventstore.Store) {
+func testSubscribeCancel(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	// Canceled while waiting for live events.
 	idle := subscribe(t, s, eventstore.Start, n.filter())
 	err := idle.stop(t)
-	assert.True(t, isCanceled(err), "got %v", err)
+	check.True(t, isCanceled(err), "got %v", err)
 
 	// Canceled after taking events.
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, events("x", 3)...)
 	busy := subscribe(t, s, eventstore.Start, n.filter())
 	busy.take(t, 2)
 	err = busy.stop(t)
-	assert.True(t, isCanceled(err), "got %v", err)
+	check.True(t, isCanceled(err), "got %v", err)
 
 	// The store goes on serving others.
 	mustAppend(t, s, n.stream("a"), eventstore.Exact(2), event("x", "after"))
 	again := subscribe(t, s, eventstore.Start, n.filter())
-	assert.Len(t, again.take(t, 4), 4)
+	check.Len(t, again.take(t, 4), 4)
 }
 
-func testSubscribeBreak(t *testing.T, s eventstore.Store) {
+func testSubscribeBreak(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, events("x", 3)...)
 	ended := make(chan uuid.UUID)
@@ -189,31 +188,31 @@ func testSubscribeBreak(t *testing.T, s eventstore.Store) {
 	}()
 	select {
 	case _, open := <-ended:
-		require.True(t, open, "the subscription ended before its first event")
+		check.True(t, open, "the subscription ended before its first event")
 	case <-time.After(waitLimit):
-		require.FailNow(t, "no event arrived")
+		t.Fatal("no event arrived")
 	}
 	select {
 	case _, open := <-ended:
-		require.False(t, open, "the subscription went on after the range stopped")
+		check.True(t, !open, "the subscription went on after the range stopped")
 	case <-time.After(waitLimit):
-		require.FailNow(t, "a subscription whose range stopped did not return")
+		t.Fatal("a subscription whose range stopped did not return")
 	}
 }
 
-func testSubscribeClose(t *testing.T, s eventstore.Store) {
+func testSubscribeClose(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	mustAppend(t, s, n.stream("a"), eventstore.NoStream, event("x", "1"))
 	sub := subscribe(t, s, eventstore.Start, n.filter())
 	sub.take(t, 1)
-	require.NoError(t, s.Close())
+	check.NoError(t, s.Close())
 	select {
 	case <-sub.done:
-		assert.True(t, errors.Is(sub.err, eventstore.ErrClosed), "a subscription on a closed store ends with ErrClosed, got %v", sub.err)
+		check.True(t, errors.Is(sub.err, eventstore.ErrClosed), "a subscription on a closed store ends with ErrClosed, got %v", sub.err)
 	case <-time.After(waitLimit):
-		require.FailNow(t, "closing the store did not end its subscription")
+		t.Fatal("closing the store did not end its subscription")
 	}
 	_, err := s.Append(context.Background(), n.stream("a"), eventstore.Any, event("x", "2"))
-	assert.ErrorIs(t, err, eventstore.ErrClosed)
-	assert.NoError(t, s.Close(), "Close is idempotent")
+	check.ErrorIs(t, err, eventstore.ErrClosed)
+	check.NoError(t, s.Close(), "Close is idempotent")
 }

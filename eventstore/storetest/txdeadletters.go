@@ -6,63 +6,61 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
-// TxDeadLetterStore is a store whose transactions hold dead letters as well
+// txDeadLetterStore is a store whose transactions hold dead letters as well
 // as checkpoints, as a transactional consumer uses it.
-type TxDeadLetterStore[Tx any] interface {
-	eventstore.TxCheckpointStore[Tx]
-	eventstore.DeadLetterStore
+type txDeadLetterStore[Tx any] interface {
+	storekit.TxCheckpointStore[Tx]
+	storekit.DeadLetterStore
 }
 
-// RunTxDeadLetters runs the conformance suite of the dead-letter methods of
-// [eventstore.TxCheckpointStore] against the stores that newStore makes,
-// each test on a store of its own: a dead letter parked or deleted in a
+// txDeadLetterTests check the dead-letter methods of
+// [storekit.TxCheckpointStore]: a dead letter parked or deleted in a
 // transaction changes when, and only when, the transaction commits, and
 // together with its checkpoint move.
-func RunTxDeadLetters[Tx any](t *testing.T, newStore func(t *testing.T) TxDeadLetterStore[Tx]) {
-	runCases(t, newStore, []testCase[TxDeadLetterStore[Tx]]{
+func txDeadLetterTests[Tx any]() []testCase[txDeadLetterStore[Tx]] {
+	return []testCase[txDeadLetterStore[Tx]]{
 		{"ParkCommitsWithCheckpoint", testTxParkWithCheckpoint[Tx]},
 		{"ParkUpdatesTheParkedOne", testTxParkUpdates[Tx]},
 		{"DeleteCommitsWithEffect", testTxDelete[Tx]},
 		{"ReparkIsCompareAndSet", testTxRepark[Tx]},
 		{"PanicRollsBackAndFreesTheCheckpoint", testTxPanic[Tx]},
-	})
+	}
 }
 
 var errRollBack = errors.New("storetest: roll back")
 
-func testTxParkWithCheckpoint[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxParkWithCheckpoint[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txpark")
 	d := deadLetter(name, 3, 0)
 	next := d.Event.Position
 	// A transaction that fails keeps neither the dead letter nor the move.
 	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		_, err := s.ParkDeadLetterTx(ctx, tx, d)
-		require.NoError(t, err)
-		require.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, next, 1))
+		check.NoError(t, err)
+		check.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, next, 1))
 		return errRollBack
 	})
-	require.ErrorIs(t, err, errRollBack)
-	assert.Empty(t, listDeadLetters(t, s, name), "a dead letter of a rolled-back transaction")
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name))
+	check.ErrorIs(t, err, errRollBack)
+	check.Len(t, listDeadLetters(t, s, name), 0, "a dead letter of a rolled-back transaction")
+	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{})
 
 	var parked eventstore.DeadLetter
-	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		require.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, next, 1))
+	check.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+		check.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, next, 1))
 		var err error
 		parked, err = s.ParkDeadLetterTx(ctx, tx, d)
 		return err
 	}))
 	all := listDeadLetters(t, s, name)
-	require.Len(t, all, 1)
+	check.Len(t, all, 1)
 	d.ID, d.Generation = parked.ID, 1
 	sameLetter(t, d, all[0])
-	assert.Equal(t, eventstore.Checkpoint{Position: next, Fence: 1}, mustCheckpoint(t, s, name))
+	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{Position: next, Fence: 1})
 
 	// Bad input is refused as ParkDeadLetter refuses it.
 	bad := deadLetter(name, 4, -1)
@@ -70,10 +68,10 @@ func testTxParkWithCheckpoint[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 		_, err := s.ParkDeadLetterTx(ctx, tx, bad)
 		return err
 	})
-	require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+	check.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 }
 
-func testTxParkUpdates[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxParkUpdates[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txrepark")
 	d := deadLetter(name, 3, 0)
 	first := mustPark(t, s, d)
@@ -83,71 +81,71 @@ func testTxParkUpdates[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 	d.Attempts, d.Error, d.LastFailure = 8, "failing again", d.LastFailure.Add(time.Minute)
 	d.FirstFailure = d.FirstFailure.Add(time.Hour)
 	var again eventstore.DeadLetter
-	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+	check.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
 		again, err = s.ParkDeadLetterTx(ctx, tx, d)
 		return err
 	}))
-	assert.Equal(t, first.ID, again.ID)
+	check.Equal(t, again.ID, first.ID)
 	all := listDeadLetters(t, s, name)
-	require.Len(t, all, 1)
-	assert.Equal(t, first.ID, all[0].ID)
-	assert.Equal(t, 8, all[0].Attempts)
-	assert.Equal(t, "failing again", all[0].Error)
-	assert.WithinDuration(t, first.FirstFailure, all[0].FirstFailure, time.Millisecond)
+	check.Len(t, all, 1)
+	check.Equal(t, all[0].ID, first.ID)
+	check.Equal(t, all[0].Attempts, 8)
+	check.Equal(t, all[0].Error, "failing again")
+	check.Within(t, all[0].FirstFailure, first.FirstFailure, time.Millisecond)
 }
 
-func testTxDelete[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxDelete[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txdelete")
 	d := mustPark(t, s, deadLetter(name, 3, 0))
 	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
-		require.NoError(t, s.DeleteDeadLetterTx(ctx, tx, name, d.ID))
+		check.NoError(t, s.DeleteDeadLetterTx(ctx, tx, name, d.ID))
 		return errRollBack
 	})
-	require.ErrorIs(t, err, errRollBack)
-	require.Len(t, listDeadLetters(t, s, name), 1, "a deletion of a rolled-back transaction")
-	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
+	check.ErrorIs(t, err, errRollBack)
+	check.Len(t, listDeadLetters(t, s, name), 1, "a deletion of a rolled-back transaction")
+	check.NoError(t, s.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		return s.DeleteDeadLetterTx(ctx, tx, name, d.ID)
 	}))
-	assert.Empty(t, listDeadLetters(t, s, name))
+	check.Len(t, listDeadLetters(t, s, name), 0)
 	// Deleting one that is gone fails the transaction: two retries of one
 	// dead letter cannot both commit.
 	err = s.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		return s.DeleteDeadLetterTx(ctx, tx, name, d.ID)
 	})
-	require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
+	check.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
 }
 
 // testTxPanic: a function that panics inside InTx (a read model's bug,
 // recovered by the caller, as net/http recovers an admin request) keeps
 // nothing, and leaves the checkpoint it moved free: the next transaction
 // that moves it must not wait for the one that panicked.
-func testTxPanic[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxPanic[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txpanic")
 	d := deadLetter(name, 3, 0)
 	func() {
-		defer func() { assert.Equal(t, "read model bug", recover(), "the panic goes on to the caller") }()
+		defer func() { check.Equal(t, recover(), "read model bug", "the panic goes on to the caller") }()
 		_ = s.InTx(ctx, func(ctx context.Context, tx Tx) error {
-			require.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, d.Event.Position, 1))
+			check.NoError(t, s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, d.Event.Position, 1))
 			_, err := s.ParkDeadLetterTx(ctx, tx, d)
-			require.NoError(t, err)
+			check.NoError(t, err)
 			panic("read model bug")
 		})
 	}()
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "a panicking transaction moved the checkpoint")
-	assert.Empty(t, listDeadLetters(t, s, name), "a panicking transaction parked a dead letter")
+	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{}, "a panicking transaction moved the checkpoint")
+	check.Len(t, listDeadLetters(t, s, name), 0, "a panicking transaction parked a dead letter")
 
 	bounded, cancel := context.WithTimeout(ctx, waitLimit)
 	defer cancel()
-	require.NoError(t, s.InTx(bounded, func(ctx context.Context, tx Tx) error {
+	check.NoError(t, s.InTx(bounded, func(ctx context.Context, tx Tx) error {
 		return s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, d.Event.Position, 1)
 	}), "the checkpoint stays locked after a transaction that panicked")
-	assert.Equal(t, eventstore.Checkpoint{Position: d.Event.Position, Fence: 1}, mustCheckpoint(t, s, name))
+	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{Position: d.Event.Position, Fence: 1})
 }
 
 // testTxRepark: ParkDeadLetterTx with the generation read is the
 // compare-and-set of ParkDeadLetter, committed with the transaction.
-func testTxRepark[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
+func testTxRepark[Tx any](t testing.TB, s txDeadLetterStore[Tx]) {
 	ctx, name := context.Background(), consumerName(t, "txcas")
 	read := mustPark(t, s, deadLetter(name, 3, 0))
 	read.Error = "failed again"
@@ -163,23 +161,23 @@ func testTxRepark[Tx any](t *testing.T, s TxDeadLetterStore[Tx]) {
 		return got, err
 	}
 	_, err := park(read, false)
-	require.ErrorIs(t, err, errRollBack)
+	check.ErrorIs(t, err, errRollBack)
 	got, err := s.DeadLetter(ctx, name, read.ID)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(1), got.Generation, "a rolled-back compare-and-set changed the dead letter")
+	check.NoError(t, err)
+	check.Equal(t, got.Generation, uint64(1), "a rolled-back compare-and-set changed the dead letter")
 
 	second, err := park(read, true)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(2), second.Generation)
+	check.NoError(t, err)
+	check.Equal(t, second.Generation, uint64(2))
 	got, err = s.DeadLetter(ctx, name, read.ID)
-	require.NoError(t, err)
-	assert.Equal(t, "failed again", got.Error)
-	assert.Equal(t, uint64(2), got.Generation)
+	check.NoError(t, err)
+	check.Equal(t, got.Error, "failed again")
+	check.Equal(t, got.Generation, uint64(2))
 
 	read.Error = "stale"
 	_, err = park(read, true)
-	require.ErrorIs(t, err, eventstore.ErrDeadLetterChanged)
+	check.ErrorIs(t, err, eventstore.ErrDeadLetterChanged)
 	got, err = s.DeadLetter(ctx, name, read.ID)
-	require.NoError(t, err)
-	assert.Equal(t, "failed again", got.Error, "a stale compare-and-set committed")
+	check.NoError(t, err)
+	check.Equal(t, got.Error, "failed again", "a stale compare-and-set committed")
 }

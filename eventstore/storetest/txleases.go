@@ -5,72 +5,69 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 )
 
-// TxLeaseStore is a store whose transactions renew leases, as an exclusive
+// txLeaseStore is a store whose transactions renew leases, as an exclusive
 // transactional consumer uses it.
-type TxLeaseStore[Tx any] interface {
-	eventstore.TxCheckpointStore[Tx]
-	eventstore.LeaseStore
-	eventstore.TxLeaseStore[Tx]
+type txLeaseStore[Tx any] interface {
+	storekit.TxCheckpointStore[Tx]
+	storekit.LeaseStore
+	storekit.TxLeaseStore[Tx]
 }
 
-// RunTxLeases runs the conformance suite of [eventstore.TxLeaseStore]
-// against the stores that newStore makes, each test on a store of its own:
-// a renewal in a transaction holds when, and only when, the transaction
-// commits, and a transaction that renews a lease commits only while it is
-// the caller's. Its tests wait for short leases (a few hundred
-// milliseconds) to lapse.
-func RunTxLeases[Tx any](t *testing.T, newStore func(t *testing.T) TxLeaseStore[Tx]) {
-	runCases(t, newStore, []testCase[TxLeaseStore[Tx]]{
+// txLeaseTests check a [storekit.TxLeaseStore]: a renewal in a transaction
+// holds when, and only when, the transaction commits, and a transaction
+// that renews a lease commits only while it is the caller's. Its tests
+// wait for short leases (a few hundred milliseconds) to lapse.
+func txLeaseTests[Tx any]() []testCase[txLeaseStore[Tx]] {
+	return []testCase[txLeaseStore[Tx]]{
 		{"RenewalCommitsWithTheTransaction", testTxLeaseCommit[Tx]},
 		{"LostLeaseFailsTheTransaction", testTxLeaseLost[Tx]},
 		{"RenewalAndAcquireNeverBothWin", testTxLeaseRace[Tx]},
-	})
+	}
 }
 
 // shortTTL is a lease that lapses within a test.
 const shortTTL = 200 * time.Millisecond
 
-func testTxLeaseCommit[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
+func testTxLeaseCommit[Tx any](t testing.TB, s txLeaseStore[Tx]) {
 	ctx := context.Background()
 	for _, commit := range []bool{false, true} {
 		name := consumerName(t, "txlease")
 		a, ok := mustAcquire(t, s, name, "A", shortTTL)
-		require.True(t, ok)
+		check.True(t, ok)
 		err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
 			renewed, err := s.RenewLeaseTx(ctx, tx, a, time.Minute)
-			require.NoError(t, err)
-			assert.Equal(t, a.Fence, renewed.Fence, "a renewal keeps the fence")
-			assert.Equal(t, "A", renewed.Holder)
+			check.NoError(t, err)
+			check.Equal(t, renewed.Fence, a.Fence, "a renewal keeps the fence")
+			check.Equal(t, renewed.Holder, "A")
 			if !commit {
 				return errRollBack
 			}
 			return nil
 		})
 		if !commit {
-			require.ErrorIs(t, err, errRollBack)
+			check.ErrorIs(t, err, errRollBack)
 		} else {
-			require.NoError(t, err)
+			check.NoError(t, err)
 		}
 		time.Sleep(shortTTL + 50*time.Millisecond)
 		_, ok = mustAcquire(t, s, name, "B", time.Minute)
-		assert.Equal(t, !commit, ok, "commit %t: the renewal in the transaction held %t", commit, commit)
+		check.Equal(t, ok, !commit, "commit %t: the renewal in the transaction held %t", commit, commit)
 	}
 }
 
-func testTxLeaseLost[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
+func testTxLeaseLost[Tx any](t testing.TB, s txLeaseStore[Tx]) {
 	ctx := context.Background()
 	name := consumerName(t, "txlost")
 	a, ok := mustAcquire(t, s, name, "A", shortTTL)
-	require.True(t, ok)
+	check.True(t, ok)
 	time.Sleep(shortTTL + 50*time.Millisecond)
 	_, ok = mustAcquire(t, s, name, "B", time.Minute)
-	require.True(t, ok)
+	check.True(t, ok)
 	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
 		if err := s.SaveCheckpointTx(ctx, tx, name, eventstore.Start, checkpointAt(3, 0), a.Fence); err != nil {
 			return err
@@ -78,22 +75,22 @@ func testTxLeaseLost[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 		_, err := s.RenewLeaseTx(ctx, tx, a, time.Minute)
 		return err
 	})
-	require.ErrorIs(t, err, eventstore.ErrLeaseLost)
-	var lost *eventstore.LeaseLostError
-	require.ErrorAs(t, err, &lost)
-	assert.Equal(t, eventstore.LeaseLostError{Name: name, Holder: "A", Fence: a.Fence}, *lost)
-	assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name), "the transaction of a lost lease committed")
+	check.ErrorIs(t, err, eventstore.ErrLeaseLost)
+	var lost *storekit.LeaseLostError
+	check.ErrorAs(t, err, &lost)
+	check.Equal(t, *lost, storekit.LeaseLostError{Name: name, Holder: "A", Fence: a.Fence})
+	check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{}, "the transaction of a lost lease committed")
 }
 
 // testTxLeaseRace: A renews its lapsed lease in a transaction while B
 // tries to acquire it. A store either makes B wait for A's transaction
 // (and B then finds the lease renewed) or lets B have it (and A's commit
 // fails): never both.
-func testTxLeaseRace[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
+func testTxLeaseRace[Tx any](t testing.TB, s txLeaseStore[Tx]) {
 	ctx := context.Background()
 	name := consumerName(t, "txrace")
 	a, ok := mustAcquire(t, s, name, "A", 20*time.Millisecond)
-	require.True(t, ok)
+	check.True(t, ok)
 	time.Sleep(50 * time.Millisecond) // lapsed; nobody took it
 	acquired := make(chan bool, 1)
 	err := s.InTx(ctx, func(ctx context.Context, tx Tx) error {
@@ -102,7 +99,9 @@ func testTxLeaseRace[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 		}
 		go func() {
 			_, ok, err := s.AcquireLease(context.Background(), name, "B", time.Minute)
-			assert.NoError(t, err)
+			if err != nil {
+				t.Errorf("B acquires: %v", err)
+			}
 			acquired <- ok
 		}()
 		time.Sleep(100 * time.Millisecond)
@@ -110,10 +109,10 @@ func testTxLeaseRace[Tx any](t *testing.T, s TxLeaseStore[Tx]) {
 	})
 	bWon := <-acquired
 	if bWon {
-		require.ErrorIs(t, err, eventstore.ErrLeaseLost, "B acquired the lease, and A's transaction committed with it renewed")
-		assert.Equal(t, eventstore.Checkpoint{}, mustCheckpoint(t, s, name))
+		check.ErrorIs(t, err, eventstore.ErrLeaseLost, "B acquired the lease, and A's transaction committed with it renewed")
+		check.Equal(t, mustCheckpoint(t, s, name), storekit.Checkpoint{})
 		return
 	}
-	require.NoError(t, err, "B was refused the lease, and A's transaction did not commit")
-	assert.Equal(t, checkpointAt(3, 0), mustCheckpoint(t, s, name).Position)
+	check.NoError(t, err, "B was refused the lease, and A's transaction did not commit")
+	check.Equal(t, mustCheckpoint(t, s, name).Position, checkpointAt(3, 0))
 }

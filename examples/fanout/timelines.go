@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/projection"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // followerNames name the followers; each has a timeline table of their own,
@@ -100,9 +101,9 @@ func newFanout(ctx context.Context, store *sqlite.Store, reg *codec.Registry, au
 		BatchSize: 10,
 		// A post that keeps failing is tried three times, then parked as a
 		// dead letter with its error, and the posts behind it go on.
-		Retry:         projection.Retry{Attempts: 3, Initial: time.Millisecond, Max: 10 * time.Millisecond},
-		Logger:        logger,
-		StatsInterval: -1,
+		Retry:      retry.Policy{Attempts: 3, Initial: time.Millisecond, Max: 10 * time.Millisecond},
+		Logger:     logger,
+		NoStatsLog: true,
 	})
 	if err != nil {
 		return nil, err

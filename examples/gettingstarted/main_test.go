@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-es/cairn/internal/doccheck"
+	"github.com/cairn-es/cairn/internal/testrig/doccheck"
 )
 
 func TestTheGuidesServiceCountsEachCommandOnce(t *testing.T) {

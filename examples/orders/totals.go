@@ -61,10 +61,10 @@ func newTotals(ctx context.Context, store *sqlite.Store, reg *codec.Registry, lo
 		return nil
 	}
 	consumer, err := projection.NewTx[*sql.Tx]("order-totals", store, reg, store, handle, projection.Options{
-		Filter:        eventstore.Filter{StreamPrefixes: []string{eventstore.Category("order")}},
-		Exclusive:     true,
-		Logger:        logger,
-		StatsInterval: -1,
+		Filter:     eventstore.Filter{StreamPrefixes: []string{eventstore.Category("order")}},
+		Exclusive:  true,
+		Logger:     logger,
+		NoStatsLog: true,
 	})
 	if err != nil {
 		return nil, err

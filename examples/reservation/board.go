@@ -49,10 +49,10 @@ func newBoard(ctx context.Context, svc *service) (*board, error) {
 		return err
 	}
 	consumer, err := projection.NewTx[*sql.Tx]("sales-board", svc.store, svc.reg, svc.store, handle, projection.Options{
-		Filter:        eventstore.Filter{StreamPrefixes: []string{eventstore.Category(domain.Orders.Name())}},
-		Exclusive:     true,
-		Logger:        svc.log,
-		StatsInterval: -1,
+		Filter:     eventstore.Filter{StreamPrefixes: []string{eventstore.Category(domain.Orders.Name())}},
+		Exclusive:  true,
+		Logger:     svc.log,
+		NoStatsLog: true,
 	})
 	if err != nil {
 		return nil, err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/examples/reservation/domain"
-	"github.com/cairn-es/cairn/examples/reservation/v2"
+	v2 "github.com/cairn-es/cairn/examples/reservation/v2"
 )
 
 // The sale process is this test binary started again with roleEnv set.

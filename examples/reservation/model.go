@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/examples/reservation/domain"
-	"github.com/cairn-es/cairn/examples/reservation/v2"
+	v2 "github.com/cairn-es/cairn/examples/reservation/v2"
 	"github.com/cairn-es/cairn/saga"
 )
 

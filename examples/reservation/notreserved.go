@@ -42,10 +42,10 @@ func newNotReserved(ctx context.Context, svc *service) (*notReserved, error) {
 		return err
 	})
 	consumer, err := projection.NewTx[*sql.Tx]("not-reserved", svc.store, svc.reg, svc.store, handle, projection.Options{
-		Filter:        eventstore.Filter{StreamPrefixes: []string{eventstore.Category(domain.Reservations.Name())}},
-		Exclusive:     true,
-		Logger:        svc.log,
-		StatsInterval: -1,
+		Filter:     eventstore.Filter{StreamPrefixes: []string{eventstore.Category(domain.Reservations.Name())}},
+		Exclusive:  true,
+		Logger:     svc.log,
+		NoStatsLog: true,
 	})
 	if err != nil {
 		return nil, err

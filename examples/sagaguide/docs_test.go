@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/cairn-es/cairn/internal/doccheck"
+	"github.com/cairn-es/cairn/internal/testrig/doccheck"
 )
 
 // TestEverySnippetOfTheGuideIsInTheProgram keeps docs/sagas.md honest:

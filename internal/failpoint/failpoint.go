@@ -12,7 +12,7 @@
 // standard error, "failpoint: name@n: SIGKILL", so that whoever ran it can
 // tell the failpoint's kill from any other death.
 //
-// The crash matrix (internal/crashmatrix) runs the reservation flow in a
+// The crash matrix (internal/testrig/crashmatrix) runs the reservation flow in a
 // child process per failpoint, store and seed, and checks that what the
 // child and a clean restart did together has every effect exactly once.
 package failpoint

@@ -1,7 +1,7 @@
 // Package trusted marks the appends that Cairn's own writers make: the
 // records only Cairn may write (types with the "cairn." prefix, saga
 // streams, Cairn's metadata keys), which every store refuses from any
-// other caller of Append (see eventstore.PrepareAppend). Being internal,
+// other caller of Append (see storekit.PrepareAppend). Being internal,
 // the mark cannot be made outside this module.
 package trusted
 

@@ -17,10 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -54,7 +52,7 @@ func crashSize() (events, kills int) {
 
 // runChild runs the role of a child process, when the environment names
 // one, and reports whether it did.
-func runChild[Tx any](t *testing.T, h Harness[Tx]) bool {
+func runChild[Tx any](t testing.TB, h Harness[Tx]) bool {
 	role := os.Getenv(envRole)
 	if role == "" {
 		return false
@@ -67,29 +65,29 @@ func runChild[Tx any](t *testing.T, h Harness[Tx]) bool {
 	case "crash-tx":
 		c, err := projection.NewTx("crash", st.Events, reg, st.Consumers, countingTx(h, nil),
 			projection.Options{BatchSize: crashBatch, Logger: quiet()})
-		require.NoError(t, err)
-		require.NoError(t, c.CatchUp(ctx))
+		check.NoError(t, err)
+		check.NoError(t, c.CatchUp(ctx))
 	case "crash-plain":
 		// The effect is a line per value in a file; a leading newline ends
 		// a line that a kill cut short.
 		f, err := os.OpenFile(os.Getenv(envArg), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		require.NoError(t, err)
+		check.NoError(t, err)
 		defer f.Close()
 		_, err = f.WriteString("\n")
-		require.NoError(t, err)
+		check.NoError(t, err)
 		c, err := projection.New("crash", st.Events, reg, st.Consumers, projection.Typed(func(_ context.Context, it Item, _ codec.Decoded) error {
 			_, err := fmt.Fprintf(f, "%d\n", it.N)
 			return err
 		}), projection.Options{BatchSize: crashBatch, Logger: quiet()})
-		require.NoError(t, err)
-		require.NoError(t, c.CatchUp(ctx))
+		check.NoError(t, err)
+		check.NoError(t, c.CatchUp(ctx))
 	case "lease":
 		c, err := projection.NewTx("pair", st.Events, reg, st.Consumers, countingTx(h, nil), projection.Options{
 			BatchSize: 50, MaxBatchDelay: 10 * time.Millisecond, Leases: st.Consumers, LeaseTTL: childLeaseTTL,
 			Holder: os.Getenv(envArg), Logger: slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
-		require.NoError(t, err)
-		require.NoError(t, c.Run(ctx)) // until killed
+		check.NoError(t, err)
+		check.NoError(t, c.Run(ctx)) // until killed
 	case roleDeadLetter:
 		runDeadLetterChild(t, h, st, os.Getenv(envDir), os.Getenv(envArg))
 	default:
@@ -97,6 +95,16 @@ func runChild[Tx any](t *testing.T, h Harness[Tx]) bool {
 	}
 	fmt.Println("child: done")
 	return true
+}
+
+// testPattern is the -test.run pattern that selects the test (or
+// subtest) name and nothing else.
+func testPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
 }
 
 // child is a running child process.
@@ -109,17 +117,16 @@ type child struct {
 	ended bool // printed "child: done"
 }
 
-// startChild re-runs the test binary, limited to the current top-level test,
-// in the given role.
-func startChild(t *testing.T, role, dir, arg string) *child {
-	top, _, _ := strings.Cut(t.Name(), "/")
-	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(top)+"$", "-test.count=1", "-test.timeout=10m")
+// startChild re-runs the test binary, limited to the test that runs the
+// suite (h.suite), in the given role.
+func startChild[Tx any](t testing.TB, h Harness[Tx], role, dir, arg string) *child {
+	cmd := exec.Command(os.Args[0], "-test.run="+h.suite, "-test.count=1", "-test.timeout=10m")
 	cmd.Env = append(os.Environ(), envRole+"="+role, envDir+"="+dir, envArg+"="+arg)
 	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
+	check.NoError(t, err)
 	c := &child{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
 	cmd.Stderr = &lockedWriter{c: c}
-	require.NoError(t, cmd.Start())
+	check.NoError(t, cmd.Start())
 	go func() {
 		defer close(c.done)
 		sc := bufio.NewScanner(stdout)
@@ -187,7 +194,7 @@ func (c *child) output() string {
 	return c.out.String()
 }
 
-func (c *child) waitReady(t *testing.T) {
+func (c *child) waitReady(t testing.TB) {
 	select {
 	case <-c.ready:
 	case <-c.done:
@@ -201,12 +208,12 @@ func (c *child) waitReady(t *testing.T) {
 // random moments, 30 times, then lets one finish: in transactional mode
 // the read model counts every event exactly once; in plain mode every event
 // was handled at least once.
-func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
+func testCrash[Tx any](t testing.TB, h Harness[Tx]) {
 	if h.Open == nil {
 		t.Skip("the crash test needs stores that outlive a process (Harness.Open)")
 	}
 	for _, mode := range []string{"tx", "plain"} {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			dir := t.TempDir()
 			st := h.Open(t, dir)
 			total, kills := crashSize()
@@ -216,15 +223,15 @@ func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			crashed := 0
 			for range kills {
 				before, err := st.Consumers.Checkpoint(context.Background(), "crash")
-				require.NoError(t, err)
-				c := startChild(t, "crash-"+mode, dir, effects)
+				check.NoError(t, err)
+				c := startChild(t, h, "crash-"+mode, dir, effects)
 				// Kill at a random moment after the child has committed at
 				// least one batch, so that every kill lands mid-run on fast
 				// and slow machines alike.
 				deadline := time.Now().Add(time.Minute)
 				for time.Now().Before(deadline) {
 					cp, err := st.Consumers.Checkpoint(context.Background(), "crash")
-					require.NoError(t, err)
+					check.NoError(t, err)
 					if cp.Position != before.Position || c.finished() {
 						break
 					}
@@ -237,26 +244,26 @@ func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
 				}
 			}
 			cp, err := st.Consumers.Checkpoint(context.Background(), "crash")
-			require.NoError(t, err)
+			check.NoError(t, err)
 			t.Logf("%d of %d kills landed before the child finished; checkpoint at %s", crashed, kills, cp.Position)
-			final := startChild(t, "crash-"+mode, dir, effects)
+			final := startChild(t, h, "crash-"+mode, dir, effects)
 			select {
 			case <-final.done:
 			case <-time.After(5 * time.Minute):
 				t.Fatal("the last child did not finish")
 			}
-			require.True(t, final.ended, "the last child failed:\n%s", final.output())
-			require.Positive(t, crashed, "no kill interrupted the consumer: the test proved nothing")
+			check.True(t, final.ended, "the last child failed:\n%s", final.output())
+			check.Less(t, 0, crashed, "no kill interrupted the consumer: the test proved nothing")
 
 			if mode == "tx" {
-				assert.Equal(t, int64(total), h.Get(t, st, totalKey), "each event counted exactly once")
+				check.Equal(t, h.Get(t, st, totalKey), int64(total), "each event counted exactly once")
 				for _, n := range []int{0, 1, total / 2, total - 1} {
-					assert.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+					check.Equal(t, h.Get(t, st, itemKey(n)), int64(1), "item %d", n)
 				}
 				return
 			}
 			data, err := os.ReadFile(effects)
-			require.NoError(t, err)
+			check.NoError(t, err)
 			handled := make([]int, total)
 			for _, line := range strings.Split(string(data), "\n") {
 				if n, err := strconv.Atoi(line); err == nil && n >= 0 && n < total {
@@ -265,7 +272,7 @@ func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			}
 			again := 0
 			for n, k := range handled {
-				require.Positive(t, k, "item %d was never handled", n)
+				check.Less(t, 0, k, "item %d was never handled", n)
 				if k > 1 {
 					again++
 				}
@@ -278,34 +285,34 @@ func testCrash[Tx any](t *testing.T, h Harness[Tx]) {
 // testTwoProcesses runs one consumer in two child processes on shared
 // stores: one holds the lease and applies every effect once; killing it
 // hands over to the other, which goes on from the checkpoint.
-func testTwoProcesses[Tx any](t *testing.T, h Harness[Tx]) {
+func testTwoProcesses[Tx any](t testing.TB, h Harness[Tx]) {
 	if h.Open == nil {
 		t.Skip("the two-process test needs stores that outlive a process (Harness.Open)")
 	}
 	dir := t.TempDir()
 	st := h.Open(t, dir)
-	children := map[string]*child{"P1": startChild(t, "lease", dir, "P1"), "P2": startChild(t, "lease", dir, "P2")}
+	children := map[string]*child{"P1": startChild(t, h, "lease", dir, "P1"), "P2": startChild(t, h, "lease", dir, "P2")}
 	for _, c := range children {
 		c.waitReady(t)
 	}
 	appendItems(t, st.Events, "item-a", 0, 2000, 0)
-	require.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 2000 }, waitLimit, 10*time.Millisecond)
+	check.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 2000 }, waitLimit, 10*time.Millisecond)
 	// The holder is the child that took the lease last (a slow machine may
 	// have seen the lease change hands before).
 	first, second := "P1", "P2"
 	if children["P2"].lastAcquired().After(children["P1"].lastAcquired()) {
 		first, second = second, first
 	}
-	require.False(t, children[first].lastAcquired().IsZero(), "no process took the lease")
+	check.True(t, !children[first].lastAcquired().IsZero(), "no process took the lease")
 	children[first].kill()
 	killedAt := time.Now()
 	appendItems(t, st.Events, "item-b", 2000, 1000, 0)
-	require.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 3000 }, waitLimit, 10*time.Millisecond,
+	check.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 3000 }, waitLimit, 10*time.Millisecond,
 		"no take-over after the holder was killed")
 	t.Logf("hand-over and 1000 events took %s after the kill (lease TTL %s)", time.Since(killedAt).Round(time.Millisecond), childLeaseTTL)
-	assert.True(t, children[second].lastAcquired().After(children[first].lastAcquired()), "the survivor did not take the lease")
+	check.True(t, children[second].lastAcquired().After(children[first].lastAcquired()), "the survivor did not take the lease")
 	for n := range 3000 {
-		require.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+		check.Equal(t, h.Get(t, st, itemKey(n)), int64(1), "item %d", n)
 	}
 }
 

@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/upcast"
 )
@@ -78,7 +77,7 @@ func (s hangingStore[Tx]) DeleteDeadLetterTx(ctx context.Context, tx Tx, consume
 
 // hangingLetters is a dead letter store apart from the checkpoint's that
 // hangs right after a dead letter is parked in it.
-type hangingLetters struct{ eventstore.DeadLetterStore }
+type hangingLetters struct{ storekit.DeadLetterStore }
 
 func (s hangingLetters) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
 	got, err := s.DeadLetterStore.ParkDeadLetter(ctx, d)
@@ -102,7 +101,7 @@ func lettersDir(dir string) string { return filepath.Join(dir, "letters") }
 // dlConsumer builds the crash tests' consumer on st: item 5 fails while
 // down; a plain consumer writes its effects to the file effects, a line per
 // item.
-func dlConsumer[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], consumers ConsumerStore[Tx], letters eventstore.DeadLetterStore,
+func dlConsumer[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], consumers ConsumerStore[Tx], letters storekit.DeadLetterStore,
 	reg *codec.Registry, mode, effects string, down bool) *projection.Consumer {
 	fail := func(n int) error {
 		if down && n == 5 {
@@ -113,15 +112,15 @@ func dlConsumer[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], consumers Co
 	opts := projection.Options{BatchSize: 4, Retry: fastRetry, DeadLetters: letters, LeaseTTL: crashClaimTTL, Logger: quiet()}
 	if mode != "park-plain" {
 		c, err := projection.NewTx(crashConsumer, st.Events, reg, consumers, countingTx(h, fail), opts)
-		require.NoError(t, err)
+		check.NoError(t, err)
 		return c
 	}
 	f, err := os.OpenFile(effects, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
 	// A leading newline ends a line that a kill cut short.
 	_, err = f.WriteString("\n")
-	require.NoError(t, err)
+	check.NoError(t, err)
 	c, err := projection.New(crashConsumer, st.Events, reg, consumers, projection.Typed(func(_ context.Context, it Item, _ codec.Decoded) error {
 		if err := fail(it.N); err != nil {
 			return err
@@ -129,28 +128,28 @@ func dlConsumer[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], consumers Co
 		_, err := fmt.Fprintf(f, "%d\n", it.N)
 		return err
 	}), opts)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	return c
 }
 
 // runDeadLetterChild is the child of a dead-letter crash test: it runs the
 // consumer of mode until the wrapped store hangs at the moment to be
 // killed at.
-func runDeadLetterChild[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], dir, mode string) {
+func runDeadLetterChild[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], dir, mode string) {
 	ctx := context.Background()
 	effects := filepath.Join(dir, "effects.log")
 	hanging := hangingStore[Tx]{ConsumerStore: st.Consumers}
 	switch mode {
 	case "park-tx", "park-plain", "decode-tx":
-		require.NoError(t, dlConsumer(t, h, st, hanging, nil, Registry(t), mode, effects, true).CatchUp(ctx))
+		check.NoError(t, dlConsumer(t, h, st, hanging, nil, Registry(t), mode, effects, true).CatchUp(ctx))
 	case "park-foreign":
 		letters := hangingLetters{DeadLetterStore: h.Open(t, lettersDir(dir)).Consumers}
-		require.NoError(t, dlConsumer(t, h, st, st.Consumers, letters, Registry(t), mode, effects, true).CatchUp(ctx))
+		check.NoError(t, dlConsumer(t, h, st, st.Consumers, letters, Registry(t), mode, effects, true).CatchUp(ctx))
 	case "retry-tx":
 		c := dlConsumer(t, h, st, hanging, nil, Registry(t), mode, effects, false)
 		letters := collectLetters(t, c)
-		require.Len(t, letters, 1)
-		require.NoError(t, c.RetryDeadLetter(ctx, letters[0].ID))
+		check.Len(t, letters, 1)
+		check.NoError(t, c.RetryDeadLetter(ctx, letters[0].ID))
 	default:
 		t.Fatalf("unknown dead-letter crash mode %q", mode)
 	}
@@ -161,39 +160,39 @@ func runDeadLetterChild[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], dir,
 // dead letter) and is killed before its commit; the consumer restarted in
 // the parent, with the dependency back, handles it; retrying every dead
 // letter left must not apply it again.
-func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
+func testDeadLetterCrash[Tx any](t testing.TB, h Harness[Tx]) {
 	if h.Open == nil {
 		t.Skip("the crash test needs stores that outlive a process (Harness.Open)")
 	}
 	for _, mode := range deadLetterModes {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			st := h.Open(t, dir)
 			effects := filepath.Join(dir, "effects.log")
-			var letters eventstore.DeadLetterStore
+			var letters storekit.DeadLetterStore
 			if mode == "park-foreign" {
-				require.NoError(t, os.Mkdir(lettersDir(dir), 0o700))
+				check.NoError(t, os.Mkdir(lettersDir(dir), 0o700))
 				letters = h.Open(t, lettersDir(dir)).Consumers
 			}
 			if mode == "decode-tx" {
 				appendItems(t, st.Events, "item-a", 0, 5, 0)
 				_, err := st.Events.Append(ctx, "item-a", eventstore.Any,
 					eventstore.EventData{Type: "ptest.legacy", SchemaVersion: 1, Data: []byte(`{"n":5}`)})
-				require.NoError(t, err)
+				check.NoError(t, err)
 				appendItems(t, st.Events, "item-a", 6, 4, 0)
 			} else {
 				appendItems(t, st.Events, "item-a", 0, 10, 0)
 			}
 			if mode == "retry-tx" {
-				require.NoError(t, dlConsumer(t, h, st, st.Consumers, nil, Registry(t), mode, effects, true).CatchUp(ctx))
+				check.NoError(t, dlConsumer(t, h, st, st.Consumers, nil, Registry(t), mode, effects, true).CatchUp(ctx))
 			}
 			count := func(n int) int64 {
 				if mode != "park-plain" {
 					return h.Get(t, st, itemKey(n))
 				}
 				data, err := os.ReadFile(effects)
-				require.NoError(t, err)
+				check.NoError(t, err)
 				k := int64(0)
 				for _, line := range strings.Split(string(data), "\n") {
 					if line == strconv.Itoa(n) {
@@ -204,19 +203,19 @@ func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			}
 			checkpoint := func() eventstore.Position {
 				cp, err := st.Consumers.Checkpoint(ctx, crashConsumer)
-				require.NoError(t, err)
+				check.NoError(t, err)
 				return cp.Position
 			}
 			before := checkpoint()
 
-			c := startChild(t, roleDeadLetter, dir, mode)
+			c := startChild(t, h, roleDeadLetter, dir, mode)
 			line := lineParked
 			if mode == "retry-tx" {
 				line = lineResolving
 			}
 			c.waitFor(t, line)
 			c.kill()
-			require.False(t, c.ended, "the child ended by itself:\n%s", c.output())
+			check.True(t, !c.ended, "the child ended by itself:\n%s", c.output())
 
 			reg := Registry(t)
 			if mode == "decode-tx" {
@@ -224,28 +223,28 @@ func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
 			}
 			restarted := dlConsumer(t, h, st, st.Consumers, letters, reg, mode, effects, false)
 			left := collectLetters(t, restarted)
-			assert.Equal(t, int64(0), count(5), "item 5 was applied by the killed child")
+			check.Equal(t, count(5), int64(0), "item 5 was applied by the killed child")
 			switch mode {
 			case "park-tx", "decode-tx":
-				assert.Empty(t, left, "a dead letter parked in a transaction that never committed")
+				check.Len(t, left, 0, "a dead letter parked in a transaction that never committed")
 			case "park-plain", "park-foreign":
-				require.Len(t, left, 1, "the dead letter is parked on its own, before the checkpoint moves")
-				assert.True(t, checkpoint().Before(left[0].Event.Position),
+				check.Len(t, left, 1, "the dead letter is parked on its own, before the checkpoint moves")
+				check.True(t, checkpoint().Before(left[0].Event.Position),
 					"the checkpoint (from %s) passed the event of a dead letter whose batch was killed", before)
 			case "retry-tx":
-				require.Len(t, left, 1, "a retry that never committed resolved its dead letter")
+				check.Len(t, left, 1, "a retry that never committed resolved its dead letter")
 			}
 
 			if mode == "retry-tx" {
 				// The killed retry's claim holds until it lapses; then the
 				// dead letter can be retried.
 				err := restarted.RetryDeadLetter(ctx, left[0].ID)
-				require.ErrorIs(t, err, projection.ErrRetryRefused, "a retry while the killed retry's claim holds")
-				assert.False(t, left[0].ClaimedUntil.IsZero(), "the killed retry left no claim")
+				check.ErrorIs(t, err, projection.ErrRetryRefused, "a retry while the killed retry's claim holds")
+				check.True(t, !left[0].ClaimedUntil.IsZero(), "the killed retry left no claim")
 				time.Sleep(time.Until(left[0].ClaimedUntil) + 10*time.Millisecond)
-				require.NoError(t, restarted.RetryDeadLetter(ctx, left[0].ID), "a retry once the killed retry's claim lapsed")
+				check.NoError(t, restarted.RetryDeadLetter(ctx, left[0].ID), "a retry once the killed retry's claim lapsed")
 			} else {
-				require.NoError(t, restarted.CatchUp(ctx))
+				check.NoError(t, restarted.CatchUp(ctx))
 			}
 			retryLeftCountsOnce(t, restarted, count)
 		})
@@ -253,7 +252,7 @@ func testDeadLetterCrash[Tx any](t *testing.T, h Harness[Tx]) {
 }
 
 // waitFor waits until the child prints line, failing if it ends first.
-func (c *child) waitFor(t *testing.T, line string) {
+func (c *child) waitFor(t testing.TB, line string) {
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(c.output(), line+"\n") {
 		if c.finished() {

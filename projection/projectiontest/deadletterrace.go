@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
+	"github.com/cairn-es/cairn/retry"
 )
 
 // reparkHook is a consumer store that runs before, once, when a failed
@@ -42,9 +42,9 @@ func (s *reparkHook[Tx]) ParkDeadLetter(ctx context.Context, d eventstore.DeadLe
 // it and deleted it: the failed retry must not park it again, or the next
 // retry applies the event a second time (in the mode documented as
 // exactly once), or undoes the skip.
-func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryActsOnWhatItRead[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, meanwhile := range []string{"retried", "skipped"} {
-		t.Run(meanwhile, func(t *testing.T) {
+		check.Run(t, meanwhile, func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -53,28 +53,28 @@ func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
 			const claimTTL = 200 * time.Millisecond
 			c, err := projection.NewTx("retry-read", st.Events, Registry(t), store, countingTx(h, fail.check),
 				projection.Options{BatchSize: 4, Retry: fastRetry, LeaseTTL: claimTTL, Logger: quiet()})
-			require.NoError(t, err)
-			require.NoError(t, c.CatchUp(ctx))
+			check.NoError(t, err)
+			check.NoError(t, c.CatchUp(ctx))
 			letters := collectLetters(t, c)
-			require.Len(t, letters, 1)
+			check.Len(t, letters, 1)
 			id := letters[0].ID
 
 			store.before = func(claimed eventstore.DeadLetter) {
 				if meanwhile == "skipped" {
-					require.NoError(t, c.SkipDeadLetter(ctx, id))
+					check.NoError(t, c.SkipDeadLetter(ctx, id))
 					return
 				}
 				fail.on.Store(false)
 				err := c.RetryDeadLetter(ctx, id)
-				require.ErrorIs(t, err, projection.ErrRetryRefused, "a retry beside the failing one, while its claim holds")
+				check.ErrorIs(t, err, projection.ErrRetryRefused, "a retry beside the failing one, while its claim holds")
 				time.Sleep(time.Until(claimed.ClaimedUntil) + 10*time.Millisecond)
-				require.NoError(t, c.RetryDeadLetter(ctx, id), "the retry beside the failing one, once its claim lapsed")
+				check.NoError(t, c.RetryDeadLetter(ctx, id), "the retry beside the failing one, once its claim lapsed")
 				fail.on.Store(true)
 			}
 			err = c.RetryDeadLetter(ctx, id)
-			require.ErrorIs(t, err, projection.ErrHandlerFailed, "the first retry fails")
-			assert.ErrorIs(t, err, eventstore.ErrDeadLetterChanged, "the failed retry does not say that the dead letter changed")
-			assert.Empty(t, collectLetters(t, c), "the failed retry parked again a dead letter that was %s meanwhile", meanwhile)
+			check.ErrorIs(t, err, projection.ErrHandlerFailed, "the first retry fails")
+			check.ErrorIs(t, err, eventstore.ErrDeadLetterChanged, "the failed retry does not say that the dead letter changed")
+			check.Len(t, collectLetters(t, c), 0, "the failed retry parked again a dead letter that was %s meanwhile", meanwhile)
 
 			want := int64(1)
 			if meanwhile == "skipped" {
@@ -84,7 +84,7 @@ func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
 			for _, d := range collectLetters(t, c) {
 				_ = c.RetryDeadLetter(ctx, d.ID)
 			}
-			assert.Equal(t, want, h.Get(t, st, itemKey(5)), "item 5, %s once while a retry failed", meanwhile)
+			check.Equal(t, h.Get(t, st, itemKey(5)), want, "item 5, %s once while a retry failed", meanwhile)
 		})
 	}
 }
@@ -92,7 +92,7 @@ func testRetryActsOnWhatItRead[Tx any](t *testing.T, h Harness[Tx]) {
 // foreignParkHook is a dead letter store apart from the consumer's that
 // runs before, once, when a dead letter is parked in it.
 type foreignParkHook struct {
-	eventstore.DeadLetterStore
+	storekit.DeadLetterStore
 	once   sync.Once
 	before func()
 }
@@ -122,22 +122,22 @@ func (s *readHook) ReadAll(ctx context.Context, after eventstore.Position, f eve
 // of), and handles item 5 once A's transaction is gone. A successful
 // handling must resolve the dead letter A left, or a retry applies the
 // event twice.
-func testRacingForeignLetters[Tx any](t *testing.T, h Harness[Tx]) {
+func testRacingForeignLetters[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
 	letters := h.New(t).Consumers
-	opts := func(dl eventstore.DeadLetterStore) projection.Options {
-		return projection.Options{BatchSize: 4, Retry: projection.Retry{Attempts: 1}, DeadLetters: dl, Logger: quiet()}
+	opts := func(dl storekit.DeadLetterStore) projection.Options {
+		return projection.Options{BatchSize: 4, Retry: retry.Policy{Attempts: 1}, DeadLetters: dl, Logger: quiet()}
 	}
 	sw := &crashSwitch{}
 	dyingLetters := &foreignParkHook{DeadLetterStore: lettersCrash{DeadLetterStore: letters, sw: sw}}
 	a, err := projection.NewTx("race-foreign", st.Events, Registry(t), crashAfterPark[Tx]{ConsumerStore: st.Consumers, sw: sw},
 		countingTx(h, newFailOn(5).check), opts(dyingLetters))
-	require.NoError(t, err)
+	check.NoError(t, err)
 	bEvents := &readHook{Store: st.Events, reading: make(chan struct{})}
 	b, err := projection.NewTx("race-foreign", bEvents, Registry(t), st.Consumers, countingTx(h, nil), opts(letters))
-	require.NoError(t, err)
+	check.NoError(t, err)
 	bDone := make(chan error, 1)
 	dyingLetters.before = func() {
 		// A's transaction is open, past its checkpoint's compare-and-set:
@@ -150,10 +150,10 @@ func testRacingForeignLetters[Tx any](t *testing.T, h Harness[Tx]) {
 			t.Error("B never started reading")
 		}
 	}
-	require.ErrorIs(t, a.CatchUp(ctx), errCrashed, "A dies after parking item 5, before its commit")
-	require.NoError(t, <-bDone)
-	assert.Equal(t, int64(1), h.Get(t, st, itemKey(5)), "B handled item 5")
-	assert.Empty(t, collectLetters(t, b), "the dead letter A parked survived B's successful handling of its event")
+	check.ErrorIs(t, a.CatchUp(ctx), errCrashed, "A dies after parking item 5, before its commit")
+	check.NoError(t, <-bDone)
+	check.Equal(t, h.Get(t, st, itemKey(5)), int64(1), "B handled item 5")
+	check.Len(t, collectLetters(t, b), 0, "the dead letter A parked survived B's successful handling of its event")
 	retryLeftCountsOnce(t, b, counter(t, h, st, nil, false))
 }
 
@@ -165,7 +165,7 @@ func bigItems(t testing.TB, s eventstore.Store, stream string, first, n, size in
 	for i := first; i < first+n; i++ {
 		_, err := s.Append(context.Background(), stream, eventstore.Any,
 			eventstore.EventData{Type: "ptest.item", SchemaVersion: 1, Data: fmt.Appendf(nil, `{"n":%d,"pad":%q}`, i, pad)})
-		require.NoError(t, err)
+		check.NoError(t, err)
 	}
 }
 
@@ -173,7 +173,7 @@ func bigItems(t testing.TB, s eventstore.Store, stream string, first, n, size in
 // passed already are none of its business at start. A start with nothing
 // to do, beside many parked events of 128 KiB, must not load their
 // payloads (it loaded all of them, 8 MiB here, 1.3 GB for 10,000).
-func testSessionStartLoadsLittle[Tx any](t *testing.T, h Harness[Tx]) {
+func testSessionStartLoadsLittle[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	const parked, size = 64, 128 << 10
@@ -183,21 +183,21 @@ func testSessionStartLoadsLittle[Tx any](t *testing.T, h Harness[Tx]) {
 		fail.set[n] = true
 	}
 	c, err := projection.NewTx("start-bounded", st.Events, Registry(t), st.Consumers, countingTx(h, fail.check),
-		projection.Options{BatchSize: 16, Retry: projection.Retry{Attempts: 1}, Logger: quiet()})
-	require.NoError(t, err)
-	require.NoError(t, c.CatchUp(ctx))
+		projection.Options{BatchSize: 16, Retry: retry.Policy{Attempts: 1}, Logger: quiet()})
+	check.NoError(t, err)
+	check.NoError(t, c.CatchUp(ctx))
 	n, err := st.Consumers.CountDeadLetters(ctx, "start-bounded")
-	require.NoError(t, err)
-	require.Equal(t, parked, n)
+	check.NoError(t, err)
+	check.Equal(t, n, parked)
 
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for range 3 {
-		require.NoError(t, c.CatchUp(ctx))
+		check.NoError(t, c.CatchUp(ctx))
 	}
 	runtime.ReadMemStats(&after)
 	perStart := (after.TotalAlloc - before.TotalAlloc) / 3
 	t.Logf("a start with nothing to do, beside %d dead letters of %d KiB, allocated %d KiB", parked, size>>10, perStart>>10)
-	assert.Less(t, perStart, uint64(parked*size/8), "a session start loads the payloads of dead letters it has passed")
+	check.Less(t, perStart, uint64(parked*size/8), "a session start loads the payloads of dead letters it has passed")
 }

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -27,7 +26,7 @@ type running struct {
 	done   chan error
 }
 
-func start(t *testing.T, c *projection.Consumer) *running {
+func start(t testing.TB, c *projection.Consumer) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{c: c, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- c.Run(ctx) }()
@@ -40,20 +39,20 @@ func start(t *testing.T, c *projection.Consumer) *running {
 
 func (r *running) leader(t testing.TB) bool {
 	s, err := r.c.Stats(context.Background())
-	require.NoError(t, err)
+	check.NoError(t, err)
 	return s.Leader
 }
 
 func (r *running) stop(t testing.TB) {
 	r.cancel()
-	require.NoError(t, <-r.done)
+	check.NoError(t, <-r.done)
 	r.done <- nil // for the cleanup
 }
 
 // testLeaseHandOver runs two instances of one consumer on shared stores:
 // one applies the effects, and when it stops the other takes over; each
 // event counts once.
-func testLeaseHandOver[Tx any](t *testing.T, h Harness[Tx]) {
+func testLeaseHandOver[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	reg := Registry(t)
 	run := func(holder string) *running {
@@ -61,13 +60,13 @@ func testLeaseHandOver[Tx any](t *testing.T, h Harness[Tx]) {
 			BatchSize: 10, MaxBatchDelay: 5 * time.Millisecond, Leases: st.Consumers, LeaseTTL: leaseTTL,
 			Holder: holder, Logger: quiet(),
 		})
-		require.NoError(t, err)
+		check.NoError(t, err)
 		return start(t, c)
 	}
 	a, b := run("A"), run("B")
 	appendItems(t, st.Events, "item-a", 0, 200, 0)
-	require.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 200 }, waitLimit, 5*time.Millisecond)
-	require.Eventually(t, func() bool { return a.leader(t) != b.leader(t) }, waitLimit, 5*time.Millisecond,
+	check.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 200 }, waitLimit, 5*time.Millisecond)
+	check.Eventually(t, func() bool { return a.leader(t) != b.leader(t) }, waitLimit, 5*time.Millisecond,
 		"exactly one instance leads")
 	holder, other := a, b
 	if b.leader(t) {
@@ -75,11 +74,11 @@ func testLeaseHandOver[Tx any](t *testing.T, h Harness[Tx]) {
 	}
 	holder.stop(t)
 	appendItems(t, st.Events, "item-b", 200, 100, 0)
-	require.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 300 }, waitLimit, 5*time.Millisecond,
+	check.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 300 }, waitLimit, 5*time.Millisecond,
 		"the other instance did not take over")
-	assert.True(t, other.leader(t))
+	check.True(t, other.leader(t))
 	for n := range 300 {
-		require.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+		check.Equal(t, h.Get(t, st, itemKey(n)), int64(1), "item %d", n)
 	}
 }
 
@@ -87,11 +86,11 @@ func testLeaseHandOver[Tx any](t *testing.T, h Harness[Tx]) {
 // VM): while frozen, its renewals seem to succeed but change nothing, so
 // its lease lapses without it noticing.
 type frozenLeases struct {
-	eventstore.LeaseStore
+	storekit.LeaseStore
 	frozen atomic.Bool
 }
 
-func (f *frozenLeases) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+func (f *frozenLeases) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	if f.frozen.Load() {
 		return l, nil
 	}
@@ -128,7 +127,7 @@ func (p *pausingEvents) Subscribe(ctx context.Context, after eventstore.Position
 // has taken the lease and claimed the checkpoint, but not moved it: when A
 // wakes, its commit is refused by the fence alone (its expected position
 // is still right), it goes back to waiting, and nothing counts twice.
-func testFencedHolder[Tx any](t *testing.T, h Harness[Tx]) {
+func testFencedHolder[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	reg := Registry(t)
 	appendItems(t, st.Events, "item-a", 0, 100, 0)
@@ -151,28 +150,28 @@ func testFencedHolder[Tx any](t *testing.T, h Harness[Tx]) {
 			BatchSize: 10, MaxBatchDelay: 5 * time.Millisecond, Leases: leases, LeaseTTL: leaseTTL, Holder: "A",
 			Logger: slog.New(slog.NewTextHandler(&aLog, nil)),
 		})
-	require.NoError(t, err)
+	check.NoError(t, err)
 	ra := start(t, a)
 	<-aPaused
 	b, err := projection.NewTx("fenced", &pausingEvents{Store: st.Events, at: 0, pause: pause(bPaused, bWake, func() {})},
 		reg, st.Consumers, countingTx(h, nil), projection.Options{
 			BatchSize: 10, MaxBatchDelay: 5 * time.Millisecond, Leases: st.Consumers, LeaseTTL: leaseTTL, Holder: "B", Logger: quiet(),
 		})
-	require.NoError(t, err)
+	check.NoError(t, err)
 	rb := start(t, b)
 	<-bPaused // B holds the lease and has claimed the checkpoint
 	close(aWake)
-	require.Eventually(t, func() bool { return strings.Contains(aLog.String(), "is older than the stored fence") },
+	check.Eventually(t, func() bool { return strings.Contains(aLog.String(), "is older than the stored fence") },
 		waitLimit, 5*time.Millisecond, "the former holder's commit was not refused by the fence")
-	assert.Equal(t, int64(50), h.Get(t, st, totalKey), "the fenced batch was rolled back")
+	check.Equal(t, h.Get(t, st, totalKey), int64(50), "the fenced batch was rolled back")
 	close(bWake)
-	require.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 100 }, waitLimit, 5*time.Millisecond)
+	check.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 100 }, waitLimit, 5*time.Millisecond)
 	appendItems(t, st.Events, "item-b", 100, 10, 0)
-	require.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 110 }, waitLimit, 5*time.Millisecond)
-	assert.True(t, rb.leader(t))
-	assert.False(t, ra.leader(t))
+	check.Eventually(t, func() bool { return h.Get(t, st, totalKey) == 110 }, waitLimit, 5*time.Millisecond)
+	check.True(t, rb.leader(t))
+	check.True(t, !ra.leader(t))
 	for n := range 110 {
-		require.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+		check.Equal(t, h.Get(t, st, itemKey(n)), int64(1), "item %d", n)
 	}
 }
 
@@ -201,9 +200,9 @@ func (b *lockedBuffer) String() string {
 // rather than taking Run's for its own (same holder, same fence), replaying
 // beside it and then releasing it, which let another process take over
 // while Run kept handling. Each event counts once.
-func testSessionBesideRunWaits[Tx any](t *testing.T, h Harness[Tx]) {
+func testSessionBesideRunWaits[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, call := range []string{"CatchUp", "Rebuild"} {
-		t.Run(call, func(t *testing.T) {
+		check.Run(t, call, func(t testing.TB) {
 			st := h.New(t)
 			got := newSeen()
 			build := func(holder string) *projection.Consumer {
@@ -211,19 +210,19 @@ func testSessionBesideRunWaits[Tx any](t *testing.T, h Harness[Tx]) {
 					BatchSize: 10, MaxBatchDelay: 5 * time.Millisecond, Leases: st.Consumers, LeaseTTL: leaseTTL,
 					Holder: holder, Logger: quiet(),
 				})
-				require.NoError(t, err)
+				check.NoError(t, err)
 				return c
 			}
 			running := build("P1")
 			r := start(t, running)
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
-			require.Eventually(t, func() bool { return got.len() == 10 && r.leader(t) }, waitLimit, 5*time.Millisecond)
+			check.Eventually(t, func() bool { return got.len() == 10 && r.leader(t) }, waitLimit, 5*time.Millisecond)
 			// The store names Run's session: the process, and the session's ID.
-			l, taken, err := st.Consumers.AcquireLease(context.Background(), "beside", "observer", eventstore.MinLeaseTTL)
-			require.NoError(t, err)
-			require.False(t, taken)
-			assert.NotEqual(t, "P1", l.Holder)
-			assert.Equal(t, "P1", projection.ProcessHolder(l.Holder))
+			l, taken, err := st.Consumers.AcquireLease(context.Background(), "beside", "observer", storekit.MinLeaseTTL)
+			check.NoError(t, err)
+			check.True(t, !taken)
+			check.True(t, l.Holder != "P1", "the holder names the session, not only the process: %q", l.Holder)
+			check.Equal(t, projection.ProcessHolder(l.Holder), "P1")
 
 			for i, c := range []*projection.Consumer{running, build("P1")} {
 				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -234,21 +233,21 @@ func testSessionBesideRunWaits[Tx any](t *testing.T, h Harness[Tx]) {
 					err = c.Rebuild(ctx, projection.RebuildOptions{})
 				}
 				cancel()
-				require.ErrorIs(t, err, context.DeadlineExceeded,
+				check.ErrorIs(t, err, context.DeadlineExceeded,
 					"%s %d in the process of Run did not wait for the lease Run holds", call, i+1)
 			}
 			other := start(t, build("P2"))
-			// A loop rather than assert.Never, which leaves its last check
+			// A loop rather than a "never" helper, which leaves its last check
 			// running when it returns, maybe past the stores' close.
 			for end := time.Now().Add(leaseTTL); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				require.False(t, other.leader(t), "another process took the lease over while Run held it")
+				check.True(t, !other.leader(t), "another process took the lease over while Run held it")
 			}
 			appendItems(t, st.Events, "item-b", 10, 10, 0)
-			require.Eventually(t, func() bool { return got.len() == 20 }, waitLimit, 5*time.Millisecond)
+			check.Eventually(t, func() bool { return got.len() == 20 }, waitLimit, 5*time.Millisecond)
 			r.stop(t)
 			other.stop(t)
 			for n := range 20 {
-				assert.Equal(t, 1, got.count(n), "item %d", n)
+				check.Equal(t, got.count(n), 1, "item %d", n)
 			}
 		})
 	}

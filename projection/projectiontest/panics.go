@@ -5,9 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -17,9 +15,9 @@ import (
 // parked (or returned, with Stop); the events after it are handled, and a
 // retry of its dead letter that panics again keeps it. Plain and
 // transactional consumers alike.
-func testHandlerPanics[Tx any](t *testing.T, h Harness[Tx]) {
+func testHandlerPanics[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, mode := range []string{"plain", "tx"} {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -44,7 +42,7 @@ func testHandlerPanics[Tx any](t *testing.T, h Harness[Tx]) {
 				} else {
 					c, err = projection.NewTx(name, st.Events, Registry(t), st.Consumers, countingTx(h, fail), opts)
 				}
-				require.NoError(t, err)
+				check.NoError(t, err)
 				return c
 			}
 			count := counter(t, h, st, got, mode == "plain")
@@ -52,40 +50,40 @@ func testHandlerPanics[Tx any](t *testing.T, h Harness[Tx]) {
 			// Stop: the panic is returned, typed, naming the event.
 			err := build("panics-stop", projection.Stop).CatchUp(ctx)
 			var herr *projection.HandlerError
-			require.ErrorAs(t, err, &herr)
-			assert.Equal(t, uint64(5), herr.Version)
-			assert.Equal(t, fastRetry.Attempts, herr.Attempts, "a panic is retried like an error")
+			check.ErrorAs(t, err, &herr)
+			check.Equal(t, herr.Version, uint64(5))
+			check.Equal(t, herr.Attempts, fastRetry.Attempts, "a panic is retried like an error")
 			var perr *projection.PanicError
-			require.ErrorAs(t, err, &perr, "the handler's panic is a *projection.PanicError")
-			assert.ErrorIs(t, err, projection.ErrPanicked)
-			assert.Equal(t, "item-a", perr.Stream)
-			assert.Equal(t, uint64(5), perr.Version)
-			assert.NotEmpty(t, perr.Stack)
-			assert.Contains(t, err.Error(), "index out of range")
-			assert.EqualValues(t, fastRetry.Attempts, panics.Load())
+			check.ErrorAs(t, err, &perr, "the handler's panic is a *projection.PanicError")
+			check.ErrorIs(t, err, projection.ErrPanicked)
+			check.Equal(t, perr.Stream, "item-a")
+			check.Equal(t, perr.Version, uint64(5))
+			check.True(t, len(perr.Stack) > 0)
+			check.Contains(t, err.Error(), "index out of range")
+			check.Equal(t, int(panics.Load()), fastRetry.Attempts)
 
 			// Park: the events after it are handled; the dead letter says why.
 			panics.Store(0)
 			c := build("panics-park", projection.Park)
-			require.NoError(t, c.CatchUp(ctx))
-			assert.EqualValues(t, fastRetry.Attempts, panics.Load())
+			check.NoError(t, c.CatchUp(ctx))
+			check.Equal(t, int(panics.Load()), fastRetry.Attempts)
 			letters := collectLetters(t, c)
-			require.Len(t, letters, 1)
-			assert.Equal(t, uint64(5), letters[0].Event.Version)
-			assert.Contains(t, letters[0].Error, "panicked")
+			check.Len(t, letters, 1)
+			check.Equal(t, letters[0].Event.Version, uint64(5))
+			check.Contains(t, letters[0].Error, "panicked")
 			for _, n := range []int{4, 6, 9} {
-				assert.Positive(t, count(n), "item %d after the panicking one", n)
+				check.Less(t, 0, count(n), "item %d after the panicking one", n)
 			}
 
 			// A retry that panics again keeps the dead letter; once fixed, it
 			// applies.
 			err = c.RetryDeadLetter(ctx, letters[0].ID)
-			require.ErrorAs(t, err, &perr)
-			assert.Len(t, collectLetters(t, c), 1)
+			check.ErrorAs(t, err, &perr)
+			check.Len(t, collectLetters(t, c), 1)
 			panicking.Store(false)
-			require.NoError(t, c.RetryDeadLetter(ctx, letters[0].ID))
-			assert.Positive(t, count(5))
-			assert.Empty(t, collectLetters(t, c))
+			check.NoError(t, c.RetryDeadLetter(ctx, letters[0].ID))
+			check.Less(t, 0, count(5))
+			check.Len(t, collectLetters(t, c), 0)
 		})
 	}
 }

@@ -1,13 +1,13 @@
 // Package projectiontest is the conformance suite of the projection
 // consumer on a backend's stores: every store that implements the consumer
 // contracts (checkpoints with fencing, dead letters, leases and the
-// transactional hook) runs it unchanged.
-//
-// A backend's test calls [Run] with a [Harness]:
+// transactional hook) runs it unchanged. storetest.Run runs it on a store
+// with events and consumers in one; a test that keeps them apart calls
+// [Run] with a [Harness]:
 //
 //	func TestProjections(t *testing.T) {
 //		projectiontest.Run(t, projectiontest.Harness[*memory.Tx]{
-//			New: func(t *testing.T) projectiontest.Stores[*memory.Tx] { ... },
+//			New: func(t testing.TB) projectiontest.Stores[*memory.Tx] { ... },
 //			Add: func(ctx context.Context, tx *memory.Tx, key string, delta int64) error { ... },
 //			Get: func(t *testing.T, s projectiontest.Stores[*memory.Tx], key string) int64 { ... },
 //		})
@@ -25,19 +25,19 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/upcast"
 )
 
 // ConsumerStore is everything a consumer keeps besides events, in one
 // store: checkpoints with the transactional hook, dead letters and leases.
 type ConsumerStore[Tx any] interface {
-	eventstore.TxCheckpointStore[Tx]
-	eventstore.DeadLetterStore
-	eventstore.LeaseStore
+	storekit.TxCheckpointStore[Tx]
+	storekit.DeadLetterStore
+	storekit.LeaseStore
 }
 
 // Stores are one backend's stores for one test.
@@ -51,7 +51,7 @@ type Stores[Tx any] struct {
 type Harness[Tx any] struct {
 	// New returns new, empty stores for one test and registers their
 	// cleanup with t.Cleanup.
-	New func(t *testing.T) Stores[Tx]
+	New func(t testing.TB) Stores[Tx]
 	// Open opens the stores kept in dir, creating them if dir is empty,
 	// and registers their cleanup with t.Cleanup. Several processes open
 	// the same dir at once. Nil skips the crash and two-process tests,
@@ -62,6 +62,11 @@ type Harness[Tx any] struct {
 	Add func(ctx context.Context, tx Tx, key string, delta int64) error
 	// Get returns the committed value of counter key (zero if absent).
 	Get func(t testing.TB, s Stores[Tx], key string) int64
+
+	// suite is the -test.run pattern of the test that runs the suite, for
+	// its child processes: the test, or the subtest of a larger suite
+	// (storetest.Run), that called Run.
+	suite string
 }
 
 // Run runs the whole suite.
@@ -69,9 +74,10 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 	if runChild(t, h) {
 		return
 	}
+	h.suite = testPattern(t.Name())
 	tests := []struct {
 		name string
-		run  func(t *testing.T, h Harness[Tx])
+		run  func(t testing.TB, h Harness[Tx])
 	}{
 		{"CatchUpAndLive", testCatchUpAndLive[Tx]},
 		{"ParksFailingEvents", testParks[Tx]},
@@ -129,8 +135,8 @@ func Registry(t testing.TB) *codec.Registry { return newRegistry(t) }
 // newRegistry is [Registry] with more upcaster steps.
 func newRegistry(t testing.TB, steps ...upcast.Step) *codec.Registry {
 	reg := codec.NewRegistry(codec.Options{})
-	require.NoError(t, codec.Register[Item](reg, "ptest.item", 1))
-	require.NoError(t, reg.Upcast(upcast.Split("ptest.pair", 1, func(r upcast.Raw) ([]upcast.Raw, error) {
+	check.NoError(t, codec.Register[Item](reg, "ptest.item", 1))
+	check.NoError(t, reg.Upcast(upcast.Split("ptest.pair", 1, func(r upcast.Raw) ([]upcast.Raw, error) {
 		var n int
 		if _, err := fmt.Sscanf(string(r.Data), `{"n":%d}`, &n); err != nil {
 			return nil, err
@@ -141,9 +147,9 @@ func newRegistry(t testing.TB, steps ...upcast.Step) *codec.Registry {
 		}, nil
 	}).Into(upcast.Key{Type: "ptest.item", Version: 1})))
 	for _, step := range steps {
-		require.NoError(t, reg.Upcast(step))
+		check.NoError(t, reg.Upcast(step))
 	}
-	require.NoError(t, reg.Validate())
+	check.NoError(t, reg.Validate())
 	return reg
 }
 
@@ -161,7 +167,7 @@ func appendItems(t testing.TB, s eventstore.Store, stream string, first, n, pair
 			batch = append(batch, eventstore.EventData{Type: typ, SchemaVersion: 1, Data: fmt.Appendf(nil, `{"n":%d}`, i)})
 		}
 		_, err := s.Append(context.Background(), stream, eventstore.Any, batch...)
-		require.NoError(t, err)
+		check.NoError(t, err)
 	}
 }
 

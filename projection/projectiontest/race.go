@@ -7,11 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -19,7 +17,7 @@ import (
 // once without a lease (two deployments): each event counts once, and no
 // batch's handler runs against a checkpoint the other consumer has moved,
 // so neither does the other's work again (or meets the rows it wrote).
-func testRacingWithoutLease[Tx any](t *testing.T, h Harness[Tx]) {
+func testRacingWithoutLease[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	const events = 400
@@ -34,8 +32,8 @@ func testRacingWithoutLease[Tx any](t *testing.T, h Harness[Tx]) {
 	var wg sync.WaitGroup
 	for range 2 {
 		c, err := projection.NewTx("race", st.Events, reg, st.Consumers, handler,
-			projection.Options{BatchSize: 7, Logger: quiet(), StatsInterval: -1})
-		require.NoError(t, err)
+			projection.Options{BatchSize: 7, Logger: quiet(), NoStatsLog: true})
+		check.NoError(t, err)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -47,13 +45,13 @@ func testRacingWithoutLease[Tx any](t *testing.T, h Harness[Tx]) {
 					return
 				}
 				if !errors.Is(err, eventstore.ErrCheckpointMoved) && !errors.Is(err, eventstore.ErrFenced) {
-					assert.NoError(t, err)
+					t.Errorf("catch up: %v", err)
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	assert.EqualValues(t, events, h.Get(t, st, totalKey), "each event counted once")
-	assert.EqualValues(t, events, calls.Load(), "no handler ran on a batch the other consumer had committed")
+	check.Equal(t, h.Get(t, st, totalKey), int64(events), "each event counted once")
+	check.Equal(t, calls.Load(), int64(events), "no handler ran on a batch the other consumer had committed")
 }

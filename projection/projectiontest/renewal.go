@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -25,16 +24,16 @@ const hungLeaseTTL = 2 * time.Second
 // database), and so do later acquisitions, which only record that the
 // consumer went back to waiting.
 type hungLeases struct {
-	eventstore.LeaseStore
+	storekit.LeaseStore
 	mu        sync.Mutex
-	granted   eventstore.Lease // the store's answer, with its own expiry
-	hangSince time.Time        // when the first renewal started
+	granted   storekit.Lease // the store's answer, with its own expiry
+	hangSince time.Time      // when the first renewal started
 	acquired  bool
 	waiting   chan struct{} // closed when the consumer asks for the lease again
 	once      sync.Once
 }
 
-func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (eventstore.Lease, bool, error) {
+func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (storekit.Lease, bool, error) {
 	h.mu.Lock()
 	first := !h.acquired
 	h.acquired = true
@@ -42,7 +41,7 @@ func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl 
 	if !first {
 		h.once.Do(func() { close(h.waiting) })
 		<-ctx.Done()
-		return eventstore.Lease{}, false, ctx.Err()
+		return storekit.Lease{}, false, ctx.Err()
 	}
 	l, ok, err := h.LeaseStore.AcquireLease(ctx, name, holder, ttl)
 	h.mu.Lock()
@@ -51,14 +50,14 @@ func (h *hungLeases) AcquireLease(ctx context.Context, name, holder string, ttl 
 	return l, ok, err
 }
 
-func (h *hungLeases) RenewLease(ctx context.Context, l eventstore.Lease, ttl time.Duration) (eventstore.Lease, error) {
+func (h *hungLeases) RenewLease(ctx context.Context, l storekit.Lease, ttl time.Duration) (storekit.Lease, error) {
 	h.mu.Lock()
 	if h.hangSince.IsZero() {
 		h.hangSince = time.Now()
 	}
 	h.mu.Unlock()
 	<-ctx.Done()
-	return eventstore.Lease{}, ctx.Err()
+	return storekit.Lease{}, ctx.Err()
 }
 
 // testHungRenewal runs a plain consumer, which has no transaction that a
@@ -66,7 +65,7 @@ func (h *hungLeases) RenewLease(ctx context.Context, l eventstore.Lease, ttl tim
 // handling events before its lease lapses as the store counts it: no
 // handler call may start at or after the expiry the store gave the lease,
 // since another process may hold it from then on.
-func testHungRenewal[Tx any](t *testing.T, h Harness[Tx]) {
+func testHungRenewal[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	leases := &hungLeases{LeaseStore: st.Consumers, waiting: make(chan struct{})}
 	var mu sync.Mutex
@@ -79,7 +78,7 @@ func testHungRenewal[Tx any](t *testing.T, h Harness[Tx]) {
 			return nil
 		}),
 		projection.Options{BatchSize: 10, MaxBatchDelay: 5 * time.Millisecond, Leases: leases, LeaseTTL: hungLeaseTTL, Logger: quiet()})
-	require.NoError(t, err)
+	check.NoError(t, err)
 
 	// Events keep coming, so that a consumer that goes on past its lease
 	// has something to handle there.
@@ -106,7 +105,7 @@ func testHungRenewal[Tx any](t *testing.T, h Harness[Tx]) {
 	// A consumer that does not give up in time would keep handling events
 	// until it is stopped here, a whole TTL after its lease lapsed.
 	var expires time.Time
-	require.Eventually(t, func() bool {
+	check.Eventually(t, func() bool {
 		leases.mu.Lock()
 		defer leases.mu.Unlock()
 		expires = leases.granted.Expires
@@ -125,15 +124,15 @@ func testHungRenewal[Tx any](t *testing.T, h Harness[Tx]) {
 	leases.mu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()
-	require.NotEmpty(t, starts, "no event was handled")
-	require.False(t, hangSince.IsZero(), "the lease was never renewed")
-	assert.True(t, starts[len(starts)-1].After(hangSince),
+	check.True(t, len(starts) > 0, "no event was handled")
+	check.True(t, !hangSince.IsZero(), "the lease was never renewed")
+	check.True(t, starts[len(starts)-1].After(hangSince),
 		"no event was handled while the renewal hung: the test proves less than it claims")
 	for i, at := range starts {
-		require.True(t, at.Before(expires), "handler call %d of %d started at %s, %s after the lease lapsed at %s",
+		check.True(t, at.Before(expires), "handler call %d of %d started at %s, %s after the lease lapsed at %s",
 			i+1, len(starts), at.Format(time.RFC3339Nano), at.Sub(expires), expires.Format(time.RFC3339Nano))
 	}
-	assert.True(t, gaveUp, "the consumer never went back to waiting for the lease")
+	check.True(t, gaveUp, "the consumer never went back to waiting for the lease")
 }
 
 // longLeaseTTL is the lease of the long-transaction tests: a batch or a
@@ -146,9 +145,9 @@ const longLeaseTTL = 500 * time.Millisecond
 // hold the one writer that renewals wait for. Its batches commit: it
 // neither drops its lease and rolls back the same batch forever, nor
 // counts an event twice.
-func testLongTransactionsKeepTheLease[Tx any](t *testing.T, h Harness[Tx]) {
+func testLongTransactionsKeepTheLease[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, whose := range []string{"own", "another's"} {
-		t.Run(whose, func(t *testing.T) {
+		check.Run(t, whose, func(t testing.TB) {
 			st := h.New(t)
 			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 			defer cancel()
@@ -163,7 +162,7 @@ func testLongTransactionsKeepTheLease[Tx any](t *testing.T, h Harness[Tx]) {
 					time.Sleep(slow)
 					return handle(ctx, tx, d)
 				}, projection.Options{BatchSize: 4, Exclusive: true, LeaseTTL: longLeaseTTL, Logger: quiet()})
-			require.NoError(t, err)
+			check.NoError(t, err)
 			if whose == "another's" {
 				// Another consumer's transactions on the same store, each
 				// longer than the lease, one after the other.
@@ -183,9 +182,9 @@ func testLongTransactionsKeepTheLease[Tx any](t *testing.T, h Harness[Tx]) {
 					}
 				}()
 			}
-			require.NoError(t, c.CatchUp(ctx), "the consumer lost its lease to a transaction longer than its TTL")
+			check.NoError(t, c.CatchUp(ctx), "the consumer lost its lease to a transaction longer than its TTL")
 			for n := range 8 {
-				assert.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+				check.Equal(t, h.Get(t, st, itemKey(n)), int64(1), "item %d", n)
 			}
 		})
 	}

@@ -9,18 +9,17 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
 // testResumeSplits resumes a consumer from every checkpoint of a stream in
 // which every third event is split into two values by an upcaster: each
 // run must see exactly the values after its checkpoint, in order.
-func testResumeSplits[Tx any](t *testing.T, h Harness[Tx]) {
+func testResumeSplits[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 30, 3)
@@ -32,17 +31,17 @@ func testResumeSplits[Tx any](t *testing.T, h Harness[Tx]) {
 	}
 	var log []stored
 	for e, err := range st.Events.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
-		require.NoError(t, err)
+		check.NoError(t, err)
 		ds, err := reg.Decode(e)
-		require.NoError(t, err)
+		check.NoError(t, err)
 		s := stored{pos: e.Position}
 		for _, d := range ds {
 			s.parts = append(s.parts, d.PartID())
 		}
 		log = append(log, s)
 	}
-	require.Len(t, log, 30)
-	require.Len(t, log[0].parts, 2, "event 0 is a split one")
+	check.Len(t, log, 30)
+	check.Len(t, log[0].parts, 2, "event 0 is a split one")
 
 	for k := -1; k < len(log); k++ {
 		from := eventstore.Start
@@ -54,54 +53,54 @@ func testResumeSplits[Tx any](t *testing.T, h Harness[Tx]) {
 			want = append(want, s.parts...)
 		}
 		name := fmt.Sprintf("resume-%d", k)
-		require.NoError(t, st.Consumers.SaveCheckpoint(ctx, name, eventstore.Start, from, 0))
+		check.NoError(t, st.Consumers.SaveCheckpoint(ctx, name, eventstore.Start, from, 0))
 		var got []uuid.UUID
 		c, err := projection.New(name, st.Events, reg, st.Consumers, func(ctx context.Context, d codec.Decoded) error {
 			got = append(got, d.PartID())
 			return nil
 		}, projection.Options{BatchSize: 1 + k%4, Logger: quiet()})
-		require.NoError(t, err)
-		require.NoError(t, c.CatchUp(ctx))
-		require.Equal(t, want, got, "resuming after event %d: gaps or repeats", k)
+		check.NoError(t, err)
+		check.NoError(t, c.CatchUp(ctx))
+		check.Equal(t, got, want, "resuming after event %d: gaps or repeats", k)
 		cp, err := st.Consumers.Checkpoint(ctx, name)
-		require.NoError(t, err)
-		assert.Equal(t, log[len(log)-1].pos, cp.Position)
+		check.NoError(t, err)
+		check.Equal(t, cp.Position, log[len(log)-1].pos)
 	}
 }
 
 // testSplitFailureTx fails on the second value of a split event: only that
 // value is parked; the first counts once, and retrying the dead letter
 // handles only the second.
-func testSplitFailureTx[Tx any](t *testing.T, h Harness[Tx]) {
+func testSplitFailureTx[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 12, 4) // items 0, 4, 8 are pairs
 	fail := newFailOn(1_000_004)
 	c, err := projection.NewTx("split-fail", st.Events, Registry(t), st.Consumers, countingTx(h, fail.check),
 		projection.Options{BatchSize: 5, Retry: fastRetry, Logger: quiet()})
-	require.NoError(t, err)
-	require.NoError(t, c.CatchUp(ctx))
-	assert.Equal(t, int64(1), h.Get(t, st, itemKey(4)), "the first part of the failing event")
-	assert.Equal(t, int64(0), h.Get(t, st, itemKey(1_000_004)))
-	assert.Equal(t, int64(1), h.Get(t, st, itemKey(1_000_008)))
-	assert.Equal(t, int64(12+3-1), h.Get(t, st, totalKey))
+	check.NoError(t, err)
+	check.NoError(t, c.CatchUp(ctx))
+	check.Equal(t, h.Get(t, st, itemKey(4)), int64(1), "the first part of the failing event")
+	check.Equal(t, h.Get(t, st, itemKey(1_000_004)), int64(0))
+	check.Equal(t, h.Get(t, st, itemKey(1_000_008)), int64(1))
+	check.Equal(t, h.Get(t, st, totalKey), int64(12+3-1))
 	letters := collectLetters(t, c)
-	require.Len(t, letters, 1)
-	assert.Equal(t, 1, letters[0].Part)
-	assert.Equal(t, uint64(4), letters[0].Event.Version)
-	assert.Equal(t, "ptest.pair", letters[0].Event.Type, "the dead letter keeps the event as stored")
+	check.Len(t, letters, 1)
+	check.Equal(t, letters[0].Part, 1)
+	check.Equal(t, letters[0].Event.Version, uint64(4))
+	check.Equal(t, letters[0].Event.Type, "ptest.pair", "the dead letter keeps the event as stored")
 
 	fail.on.Store(false)
-	require.NoError(t, c.RetryDeadLetter(ctx, letters[0].ID))
-	assert.Equal(t, int64(1), h.Get(t, st, itemKey(4)))
-	assert.Equal(t, int64(1), h.Get(t, st, itemKey(1_000_004)))
-	assert.Equal(t, int64(12+3), h.Get(t, st, totalKey))
+	check.NoError(t, c.RetryDeadLetter(ctx, letters[0].ID))
+	check.Equal(t, h.Get(t, st, itemKey(4)), int64(1))
+	check.Equal(t, h.Get(t, st, itemKey(1_000_004)), int64(1))
+	check.Equal(t, h.Get(t, st, totalKey), int64(12+3))
 }
 
 // testInterruptedTx interrupts a transactional consumer at random values
 // (mid-batch, mid-split), as a crash would, and restarts it until it is
 // done: every value counts exactly once.
-func testInterruptedTx[Tx any](t *testing.T, h Harness[Tx]) {
+func testInterruptedTx[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	appendItems(t, st.Events, "item-a", 0, 300, 5)
 	reg := Registry(t)
@@ -123,33 +122,33 @@ func testInterruptedTx[Tx any](t *testing.T, h Harness[Tx]) {
 		}
 		c, err := projection.NewTx("interrupted", st.Events, reg, st.Consumers, handler,
 			projection.Options{BatchSize: 1 + rng.IntN(10), MaxBatchDelay: time.Millisecond, Retry: fastRetry, Logger: quiet()})
-		require.NoError(t, err)
+		check.NoError(t, err)
 		err = c.CatchUp(ctx)
 		cancel(nil)
 		if err == nil {
 			break
 		}
-		require.ErrorIs(t, err, context.Canceled)
+		check.ErrorIs(t, err, context.Canceled)
 		restarts++
-		require.Less(t, restarts, 2000, "the consumer makes no progress")
+		check.Less(t, restarts, 2000, "the consumer makes no progress")
 	}
 	t.Logf("%d interruptions", restarts)
-	require.Greater(t, restarts, 3, "the test interrupted too rarely to mean anything")
-	assert.Empty(t, collectLettersOf(t, st, "interrupted"), "an interruption was parked as a failure")
+	check.Less(t, 3, restarts, "the test interrupted too rarely to mean anything")
+	check.Len(t, collectLettersOf(t, st, "interrupted"), 0, "an interruption was parked as a failure")
 	for n := range 300 {
-		require.Equal(t, int64(1), h.Get(t, st, itemKey(n)), "item %d", n)
+		check.Equal(t, h.Get(t, st, itemKey(n)), int64(1), "item %d", n)
 		if n%5 == 0 {
-			require.Equal(t, int64(1), h.Get(t, st, itemKey(n+1_000_000)), "item %d's second part", n)
+			check.Equal(t, h.Get(t, st, itemKey(n+1_000_000)), int64(1), "item %d's second part", n)
 		}
 	}
-	assert.Equal(t, int64(300+60), h.Get(t, st, totalKey))
+	check.Equal(t, h.Get(t, st, totalKey), int64(300+60))
 }
 
 func collectLettersOf[Tx any](t testing.TB, st Stores[Tx], consumer string) []eventstore.DeadLetter {
 	t.Helper()
 	var out []eventstore.DeadLetter
 	for d, err := range st.Consumers.DeadLetters(context.Background(), consumer) {
-		require.NoError(t, err)
+		check.NoError(t, err)
 		out = append(out, d)
 	}
 	return out

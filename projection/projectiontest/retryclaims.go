@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -23,9 +21,9 @@ import (
 // attempts like any other failure, and a retry that fails on it runs the
 // handler once and reports a handler failure, not a refused claim that it
 // retries a hundred times.
-func testRetryHandlerErrorsStayHandlerErrors[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryHandlerErrorsStayHandlerErrors[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, sentinel := range []error{eventstore.ErrCheckpointMoved, eventstore.ErrFenced, eventstore.ErrLeaseLost} {
-		t.Run(sentinel.Error(), func(t *testing.T) {
+		check.Run(t, sentinel.Error(), func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -39,20 +37,20 @@ func testRetryHandlerErrorsStayHandlerErrors[Tx any](t *testing.T, h Harness[Tx]
 			}
 			c, err := projection.NewTx("retry-sentinel", st.Events, Registry(t), st.Consumers, countingTx(h, fail),
 				projection.Options{BatchSize: 4, Retry: fastRetry, Logger: quiet()})
-			require.NoError(t, err)
-			require.NoError(t, c.CatchUp(ctx), "a handler error that wraps %v stopped the consumer", sentinel)
+			check.NoError(t, err)
+			check.NoError(t, c.CatchUp(ctx), "a handler error that wraps %v stopped the consumer", sentinel)
 			letters := collectLetters(t, c)
-			require.Len(t, letters, 1, "item 5 was not parked")
+			check.Len(t, letters, 1, "item 5 was not parked")
 			runs.Store(0)
 
 			err = c.RetryDeadLetter(ctx, letters[0].ID)
-			require.ErrorIs(t, err, projection.ErrHandlerFailed)
-			assert.NotErrorIs(t, err, projection.ErrRetryRefused)
-			assert.Equal(t, int32(1), runs.Load(), "the failed retry ran the handler more than once")
+			check.ErrorIs(t, err, projection.ErrHandlerFailed)
+			check.True(t, !errors.Is(err, projection.ErrRetryRefused), "got %v", err)
+			check.Equal(t, runs.Load(), int32(1), "the failed retry ran the handler more than once")
 			after := collectLetters(t, c)
-			require.Len(t, after, 1)
-			assert.Equal(t, letters[0].Attempts+1, after[0].Attempts)
-			assert.Equal(t, int64(9), h.Get(t, st, totalKey))
+			check.Len(t, after, 1)
+			check.Equal(t, after[0].Attempts, letters[0].Attempts+1)
+			check.Equal(t, h.Get(t, st, totalKey), int64(9))
 		})
 	}
 }
@@ -62,9 +60,9 @@ func testRetryHandlerErrorsStayHandlerErrors[Tx any](t *testing.T, h Harness[Tx]
 // for a plain consumer and for a transactional one whose dead letters live
 // in another store, which cannot resolve them in the effect's transaction.
 // The second retry starts while the first one's handler runs.
-func testConcurrentRetriesApplyOnce[Tx any](t *testing.T, h Harness[Tx]) {
+func testConcurrentRetriesApplyOnce[Tx any](t testing.TB, h Harness[Tx]) {
 	for _, mode := range []string{"plain", "transactional, foreign dead letters"} {
-		t.Run(mode, func(t *testing.T) {
+		check.Run(t, mode, func(t testing.TB) {
 			st := h.New(t)
 			ctx := context.Background()
 			appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -102,18 +100,18 @@ func testConcurrentRetriesApplyOnce[Tx any](t *testing.T, h Harness[Tx]) {
 				opts.DeadLetters = h.New(t).Consumers
 				c, err = projection.NewTx("retry-twice", st.Events, Registry(t), st.Consumers, countingTx(h, during), opts)
 			}
-			require.NoError(t, err)
+			check.NoError(t, err)
 			consumer := c
 			c = nil // no second retry while the consumer first meets item 5
-			require.NoError(t, consumer.CatchUp(ctx))
+			check.NoError(t, consumer.CatchUp(ctx))
 			letters := collectLetters(t, consumer)
-			require.Len(t, letters, 1)
+			check.Len(t, letters, 1)
 			fail.on.Store(false)
 			c = consumer
 
 			first := c.RetryDeadLetter(ctx, letters[0].ID)
 			second := <-innerDone
-			assert.Equal(t, int64(1), count(5), "two concurrent retries applied item 5 %d times (first: %v, second: %v)", count(5), first, second)
+			check.Equal(t, count(5), int64(1), "two concurrent retries applied item 5 %d times (first: %v, second: %v)", count(5), first, second)
 			errs := []error{first, second}
 			ok := 0
 			for _, err := range errs {
@@ -121,11 +119,11 @@ func testConcurrentRetriesApplyOnce[Tx any](t *testing.T, h Harness[Tx]) {
 					ok++
 					continue
 				}
-				assert.True(t, errors.Is(err, projection.ErrRetryRefused) || errors.Is(err, eventstore.ErrDeadLetterNotFound),
+				check.True(t, errors.Is(err, projection.ErrRetryRefused) || errors.Is(err, eventstore.ErrDeadLetterNotFound),
 					"the losing retry's error says neither that it was refused nor that the dead letter is gone: %v", err)
 			}
-			assert.Equal(t, 1, ok, "retries that succeeded: first %v, second %v", first, second)
-			assert.Empty(t, collectLetters(t, c))
+			check.Equal(t, ok, 1, "retries that succeeded: first %v, second %v", first, second)
+			check.Len(t, collectLetters(t, c), 0)
 		})
 	}
 }
@@ -158,38 +156,38 @@ func (s *skipBesideResolve[Tx]) DeleteDeadLetterTx(ctx context.Context, tx Tx, c
 // before its checkpoint passed it) and resolves it in the same
 // transaction. One of the two deletes it; neither fails the other's work,
 // and the consumer goes on: the event is applied once.
-func testSkipBesideResolve[Tx any](t *testing.T, h Harness[Tx]) {
+func testSkipBesideResolve[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
 	var item5 eventstore.Event
 	for ev, err := range st.Events.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
-		require.NoError(t, err)
+		check.NoError(t, err)
 		if ev.Version == 6 {
 			item5 = ev
 		}
 	}
-	require.Equal(t, uint64(6), item5.Version)
+	check.Equal(t, item5.Version, uint64(6))
 	// What a session that parked item 5 and stopped before its checkpoint
 	// moved leaves behind.
 	now := time.Now().UTC()
 	parked, err := st.Consumers.ParkDeadLetter(ctx, eventstore.DeadLetter{Consumer: "skip-beside", Event: item5,
 		Error: "refused", Attempts: 3, FirstFailure: now, LastFailure: now})
-	require.NoError(t, err)
+	check.NoError(t, err)
 
 	store := &skipBesideResolve[Tx]{ConsumerStore: st.Consumers, skipped: make(chan error, 1)}
 	c, err := projection.NewTx("skip-beside", st.Events, Registry(t), store, countingTx(h, nil),
 		projection.Options{BatchSize: 4, Retry: fastRetry, Logger: quiet()})
-	require.NoError(t, err)
-	require.NoError(t, c.CatchUp(ctx), "a skip beside the transaction that resolves the same dead letter stopped the consumer")
+	check.NoError(t, err)
+	check.NoError(t, c.CatchUp(ctx), "a skip beside the transaction that resolves the same dead letter stopped the consumer")
 	skip := <-store.skipped
 	if skip != nil {
-		assert.ErrorIs(t, skip, eventstore.ErrDeadLetterNotFound, "the skip that lost to the resolving transaction")
+		check.ErrorIs(t, skip, eventstore.ErrDeadLetterNotFound, "the skip that lost to the resolving transaction")
 	}
-	assert.Equal(t, int64(1), h.Get(t, st, itemKey(5)))
-	assert.Equal(t, int64(10), h.Get(t, st, totalKey))
+	check.Equal(t, h.Get(t, st, itemKey(5)), int64(1))
+	check.Equal(t, h.Get(t, st, totalKey), int64(10))
 	_, err = st.Consumers.DeadLetter(ctx, "skip-beside", parked.ID)
-	assert.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
+	check.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound)
 }
 
 // testRetryKeepsItsLease: a retry with no Run of the consumer in its
@@ -198,7 +196,7 @@ func testSkipBesideResolve[Tx any](t *testing.T, h Harness[Tx]) {
 // meanwhile. The other process asks from beside the handler, never from
 // inside it: on SQLite its request waits for the writer that the retry's
 // transaction holds, and what it gets after the commit does not count.
-func testRetryKeepsItsLease[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryKeepsItsLease[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
@@ -243,14 +241,14 @@ func testRetryKeepsItsLease[Tx any](t *testing.T, h Harness[Tx]) {
 	}
 	c, err := projection.NewTx("retry-keeps", st.Events, Registry(t), st.Consumers, countingTx(h, slow), projection.Options{
 		BatchSize: 4, Retry: fastRetry, Leases: st.Consumers, LeaseTTL: ttl, Holder: "A", Logger: quiet()})
-	require.NoError(t, err)
-	require.NoError(t, c.CatchUp(ctx))
+	check.NoError(t, err)
+	check.NoError(t, c.CatchUp(ctx))
 	letters := collectLetters(t, c)
-	require.Len(t, letters, 1)
+	check.Len(t, letters, 1)
 	fail.on.Store(false)
 	retrying.Store(true)
-	require.NoError(t, c.RetryDeadLetter(ctx, letters[0].ID))
+	check.NoError(t, c.RetryDeadLetter(ctx, letters[0].ID))
 	asked.Wait()
-	assert.False(t, taken.Load(), "another process took the lease while the retry that held it ran")
-	assert.Equal(t, int64(1), h.Get(t, st, itemKey(5)))
+	check.True(t, !taken.Load(), "another process took the lease while the retry that held it ran")
+	check.Equal(t, h.Get(t, st, itemKey(5)), int64(1))
 }

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -21,7 +20,7 @@ import (
 
 // parkItem5 has a transactional consumer of stores st park item 5 of ten,
 // and returns the consumer and its dead letter.
-func parkItem5[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], name string, opts projection.Options, during func(ctx context.Context, n int) error) (*projection.Consumer, eventstore.DeadLetter) {
+func parkItem5[Tx any](t testing.TB, h Harness[Tx], st Stores[Tx], name string, opts projection.Options, during func(ctx context.Context, n int) error) (*projection.Consumer, eventstore.DeadLetter) {
 	t.Helper()
 	appendItems(t, st.Events, "item-a", 0, 10, 0)
 	fail := newFailOn(5)
@@ -39,10 +38,10 @@ func parkItem5[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], name string, 
 		}
 		return handler(ctx, tx, d)
 	}, opts)
-	require.NoError(t, err)
-	require.NoError(t, c.CatchUp(context.Background()))
+	check.NoError(t, err)
+	check.NoError(t, c.CatchUp(context.Background()))
 	letters := collectLetters(t, c)
-	require.Len(t, letters, 1)
+	check.Len(t, letters, 1)
 	fail.on.Store(false)
 	return c, letters[0]
 }
@@ -53,7 +52,7 @@ func parkItem5[Tx any](t *testing.T, h Harness[Tx], st Stores[Tx], name string, 
 // decode the event (an old deployment beside a new one): that one recorded
 // its decoding failure and cleared the claim, and a third retry applied
 // the event a second time.
-func testRetryRefusesADeadLetterClaimedElsewhere[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryRefusesADeadLetterClaimedElsewhere[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	opts := projection.Options{BatchSize: 4, Retry: fastRetry, Logger: quiet()}
@@ -66,29 +65,29 @@ func testRetryRefusesADeadLetterClaimedElsewhere[Tx any](t *testing.T, h Harness
 	})
 	d.ClaimedUntil = time.Now().Add(time.Minute).UTC()
 	claimed, err := st.Consumers.ParkDeadLetter(ctx, d) // the other process's claim
-	require.NoError(t, err)
+	check.NoError(t, err)
 
 	old, err := projection.NewTx("retry-claimed", st.Events, codec.NewRegistry(codec.Options{}), st.Consumers, countingTx(h, nil), opts)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	for name, retrier := range map[string]*projection.Consumer{"the same code": c, "code that cannot decode the event": old} {
 		err := retrier.RetryDeadLetter(ctx, d.ID)
-		require.ErrorIs(t, err, projection.ErrRetryRefused, "a retry by %s, of a dead letter another retry claims", name)
-		assert.NotErrorIs(t, err, projection.ErrHandlerFailed, name)
+		check.ErrorIs(t, err, projection.ErrRetryRefused, "a retry by %s, of a dead letter another retry claims", name)
+		check.True(t, !errors.Is(err, projection.ErrHandlerFailed), "%s: got %v", name, err)
 		now, err := st.Consumers.DeadLetter(ctx, "retry-claimed", d.ID)
-		require.NoError(t, err)
-		assert.Equal(t, claimed.Generation, now.Generation, "the refused retry by %s wrote on the dead letter", name)
-		assert.WithinDuration(t, claimed.ClaimedUntil, now.ClaimedUntil, time.Millisecond, "the claim, after the refused retry by %s", name)
-		assert.Equal(t, d.Attempts, now.Attempts, name)
+		check.NoError(t, err)
+		check.Equal(t, now.Generation, claimed.Generation, "the refused retry by %s wrote on the dead letter", name)
+		check.Within(t, now.ClaimedUntil, claimed.ClaimedUntil, time.Millisecond, "the claim, after the refused retry by %s", name)
+		check.Equal(t, now.Attempts, d.Attempts, name)
 	}
-	assert.Zero(t, runs.Load(), "a refused retry ran the handler")
-	assert.Equal(t, int64(0), h.Get(t, st, itemKey(5)))
+	check.Equal(t, runs.Load(), 0, "a refused retry ran the handler")
+	check.Equal(t, h.Get(t, st, itemKey(5)), int64(0))
 }
 
 // losingLeases is a lease store whose renewals find the lease lost.
-type losingLeases struct{ eventstore.LeaseStore }
+type losingLeases struct{ storekit.LeaseStore }
 
-func (s losingLeases) RenewLease(_ context.Context, l eventstore.Lease, _ time.Duration) (eventstore.Lease, error) {
-	return eventstore.Lease{}, &eventstore.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
+func (s losingLeases) RenewLease(_ context.Context, l storekit.Lease, _ time.Duration) (storekit.Lease, error) {
+	return storekit.Lease{}, &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 }
 
 // testRetryThatLosesItsLeaseIsRefused: a retry takes the lease for itself
@@ -96,7 +95,7 @@ func (s losingLeases) RenewLease(_ context.Context, l eventstore.Lease, _ time.D
 // context, returns ctx.Err(). The retry stops and is refused, records no
 // failed attempt and applies nothing. It returned a bare context.Canceled,
 // which a caller cannot tell from its own cancel.
-func testRetryThatLosesItsLeaseIsRefused[Tx any](t *testing.T, h Harness[Tx]) {
+func testRetryThatLosesItsLeaseIsRefused[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	opts := projection.Options{BatchSize: 4, Retry: fastRetry, LeaseTTL: 60 * time.Millisecond, Logger: quiet()}
@@ -110,21 +109,21 @@ func testRetryThatLosesItsLeaseIsRefused[Tx any](t *testing.T, h Harness[Tx]) {
 			return errors.New("the lease was never lost")
 		}
 	}, opts)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	err = retrier.RetryDeadLetter(ctx, d.ID)
-	require.ErrorIs(t, err, projection.ErrRetryRefused, "a retry whose lease was lost")
-	assert.NotErrorIs(t, err, projection.ErrHandlerFailed)
-	assert.ErrorIs(t, err, eventstore.ErrLeaseLost)
+	check.ErrorIs(t, err, projection.ErrRetryRefused, "a retry whose lease was lost")
+	check.True(t, !errors.Is(err, projection.ErrHandlerFailed), "got %v", err)
+	check.ErrorIs(t, err, eventstore.ErrLeaseLost)
 	now, err := st.Consumers.DeadLetter(ctx, "retry-lease-lost", d.ID)
-	require.NoError(t, err)
-	assert.Equal(t, d.Attempts, now.Attempts, "the lost lease was recorded as a failed attempt: %q", now.Error)
-	assert.Equal(t, int64(0), h.Get(t, st, itemKey(5)))
+	check.NoError(t, err)
+	check.Equal(t, now.Attempts, d.Attempts, "the lost lease was recorded as a failed attempt: %q", now.Error)
+	check.Equal(t, h.Get(t, st, itemKey(5)), int64(0))
 }
 
 // stallingLetters is a dead letter store whose claim renewals wait, for the
 // retries whose context carries stallRenewals, until stall is closed.
 type stallingLetters struct {
-	eventstore.DeadLetterStore
+	storekit.DeadLetterStore
 	stall   chan struct{}
 	stalled atomic.Int32
 }
@@ -152,7 +151,7 @@ func (s *stallingLetters) ParkDeadLetter(ctx context.Context, d eventstore.DeadL
 // not commit after its claim could have lapsed: it is refused, and the
 // second applies the event, once. It committed too, as its renewals
 // waited without bound, and the event applied twice.
-func testStalledClaimRenewalDoesNotCommit[Tx any](t *testing.T, h Harness[Tx]) {
+func testStalledClaimRenewalDoesNotCommit[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx := context.Background()
 	stall := &stallingLetters{DeadLetterStore: h.New(t).Consumers, stall: make(chan struct{})}
@@ -174,10 +173,10 @@ func testStalledClaimRenewalDoesNotCommit[Tx any](t *testing.T, h Harness[Tx]) {
 	go func() { first <- c.RetryDeadLetter(context.WithValue(ctx, stallRenewals{}, true), d.ID) }()
 	<-entered
 	time.Sleep(2 * ttl) // the first retry's claim lapses; its renewal waits
-	require.Positive(t, stall.stalled.Load(), "the first retry's renewal did not wait")
+	check.Less(t, 0, stall.stalled.Load(), "the first retry's renewal did not wait")
 	errSecond := c.RetryDeadLetter(ctx, d.ID) // waits for the first one's transaction, where the store locks
 	errFirst := <-first
-	require.NoError(t, errSecond, "the retry after the first one's claim lapsed")
-	assert.ErrorIs(t, errFirst, projection.ErrRetryRefused, "the retry whose claim lapsed while it ran")
-	assert.Equal(t, int64(1), h.Get(t, st, itemKey(5)), "item 5 applied by both retries")
+	check.NoError(t, errSecond, "the retry after the first one's claim lapsed")
+	check.ErrorIs(t, errFirst, projection.ErrRetryRefused, "the retry whose claim lapsed while it ran")
+	check.Equal(t, h.Get(t, st, itemKey(5)), int64(1), "item 5 applied by both retries")
 }

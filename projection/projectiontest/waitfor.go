@@ -5,11 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -17,7 +15,7 @@ import (
 // shows the append, not before; it does not hang on a position whose last
 // events the filter leaves out; and a consumer that runs nowhere makes it
 // return ctx's error.
-func testWaitFor[Tx any](t *testing.T, h Harness[Tx]) {
+func testWaitFor[Tx any](t testing.TB, h Harness[Tx]) {
 	st := h.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -28,17 +26,17 @@ func testWaitFor[Tx any](t *testing.T, h Harness[Tx]) {
 			<-slow
 			return h.Add(ctx, tx, "items", 1)
 		}), projection.Options{Filter: eventstore.Filter{StreamPrefixes: []string{"item-"}}, BatchSize: 1, Logger: quiet()})
-	require.NoError(t, err)
+	check.NoError(t, err)
 
 	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer stop()
 	appendItems(t, st.Events, "item-a", 0, 2, 0)
 	var res eventstore.Event
 	for ev, err := range st.Events.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
-		require.NoError(t, err)
+		check.NoError(t, err)
 		res = ev
 	}
-	assert.ErrorIs(t, c.WaitFor(short, res.Position), context.DeadlineExceeded, "no consumer runs: it waits until ctx ends")
+	check.ErrorIs(t, c.WaitFor(short, res.Position), context.DeadlineExceeded, "no consumer runs: it waits until ctx ends")
 
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
@@ -50,16 +48,16 @@ func testWaitFor[Tx any](t *testing.T, h Harness[Tx]) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	close(slow)
-	require.NoError(t, <-waited)
-	assert.EqualValues(t, 2, h.Get(t, st, "items"), "once WaitFor returns, the read model shows the append")
+	check.NoError(t, <-waited)
+	check.Equal(t, h.Get(t, st, "items"), 2, "once WaitFor returns, the read model shows the append")
 
 	// Events the filter leaves out do not hold WaitFor back.
 	other, err := st.Events.Append(ctx, "other-a", eventstore.Any,
 		eventstore.EventData{Type: "ptest.item", SchemaVersion: 1, Data: []byte(`{"n":2}`)})
-	require.NoError(t, err)
+	check.NoError(t, err)
 	bounded, stop2 := context.WithTimeout(ctx, 10*time.Second)
 	defer stop2()
-	require.NoError(t, c.WaitFor(bounded, other.Position))
+	check.NoError(t, c.WaitFor(bounded, other.Position))
 	cancel()
-	require.NoError(t, <-done)
+	check.NoError(t, <-done)
 }

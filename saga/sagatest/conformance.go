@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/internal/reservation"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -27,16 +27,16 @@ type Stores struct {
 
 // ConsumerStore keeps a runner's checkpoints and dead letters.
 type ConsumerStore interface {
-	eventstore.CheckpointStore
-	eventstore.DeadLetterStore
+	storekit.CheckpointStore
+	storekit.DeadLetterStore
 }
 
 // Factory returns fresh stores for one test, and registers their cleanup
 // with t.Cleanup.
-type Factory func(t *testing.T) Stores
+type Factory func(t testing.TB) Stores
 
-// Run is the saga conformance suite: the reservation flow (orders,
-// reservations, payments and the sale that coordinates them) on the stores
+// Run is the saga conformance suite: a flow of its own (orders, their
+// payments and the sale that coordinates them) on the stores
 // that newStores makes, with the checks every store must pass: each order
 // ends as its inputs dictate, each command takes effect once, redelivered
 // events are absorbed, two runners at once make one effect, and deadlines
@@ -44,7 +44,7 @@ type Factory func(t *testing.T) Stores
 func Run(t *testing.T, newStores Factory) {
 	for _, c := range []struct {
 		name string
-		run  func(t *testing.T, f *flow)
+		run  func(t testing.TB, f *flow)
 	}{
 		{"FlowEndsAsExpected", testFlowEnds},
 		{"RedeliveredEventsAreAbsorbed", testRedelivered},
@@ -55,7 +55,7 @@ func Run(t *testing.T, newStores Factory) {
 	}
 }
 
-// flow is the reservation flow on one set of stores.
+// flow is the suite's flow (see conformanceflow.go) on one set of stores.
 type flow struct {
 	Stores
 	log    *slog.Logger
@@ -64,29 +64,29 @@ type flow struct {
 	clock  *Clock
 	orders []order
 	// The aggregates the flow's commands go to, to check how orders end.
-	orderRepo   *aggregate.Repository[reservation.Order, *reservation.Order]
-	seatsRepo   *aggregate.Repository[reservation.Seats, *reservation.Seats]
-	paymentRepo *aggregate.Repository[reservation.Payment, *reservation.Payment]
+	orderRepo   *aggregate.Repository[orderState, *orderState]
+	paymentRepo *aggregate.Repository[paymentState, *paymentState]
 }
 
 type order struct {
-	id            string
-	seats, amount int
+	id     string
+	amount int
 }
 
-func newFlow(t *testing.T, s Stores) *flow {
+func newFlow(t testing.TB, s Stores) *flow {
 	f := &flow{Stores: s, reg: codec.NewRegistry(codec.Options{}), clock: NewClock(Start)}
-	if err := reservation.Register(f.reg); err != nil {
-		t.Fatal(err)
-	}
 	f.bus = command.New(s.Events, f.reg, command.Options{})
-	if err := reservation.Route(f.bus); err != nil {
+	orders, oerr := aggregate.NewType[orderState]("order", aggregate.Options[orderState]{}, orderBindings()...)
+	payments, perr := aggregate.NewType[paymentState]("payment", aggregate.Options[paymentState]{}, paymentBindings()...)
+	if err := errors.Join(oerr, perr); err != nil {
 		t.Fatal(err)
 	}
-	var errs [3]error
-	f.orderRepo, errs[0] = aggregate.NewRepository(s.Events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
-	f.seatsRepo, errs[1] = aggregate.NewRepository(s.Events, f.reg, reservation.Reserves, aggregate.RepositoryOptions{})
-	f.paymentRepo, errs[2] = aggregate.NewRepository(s.Events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
+	if err := registerFlow(f.reg, f.bus, orders, payments); err != nil {
+		t.Fatal(err)
+	}
+	var errs [2]error
+	f.orderRepo, errs[0] = aggregate.NewRepository(s.Events, f.reg, orders, aggregate.RepositoryOptions{})
+	f.paymentRepo, errs[1] = aggregate.NewRepository(s.Events, f.reg, payments, aggregate.RepositoryOptions{})
 	if err := errors.Join(errs[:]...); err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +95,13 @@ func newFlow(t *testing.T, s Stores) *flow {
 
 // runner returns a new runner of the sale on the flow's stores, as a new
 // process would make it.
-func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
+func (f *flow) runner(t testing.TB) *saga.Runner[sale] {
 	t.Helper()
-	sale, err := reservation.NewSale(f.reg)
+	typ, err := newSale(f.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := saga.NewRunner(sale, f.Events, f.bus, saga.RunnerOptions{Clock: f.clock, Checkpoints: f.Consumers,
+	r, err := saga.NewRunner(typ, f.Events, f.bus, saga.RunnerOptions{Clock: f.clock, Checkpoints: f.Consumers,
 		Logger: f.logger(), MaxBatchDelay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -109,51 +109,33 @@ func (f *flow) runner(t *testing.T) *saga.Runner[reservation.Sale] {
 	return r
 }
 
-// place places n orders whose seats and amounts cover every outcome.
-func (f *flow) place(t *testing.T, prefix string, n int) {
+// place places n orders whose amounts cover every outcome.
+func (f *flow) place(t testing.TB, prefix string, n int) {
 	t.Helper()
 	for i := range n {
-		o := order{id: fmt.Sprintf("%s-%d", prefix, i), seats: 1 + i%12, amount: 100 + 97*i}
+		o := order{id: fmt.Sprintf("%s-%d", prefix, i), amount: 100 + 97*i}
 		f.orders = append(f.orders, o)
 		if _, err := f.bus.Dispatch(context.Background(), command.Message{ID: "place-" + o.id,
-			Command: reservation.PlaceOrder{OrderID: o.id, Seats: o.seats, Amount: o.amount}}); err != nil {
+			Command: placeOrder{OrderID: o.id, Amount: o.amount}}); err != nil {
 			t.Fatalf("placing order %s: %v", o.id, err)
 		}
 	}
 }
 
-// check checks that every order ended as its inputs dictate, with exactly
-// the events that end stores: none twice. withDeadlines says whether the
+// check checks that every order stands as its inputs dictate, with exactly
+// the events that make it so: none twice. withDeadlines says whether the
 // payment deadline has had time to fire.
-func (f *flow) check(t *testing.T, withDeadlines bool) {
+func (f *flow) check(t testing.TB, withDeadlines bool) {
 	t.Helper()
 	ctx := context.Background()
-	orders, seats, pays := f.orderRepo, f.seatsRepo, f.paymentRepo
 	for _, o := range f.orders {
-		want := reservation.Expect(o.seats, o.amount)
-		if want.AfterDeadline && !withDeadlines {
-			want = reservation.Outcome{Reserved: true}
-		}
-		oi, err := orders.Load(ctx, o.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		si, err := seats.Load(ctx, o.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pi, err := pays.Load(ctx, o.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := reservation.Outcome{Confirmed: oi.State.Confirmed, Rejected: oi.State.Rejected, Reason: oi.State.Reason,
-			Reserved: si.State.Reserved, Cancelled: si.State.Cancelled, Paid: pi.State.Accepted, AfterDeadline: want.AfterDeadline}
-		if got != want {
-			t.Errorf("order %s (seats %d, amount %d): got %+v, want %+v", o.id, o.seats, o.amount, got, want)
+		if got, want := f.standing(t, o.id), expect(o.amount, withDeadlines); got != want {
+			t.Errorf("order %s (amount %d): got %+v, want %+v", o.id, o.amount, got, want)
 		}
 		// Each command took effect once: an order has at most placed and
-		// one final event, a reservation at most two, a payment one.
-		for stream, most := range map[string]int{"order-" + o.id: 2, "seats-" + o.id: 2, "payment-" + o.id: 1} {
+		// one end, a payment at most pending and voided (a refused charge
+		// leaves the bus's record of the rejection).
+		for stream, most := range map[string]int{"order-" + o.id: 2, "payment-" + o.id: 2} {
 			n := 0
 			for _, err := range f.Events.ReadStream(ctx, stream, eventstore.Forward(0)) {
 				if err != nil {
@@ -168,19 +150,19 @@ func (f *flow) check(t *testing.T, withDeadlines bool) {
 	}
 }
 
-func catchUp(t *testing.T, r *saga.Runner[reservation.Sale]) {
+func catchUp(t testing.TB, r *saga.Runner[sale]) {
 	t.Helper()
 	if err := r.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testFlowEnds(t *testing.T, f *flow) {
+func testFlowEnds(t testing.TB, f *flow) {
 	r := f.runner(t)
 	f.place(t, "a", 36)
 	catchUp(t, r)
 	f.check(t, false)
-	f.clock.Advance(reservation.PaymentWindow)
+	f.clock.Advance(paymentWindow)
 	catchUp(t, r)
 	f.check(t, true)
 	st, err := r.Stats(context.Background())
@@ -192,18 +174,18 @@ func testFlowEnds(t *testing.T, f *flow) {
 	}
 }
 
-func testRedelivered(t *testing.T, f *flow) {
+func testRedelivered(t testing.TB, f *flow) {
 	r := f.runner(t)
 	f.place(t, "b", 24)
 	catchUp(t, r)
-	f.clock.Advance(reservation.PaymentWindow)
+	f.clock.Advance(paymentWindow)
 	catchUp(t, r)
 	f.check(t, true)
 
 	// Every event and record delivered again, as after a crash that lost
 	// both checkpoints: nothing changes.
 	ctx := context.Background()
-	for _, name := range []string{r.EventsConsumer(), r.OutboxConsumer()} {
+	for _, name := range []string{eventsConsumer(r), outboxConsumer(r)} {
 		cp, err := f.Consumers.Checkpoint(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -227,7 +209,7 @@ func testRedelivered(t *testing.T, f *flow) {
 	}
 }
 
-func testTwoRunners(t *testing.T, f *flow) {
+func testTwoRunners(t testing.TB, f *flow) {
 	logs := &lockedWriter{}
 	f.log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	defer func() {
@@ -254,7 +236,7 @@ func testTwoRunners(t *testing.T, f *flow) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	f.clock.Advance(reservation.PaymentWindow)
+	f.clock.Advance(paymentWindow)
 	for !f.ended(t, true) {
 		if time.Now().After(deadline) {
 			break
@@ -277,7 +259,7 @@ func testTwoRunners(t *testing.T, f *flow) {
 
 // explainUnsettled reports, for a test that failed, the saga instances of
 // the orders that did not end.
-func (f *flow) explainUnsettled(t *testing.T) {
+func (f *flow) explainUnsettled(t testing.TB) {
 	r := f.runner(t)
 	for _, o := range f.orders {
 		x, err := r.Explain(context.Background(), o.id)
@@ -286,8 +268,8 @@ func (f *flow) explainUnsettled(t *testing.T) {
 			continue
 		}
 		if !x.Completed {
-			cp, _ := f.Consumers.Checkpoint(context.Background(), r.OutboxConsumer())
-			ecp, _ := f.Consumers.Checkpoint(context.Background(), r.EventsConsumer())
+			cp, _ := f.Consumers.Checkpoint(context.Background(), outboxConsumer(r))
+			ecp, _ := f.Consumers.Checkpoint(context.Background(), eventsConsumer(r))
 			var pays []string
 			for e, err := range f.Events.ReadStream(context.Background(), "payment-"+o.id, eventstore.Forward(0)) {
 				if err == nil {
@@ -308,54 +290,43 @@ func (f *flow) explainUnsettled(t *testing.T) {
 	}
 }
 
-// ended reports whether every order has ended as its inputs dictate
-// (with its reservation cancelled where it must be), leaving out, unless
-// withDeadlines, the orders that wait for their payment deadline: those
-// must only have their deadline set.
-func (f *flow) ended(t *testing.T, withDeadlines bool) bool {
+// ended reports whether every order stands as its inputs dictate: ended,
+// or, unless withDeadlines, waiting for its payment deadline with its
+// payment pending (the step that sets the deadline also sends the charge,
+// so the deadline is set before the clock moves).
+func (f *flow) ended(t testing.TB, withDeadlines bool) bool {
 	t.Helper()
-	ctx := context.Background()
 	for _, o := range f.orders {
-		want := reservation.Expect(o.seats, o.amount)
-		if want.AfterDeadline && !withDeadlines {
-			// Its deadline must be set before the clock moves: the step
-			// that sets it also sends the payment, which stays pending.
-			pi, err := f.paymentRepo.Load(ctx, o.id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !pi.State.Pending {
-				return false
-			}
-			continue
-		}
-		inst, err := f.orderRepo.Load(ctx, o.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !inst.State.Confirmed && !inst.State.Rejected {
+		if f.standing(t, o.id) != expect(o.amount, withDeadlines) {
 			return false
-		}
-		if want.Cancelled {
-			si, err := f.seatsRepo.Load(ctx, o.id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !si.State.Cancelled {
-				return false
-			}
 		}
 	}
 	return true
 }
 
-func testDeadlineRestart(t *testing.T, f *flow) {
+// standing returns how order id stands.
+func (f *flow) standing(t testing.TB, id string) outcome {
+	t.Helper()
+	ctx := context.Background()
+	oi, err := f.orderRepo.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pi, err := f.paymentRepo.Load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outcome{ended: oi.State.ended, reason: oi.State.reason,
+		taken: pi.State.taken, pending: pi.State.pending, voided: pi.State.voided}
+}
+
+func testDeadlineRestart(t testing.TB, f *flow) {
 	before := f.runner(t)
 	f.place(t, "d", 14) // orders 2 and 9 wait for their payment deadline
 	catchUp(t, before)
 	// The process stops; a new one starts, and later the deadlines fall due.
 	after := f.runner(t)
-	f.clock.Advance(reservation.PaymentWindow)
+	f.clock.Advance(paymentWindow)
 	catchUp(t, after)
 	f.check(t, true)
 }
@@ -383,4 +354,16 @@ func (w *lockedWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return string(w.b)
+}
+
+// eventsConsumer and outboxConsumer name the consumers of a runner of one
+// segment.
+func eventsConsumer[S any](r *saga.Runner[S]) string {
+	events, _, _ := r.Consumers(0)
+	return events
+}
+
+func outboxConsumer[S any](r *saga.Runner[S]) string {
+	_, outbox, _ := r.Consumers(0)
+	return outbox
 }

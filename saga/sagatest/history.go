@@ -10,11 +10,13 @@ import (
 	"testing"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/sagareplay"
 	"github.com/cairn-es/cairn/saga"
 )
 
 // CheckHistory runs recorded instance histories through the current code
-// of saga type t (see [saga.Replay]) and fails the test for every step
+// of saga type t and fails the test for every step
 // that the current code decides differently (other commands, other
 // deadlines, another completion) or cannot decide (the recorded state or
 // message no longer decodes), naming the instance, its stream and the
@@ -36,7 +38,7 @@ import (
 func CheckHistory[S any](tb testing.TB, t *saga.Type[S], histories ...iter.Seq2[eventstore.Event, error]) {
 	tb.Helper()
 	for i, h := range histories {
-		divergences, err := saga.Replay(context.Background(), t, h)
+		divergences, err := sagareplay.Replay(context.Background(), t, h)
 		if err != nil {
 			tb.Errorf("sagatest: history %d of %d: %v", i+1, len(histories), err)
 			continue
@@ -66,7 +68,7 @@ func WriteHistory(w io.Writer, history iter.Seq2[eventstore.Event, error]) error
 func ReadHistory(r io.Reader) iter.Seq2[eventstore.Event, error] {
 	return func(yield func(eventstore.Event, error) bool) {
 		sc := bufio.NewScanner(r)
-		sc.Buffer(nil, 2*eventstore.MaxEventSize)
+		sc.Buffer(nil, 2*storekit.MaxEventSize)
 		for line := 1; sc.Scan(); line++ {
 			var e eventstore.Event
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {

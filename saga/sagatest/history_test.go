@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/sagareplay"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/saga/sagatest"
 )
@@ -162,7 +163,7 @@ func TestAStepForNewInstancesOnlyLeavesOldHistoriesAlone(t *testing.T) {
 // naming the stream, not divergences of a made-up instance.
 func TestReplayRefusesAHistoryOfAnotherSaga(t *testing.T) {
 	files := recordedSignups(t)
-	_, err := saga.Replay(context.Background(), saleSaga(registry(), time.Minute), sagatest.ReadHistory(strings.NewReader(files[0])))
+	_, err := sagareplay.Replay(context.Background(), saleSaga(registry(), time.Minute), sagatest.ReadHistory(strings.NewReader(files[0])))
 	require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), `saga:signup-ann`)
 	assert.Contains(t, err.Error(), `saga "sale"`)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -64,7 +65,7 @@ func New[S any](tb testing.TB, t *saga.Type[S]) *Scenario[S] {
 	tb.Helper()
 	s := &Scenario[S]{tb: tb, ctx: context.Background(), store: memory.New(), clock: NewClock(Start)}
 	tb.Cleanup(func() { _ = s.store.Close() })
-	r, err := saga.NewRunner(t, s.store, nil, saga.RunnerOptions{Clock: s.clock, Attempts: 1,
+	r, err := saga.NewRunner(t, s.store, nil, saga.RunnerOptions{Clock: s.clock, Retry: retry.Policy{Attempts: 1},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		tb.Fatalf("sagatest: %v", err)

@@ -8,11 +8,12 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // The sequential specification below is written from the store contract
 // ([eventstore.Store]), not from any store's code, and on purpose shares no
-// helper with the stores (not even [eventstore.CheckRepeat]): a bug in a
+// helper with the stores (not even [storekit.CheckRepeat]): a bug in a
 // helper the stores use must not be copied into the specification that
 // judges them.
 
@@ -152,7 +153,7 @@ func specAppend(st *stream, in appendInput) (appendOutput, *stream) {
 		}
 	}
 	if !in.expected.Matches(n-1, exists) {
-		return appendOutput{outcome: wrongVersion, actual: eventstore.StreamState(n-1, exists), actualKnown: true}, st
+		return appendOutput{outcome: wrongVersion, actual: storekit.StreamState(n-1, exists), actualKnown: true}, st
 	}
 	return appendOutput{outcome: appended, first: n, last: n + uint64(len(in.ids)) - 1}, st.with(in.ids)
 }

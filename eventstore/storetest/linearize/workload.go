@@ -13,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // recorder runs the clients of one history against a store and collects
@@ -165,7 +166,7 @@ func (c *client) freshAppend(short bool) appendInput {
 	var expected eventstore.ExpectedVersion
 	switch q := c.rng.Float64(); {
 	case q < 0.55 || short: // what the client last saw: races the other clients
-		expected = eventstore.StreamState(k.last, k.exists)
+		expected = storekit.StreamState(k.last, k.exists)
 	case q < 0.70: // a stale version
 		if k.exists && k.last > 0 {
 			expected = eventstore.Exact(k.last - 1 - c.rng.Uint64N(min(3, k.last)))

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/examples/reservation/domain"
-	"github.com/cairn-es/cairn/examples/reservation/v2"
+	v2 "github.com/cairn-es/cairn/examples/reservation/v2"
 	"github.com/cairn-es/cairn/saga"
 	"github.com/cairn-es/cairn/upcast"
 )

@@ -1,0 +1,177 @@
+package storekit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/names"
+
+	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/internal/clip"
+)
+
+// Limits every store enforces, so that an application can move between
+// stores without its appends starting to fail. KurrentDB's default maximum
+// append size is 1 MiB; the others follow it.
+const (
+	// MaxStreamLen is the longest stream name, in bytes.
+	MaxStreamLen = names.MaxStreamLen
+	// MaxTypeLen is the longest event type name, in bytes.
+	MaxTypeLen = names.MaxTypeLen
+	// MaxEventSize is the largest event, in bytes of data plus metadata.
+	MaxEventSize = 1 << 20
+	// MaxAppendEvents is the largest number of events in one append.
+	MaxAppendEvents = 10_000
+	// MaxFilterTypes is the most event types one filter may list.
+	MaxFilterTypes = names.MaxFilterTypes
+	// MaxFilterPrefixes is the most stream prefixes one filter may list.
+	MaxFilterPrefixes = names.MaxFilterPrefixes
+	// MaxCommandIDLen is the longest command ID ([eventstore.Metadata.CommandID]), in
+	// bytes. PostgreSQL indexes a stream's command IDs, and a B-tree entry
+	// of (stream, command ID) must stay under its 2,704-byte limit for the
+	// longest stream name; a queue's message ID is far shorter.
+	MaxCommandIDLen = 1024
+)
+
+// PrepareAppend checks an append's arguments and returns the events to
+// write: copies that share no memory with the caller's, with a new UUIDv7
+// for every zero ID. Every store calls it first, with the append's ctx, so
+// that all reject the same input with the same [*eventstore.InvalidArgumentError]:
+// among it, a saga stream ([ReservedStreamPrefix]) or a type or metadata
+// key with [ReservedTypePrefix], which only Cairn's own writers append.
+func PrepareAppend(ctx context.Context, stream string, events []eventstore.EventData) ([]eventstore.EventData, error) {
+	if err := ValidateStream(stream); err != nil {
+		return nil, err
+	}
+	if len(events) == 0 {
+		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "events", Reason: "is empty: an append needs at least one event"}
+	}
+	if len(events) > MaxAppendEvents {
+		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "events",
+			Reason: fmt.Sprintf("has %d events, more than the limit of %d", len(events), MaxAppendEvents)}
+	}
+	out := make([]eventstore.EventData, len(events))
+	seen := make(map[uuid.UUID]int, len(events))
+	for i, e := range events {
+		bad := func(field, reason string) error {
+			return &eventstore.InvalidArgumentError{Stream: stream, Index: i, Field: field, Reason: reason}
+		}
+		if field, reason := eventDataProblem(&e); reason != "" {
+			return nil, bad(field, reason)
+		}
+		e = e.Clone()
+		if e.ID == (uuid.UUID{}) {
+			e.ID = eventstore.NewEventID()
+		}
+		if j, dup := seen[e.ID]; dup {
+			return nil, bad("id", fmt.Sprintf("%s repeats the ID of event %d in the same append", e.ID, j))
+		}
+		seen[e.ID] = i
+		out[i] = e
+	}
+	if err := checkReserved(ctx, stream, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eventDataProblem says which field of an event to append (or of a dead
+// letter's event) is wrong and why, or "" for the reason when none is:
+// PrepareAppend and CheckDeadLetter apply the one rule. Metadata is checked
+// in a fixed order (correlation ID, causation ID, command ID, then Extra by
+// sorted key), so that one input always gets one message.
+func eventDataProblem(e *eventstore.EventData) (field, reason string) {
+	if reason := names.TypeProblem(e.Type); reason != "" {
+		return "type", reason
+	}
+	if e.Data == nil {
+		return "data", "is nil: an event without payload has empty, non-nil data"
+	}
+	if field, reason := metadataProblem(&e.Metadata); reason != "" {
+		return field, reason
+	}
+	if size := eventBytes(e); size > MaxEventSize {
+		return "data", fmt.Sprintf("with metadata is %d bytes, more than the limit of %d", size, MaxEventSize)
+	}
+	return "", ""
+}
+
+// ValidateMetadata checks an event's metadata as [PrepareAppend] does, so
+// that a caller (the command bus) can refuse a message before it decides:
+// the correlation, causation and command IDs, then the Extra keys in sorted
+// order, each valid UTF-8 without NUL bytes (and keys printable and not
+// empty), and a command ID of at most [MaxCommandIDLen] bytes. The error's
+// Field is "correlation ID", "causation ID", "command ID" or "metadata".
+func ValidateMetadata(md eventstore.Metadata) error {
+	if field, reason := metadataProblem(&md); reason != "" {
+		return &eventstore.InvalidArgumentError{Index: -1, Field: field, Reason: reason}
+	}
+	return nil
+}
+
+// metadataProblem is the metadata part of eventDataProblem, in its fixed
+// order.
+func metadataProblem(md *eventstore.Metadata) (field, reason string) {
+	for _, id := range [...]struct{ name, v string }{
+		{"correlation ID", md.CorrelationID},
+		{"causation ID", md.CausationID},
+		{"command ID", md.CommandID},
+	} {
+		if !names.StorableText(id.v) {
+			return id.name, fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(id.v))
+		}
+	}
+	if len(md.CommandID) > MaxCommandIDLen {
+		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(md.CommandID), MaxCommandIDLen)
+	}
+	for _, k := range slices.Sorted(maps.Keys(md.Extra)) {
+		v := md.Extra[k]
+		switch {
+		case k == "":
+			return "metadata", "has an empty key"
+		case !utf8.ValidString(k) || strings.ContainsFunc(k, names.IsControl):
+			return "metadata", fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k))
+		case !names.StorableText(v):
+			return "metadata", fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k))
+		}
+	}
+	return "", ""
+}
+
+// bytes is what e counts against [MaxEventSize] (and a page against
+// [MaxPageBytes]): its data and metadata.
+func eventBytes(e *eventstore.EventData) int {
+	md := &e.Metadata
+	size := len(e.Data) + len(md.CorrelationID) + len(md.CausationID) + len(md.CommandID)
+	for k, v := range md.Extra {
+		size += len(k) + len(v)
+	}
+	return size
+}
+
+// ValidateStream checks a stream name: not empty, at most [MaxStreamLen]
+// bytes of printable UTF-8, and not starting with "$", which KurrentDB
+// reserves for its own streams.
+func ValidateStream(stream string) error {
+	if reason := names.StreamProblem(stream); reason != "" {
+		return &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "stream name", Reason: reason}
+	}
+	return nil
+}
+
+// ValidateType checks an event type name as [eventstore.Store.Append] takes it: not
+// empty, at most [MaxTypeLen] bytes of printable UTF-8. The codec checks
+// registered names, and upcasters' names, with it, so that every name it
+// accepts can be stored; snapshots' types follow the same rule.
+func ValidateType(typ string) error {
+	if reason := names.TypeProblem(typ); reason != "" {
+		return &eventstore.InvalidArgumentError{Index: -1, Field: "type", Reason: reason}
+	}
+	return nil
+}

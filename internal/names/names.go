@@ -1,0 +1,60 @@
+// Package names holds the naming rules and limits that package eventstore
+// (a filter's check) and package eventstore/storekit (an append's, a
+// consumer's) apply alike, so that the two cannot drift apart.
+package names
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cairn-es/cairn/internal/clip"
+)
+
+const (
+	// MaxStreamLen is the longest stream name, in bytes.
+	MaxStreamLen = 512
+	// MaxTypeLen is the longest event type name, in bytes.
+	MaxTypeLen = 256
+	// MaxFilterTypes is the most event types one filter may list.
+	MaxFilterTypes = 1024
+	// MaxFilterPrefixes is the most stream prefixes one filter may list.
+	MaxFilterPrefixes = 1024
+)
+
+// StreamProblem says what is wrong with a stream name, or "".
+func StreamProblem(stream string) string {
+	switch {
+	case stream == "":
+		return "is empty"
+	case len(stream) > MaxStreamLen:
+		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(stream), MaxStreamLen)
+	case !utf8.ValidString(stream) || strings.ContainsFunc(stream, IsControl):
+		return "is not printable UTF-8"
+	case strings.HasPrefix(stream, "$"):
+		return `starts with "$", which is reserved for system streams`
+	}
+	return ""
+}
+
+// TypeProblem says what is wrong with an event type name, or "" when
+// nothing is: appends and filters apply the one rule.
+func TypeProblem(typ string) string {
+	switch {
+	case typ == "":
+		return "is empty"
+	case len(typ) > MaxTypeLen:
+		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(typ), MaxTypeLen)
+	case !utf8.ValidString(typ) || strings.ContainsFunc(typ, IsControl):
+		return fmt.Sprintf("%s is not printable UTF-8", clip.Quote(typ))
+	}
+	return ""
+}
+
+// IsControl reports an ASCII control character, which no name may hold.
+func IsControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// StorableText reports whether s can be stored as text by every store:
+// valid UTF-8 (SQLite's JSON, PostgreSQL's text and jsonb) and no NUL byte,
+// which PostgreSQL's text cannot hold.
+func StorableText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }

@@ -149,6 +149,9 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 	for claims := 0; herr == nil; claims++ {
 		cp, err := c.checkpoints.Checkpoint(ctx, c.name)
 		if err != nil {
+			if leaseLost(ctx) {
+				return c.leaseLostRefusal(ctx, id)
+			}
 			return fmt.Errorf("consumer %q: read checkpoint: %w", c.name, err)
 		}
 		if cp.Position.Before(d.Event.Position) {
@@ -158,6 +161,11 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 		}
 		if claim == nil {
 			if runCtx, claim, err = c.claimLetter(ctx, d); err != nil {
+				if leaseLost(ctx) {
+					// The claim failed because the lease ended its
+					// context: the refusal, not a bare context error.
+					return c.leaseLostRefusal(ctx, id)
+				}
 				return err
 			}
 		}

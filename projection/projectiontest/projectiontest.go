@@ -109,6 +109,7 @@ func Run[Tx any](t *testing.T, h Harness[Tx]) {
 		{"RetryKeepsItsLease", testRetryKeepsItsLease[Tx]},
 		{"RetryRefusesADeadLetterClaimedElsewhere", testRetryRefusesADeadLetterClaimedElsewhere[Tx]},
 		{"RetryThatLosesItsLeaseIsRefused", testRetryThatLosesItsLeaseIsRefused[Tx]},
+		{"RetryThatLosesItsLeaseWhileClaimingIsRefused", testRetryThatLosesItsLeaseWhileClaimingIsRefused[Tx]},
 		{"StalledClaimRenewalDoesNotCommit", testStalledClaimRenewalDoesNotCommit[Tx]},
 		{"SessionStartLoadsLittle", testSessionStartLoadsLittle[Tx]},
 		{"SameEventIDTwoStreams", testSameEventIDTwoStreams[Tx]},

@@ -120,6 +120,41 @@ func testRetryThatLosesItsLeaseIsRefused[Tx any](t testing.TB, h Harness[Tx]) {
 	check.Equal(t, h.Get(t, st, itemKey(5)), int64(0))
 }
 
+// claimUntilCancelled is a dead letter store whose claims (a park of a
+// dead letter with a claim time) wait until their context ends.
+type claimUntilCancelled struct{ storekit.DeadLetterStore }
+
+func (s claimUntilCancelled) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if !d.ClaimedUntil.IsZero() {
+		<-ctx.Done()
+		return eventstore.DeadLetter{}, ctx.Err()
+	}
+	return s.DeadLetterStore.ParkDeadLetter(ctx, d)
+}
+
+// testRetryThatLosesItsLeaseWhileClaimingIsRefused: the lease taken for a
+// retry is lost before the retry has claimed its dead letter (the claim
+// waits on a busy store). The retry is refused, naming the lost lease; it
+// returned the claim's bare context error, which a caller cannot tell from
+// its own cancel (seen under load on SQLite).
+func testRetryThatLosesItsLeaseWhileClaimingIsRefused[Tx any](t testing.TB, h Harness[Tx]) {
+	st := h.New(t)
+	ctx := context.Background()
+	opts := projection.Options{BatchSize: 4, Retry: fastRetry, LeaseTTL: 60 * time.Millisecond, Logger: quiet()}
+	_, d := parkItem5(t, h, st, "retry-lease-lost-claiming", opts, nil)
+	opts.Leases = losingLeases{st.Consumers}
+	opts.DeadLetters = claimUntilCancelled{st.Consumers}
+	retrier, err := projection.NewTx("retry-lease-lost-claiming", st.Events, Registry(t), st.Consumers, countingTx(h, nil), opts)
+	check.NoError(t, err)
+	err = retrier.RetryDeadLetter(ctx, d.ID)
+	check.ErrorIs(t, err, projection.ErrRetryRefused, "a retry whose lease was lost while it claimed its dead letter")
+	check.ErrorIs(t, err, eventstore.ErrLeaseLost)
+	now, err := st.Consumers.DeadLetter(ctx, "retry-lease-lost-claiming", d.ID)
+	check.NoError(t, err)
+	check.Equal(t, now.Attempts, d.Attempts, "the lost lease was recorded as a failed attempt: %q", now.Error)
+	check.Equal(t, h.Get(t, st, itemKey(5)), int64(0))
+}
+
 // stallingLetters is a dead letter store whose claim renewals wait, for the
 // retries whose context carries stallRenewals, until stall is closed.
 type stallingLetters struct {

@@ -20,6 +20,7 @@
 // Cairn never lets a user's bug or a stored event it cannot read take the
 // process down: a panic in a handler or applier is recovered into a
 // [*PanicError], a decided event with no applier is refused before it is
-// stored ([*UnknownEventError]), and a stored event that cannot be applied
+// stored ([*UnknownEventError]; with the [Aggregate] fallback, its Apply
+// judges the event, once stored), and a stored event that cannot be applied
 // is an [*ApplyError] naming its stream, version and type.
 package aggregate

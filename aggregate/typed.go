@@ -88,10 +88,12 @@ func (t *Type[T, PT]) bind(bindings []Binding[T]) error {
 			return bad(ErrDuplicateHandler, "two handlers for command type %s", b.goType)
 		}
 	}
-	if len(bindings) == 0 && !t.fallback {
+	if t.handlers.len() == 0 && !t.fallback {
+		// Appliers alone make a type that can decide nothing: every
+		// command routed to it would be refused, one Route at a time.
 		var zero T
 		return &TypeError{Name: t.name, GoType: typeName(zero), Err: ErrNoHandler,
-			Reason: fmt.Sprintf("no handlers nor appliers are given for it, and *%T does not implement aggregate.Aggregate", zero)}
+			Reason: fmt.Sprintf("no command handler is given for it, and *%T does not implement aggregate.Aggregate", zero)}
 	}
 	return nil
 }
@@ -151,9 +153,20 @@ func (t *Type[T, PT]) apply(stream string, state PT, event any) (err error) {
 			err = &PanicError{Stream: stream, Method: "Apply", Value: v, Stack: debug.Stack()}
 		}
 	}()
-	if a, ok := t.appliers.get(reflect.TypeOf(event)); ok {
+	et := reflect.TypeOf(event)
+	if a, ok := t.appliers.get(et); ok {
 		a((*T)(state), event)
 		return nil
+	}
+	if et != nil && et.Kind() == reflect.Pointer {
+		// A *E is applied as the E the codec would store, as Save's check
+		// and aggregatetest take it. Rare: the store hands back values.
+		if a, ok := t.appliers.get(et.Elem()); ok {
+			if v := reflect.ValueOf(event); !v.IsNil() {
+				a((*T)(state), v.Elem().Interface())
+				return nil
+			}
+		}
 	}
 	if t.fallback {
 		return any(state).(Aggregate).Apply(event)
@@ -232,3 +245,6 @@ func (b *byType[F]) get(t reflect.Type) (F, bool) {
 
 // all returns the bound types.
 func (b *byType[F]) all() []reflect.Type { return b.types }
+
+// len returns how many types are bound.
+func (b *byType[F]) len() int { return len(b.types) }

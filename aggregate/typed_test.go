@@ -61,6 +61,7 @@ func TestNewTypeRefusesBadBindings(t *testing.T) {
 		"a nil handler":                {[]aggregate.Binding[Tally]{aggregate.Handles[Tally, Add](nil)}, nil, "aggregate_test.Add"},
 		"a nil applier":                {[]aggregate.Binding[Tally]{aggregate.Applies[Tally, Added](nil)}, nil, "aggregate_test.Added"},
 		"no bindings, no Handle/Apply": {nil, aggregate.ErrNoHandler, "aggregate_test.Tally"},
+		"appliers but no handler":      {[]aggregate.Binding[Tally]{aggregate.Applies((*Tally).added)}, aggregate.ErrNoHandler, "aggregate_test.Tally"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			typ, err := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{}, tc.bindings...)
@@ -71,6 +72,19 @@ func TestNewTypeRefusesBadBindings(t *testing.T) {
 	_, err := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{}, aggregate.Binding[Tally]{})
 	require.ErrorIs(t, err, aggregate.ErrInvalidType, "a zero Binding")
 	assert.Contains(t, err.Error(), "aggregate.Handles")
+}
+
+// TestApplyTakesAPointerAsItsValue: Type.Apply treats a *E as the E the
+// codec stores, as the check before an append does (found by review).
+func TestApplyTakesAPointerAsItsValue(t *testing.T) {
+	typ, err := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{}, aggregate.Handles((*Tally).add), aggregate.Applies((*Tally).added))
+	require.NoError(t, err)
+	var state Tally
+	require.NoError(t, typ.Apply(&state, &Added{N: 2}))
+	require.NoError(t, typ.Apply(&state, Added{N: 3}))
+	assert.Equal(t, 5, state.Total)
+	var missing *Added
+	assert.ErrorIs(t, typ.Apply(&state, missing), aggregate.ErrUnknownEvent, "a nil *E is no event")
 }
 
 func TestNewRepositoryRefusesAnUnregisteredAppliedEvent(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 // their checkpoint (see [Store.InTx]). It has a lock of its own, so that
 // consumers never wait for appends, nor appends for consumers.
 type consumers struct {
+	closing
 	mu          sync.Mutex
 	checkpoints map[string]storekit.Checkpoint
 	dead        map[string]map[string]eventstore.DeadLetter // consumer -> ID -> dead letter
@@ -30,8 +31,9 @@ type consumers struct {
 	now         func() time.Time
 }
 
-func (c *consumers) init() {
+func (c *consumers) init(done <-chan struct{}) {
 	*c = consumers{
+		closing:     closing{done},
 		checkpoints: make(map[string]storekit.Checkpoint),
 		dead:        make(map[string]map[string]eventstore.DeadLetter),
 		leases:      make(map[string]storekit.Lease),
@@ -47,7 +49,7 @@ func (c *consumers) Checkpoint(ctx context.Context, name string) (storekit.Check
 	if err := storekit.ValidateConsumerName(name); err != nil {
 		return storekit.Checkpoint{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return storekit.Checkpoint{}, err
 	}
 	c.mu.Lock()
@@ -63,7 +65,7 @@ func (c *consumers) SaveCheckpoint(ctx context.Context, name string, expected, n
 	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -84,7 +86,7 @@ func (c *consumers) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter)
 	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	c.mu.Lock()
@@ -169,7 +171,7 @@ func (c *consumers) readable(ctx context.Context, consumer string) error {
 	if err := storekit.ValidateConsumerName(consumer); err != nil {
 		return err
 	}
-	return ctx.Err()
+	return c.usable(ctx)
 }
 
 // DeadLetterKeys implements [storekit.DeadLetterStore.DeadLetterKeys].
@@ -193,7 +195,7 @@ func (c *consumers) DeadLetter(ctx context.Context, consumer, id string) (events
 	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	c.mu.Lock()
@@ -220,7 +222,7 @@ func (c *consumers) DeleteDeadLetter(ctx context.Context, consumer, id string) e
 	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return err
 	}
 	// It waits for a transaction that parks or resolves the consumer's
@@ -253,7 +255,7 @@ func (c *consumers) AcquireLease(ctx context.Context, name, holder string, ttl t
 	if err := storekit.ValidateLease(name, holder, ttl); err != nil {
 		return storekit.Lease{}, false, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return storekit.Lease{}, false, err
 	}
 	c.mu.Lock()
@@ -277,7 +279,7 @@ func (c *consumers) RenewLease(ctx context.Context, l storekit.Lease, ttl time.D
 	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
 		return storekit.Lease{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return storekit.Lease{}, err
 	}
 	c.mu.Lock()
@@ -311,7 +313,7 @@ func (c *consumers) ReleaseLease(ctx context.Context, l storekit.Lease) error {
 	if err := storekit.ValidateHeldLease(l); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return err
 	}
 	c.mu.Lock()

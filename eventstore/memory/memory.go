@@ -54,8 +54,8 @@ func New() *Store {
 		done:    make(chan struct{}),
 		now:     func() time.Time { return time.Now().UTC() },
 	}
-	s.consumers.init()
-	s.snapshots.init()
+	s.consumers.init(s.done)
+	s.snapshots.init(s.done)
 	return s
 }
 
@@ -238,8 +238,9 @@ func (s *Store) copyOf(index int) eventstore.Event {
 	return e
 }
 
-// Close implements [eventstore.Store.Close]. Reads, appends and
-// subscriptions on a closed store fail with [eventstore.ErrClosed].
+// Close implements [eventstore.Store.Close]. Every method of a closed store
+// (reads, appends, subscriptions, and what consumers and snapshots keep)
+// fails with [eventstore.ErrClosed].
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -11,21 +11,23 @@ import (
 // snapshots is the part of [Store] that keeps the latest snapshot of each
 // stream, under a lock of its own.
 type snapshots struct {
+	closing
 	mu    sync.RWMutex
 	snaps map[string]storekit.Snapshot
 	now   func() time.Time
 }
 
-func (s *snapshots) init() {
+func (s *snapshots) init(done <-chan struct{}) {
 	*s = snapshots{
-		snaps: make(map[string]storekit.Snapshot),
-		now:   func() time.Time { return time.Now().UTC() },
+		closing: closing{done},
+		snaps:   make(map[string]storekit.Snapshot),
+		now:     func() time.Time { return time.Now().UTC() },
 	}
 }
 
 // SaveSnapshot implements [storekit.SnapshotStore.SaveSnapshot].
 func (s *snapshots) SaveSnapshot(ctx context.Context, snap storekit.Snapshot) error {
-	if err := ctx.Err(); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return err
 	}
 	if err := storekit.ValidateSnapshot(snap); err != nil {
@@ -41,7 +43,7 @@ func (s *snapshots) SaveSnapshot(ctx context.Context, snap storekit.Snapshot) er
 
 // LoadSnapshot implements [storekit.SnapshotStore.LoadSnapshot].
 func (s *snapshots) LoadSnapshot(ctx context.Context, stream string) (storekit.Snapshot, bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return storekit.Snapshot{}, false, err
 	}
 	if err := storekit.ValidateStream(stream); err != nil {

@@ -85,7 +85,7 @@ func (c *consumers) Value(key string) ([]byte, bool) {
 // every checkpoint move and dead-letter deletion first, under one lock, and
 // applies everything only when all of them hold.
 func (c *consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return err
 	}
 	tx := &Tx{c: c, writes: make(map[string][]byte), locked: make(map[string]chan struct{})}
@@ -110,7 +110,7 @@ func (c *consumers) InTx(ctx context.Context, fn func(ctx context.Context, tx *T
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -171,7 +171,7 @@ func (c *consumers) SaveCheckpointTx(ctx context.Context, tx *Tx, name string, e
 	if err := storekit.CheckFence(name, fence); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return err
 	}
 	if err := tx.lockRow(ctx, name); err != nil {
@@ -276,7 +276,7 @@ func (c *consumers) ParkDeadLetterTx(ctx context.Context, tx *Tx, d eventstore.D
 	if err := storekit.CheckDeadLetter(d); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return eventstore.DeadLetter{}, err
 	}
 	// The lock of the consumer's dead letters keeps a delete outside
@@ -319,7 +319,7 @@ func (c *consumers) RenewLeaseTx(ctx context.Context, tx *Tx, l storekit.Lease, 
 	if err := storekit.ValidateLease(l.Name, l.Holder, ttl); err != nil {
 		return storekit.Lease{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if err := c.usable(ctx); err != nil {
 		return storekit.Lease{}, err
 	}
 	tx.mu.Lock()

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/check"
 )
 
 // testUseAfterClose checks that every method of a closed store fails with
-// [eventstore.ErrClosed] at once, and that Close may be called again.
+// [eventstore.ErrClosed] at once, those of the storekit interfaces it
+// implements included, and that Close may be called again.
 func testUseAfterClose(t testing.TB, s eventstore.Store) {
 	n := newNames(t)
 	stream := n.stream("closed")
@@ -35,7 +37,39 @@ func testUseAfterClose(t testing.TB, s eventstore.Store) {
 		check.ErrorIs(t, err, eventstore.ErrClosed, name)
 		check.Equal(t, events, 0, "%s yields no event from a closed store", name)
 	}
+	for name, call := range consumerCallsOn(s, n, consumerName(t, "closed")) {
+		check.ErrorIs(t, call(ctx), eventstore.ErrClosed, name)
+	}
 	check.NoError(t, s.Close(), "Close is idempotent")
+}
+
+// consumerCallsOn returns a call of each storekit interface that s
+// implements, by the interface's method name: on a closed store, each must
+// fail with ErrClosed as the event methods do.
+func consumerCallsOn(s eventstore.Store, n names, consumer string) map[string]func(context.Context) error {
+	calls := make(map[string]func(context.Context) error)
+	if cs, ok := s.(storekit.CheckpointStore); ok {
+		calls["Checkpoint"] = func(ctx context.Context) error { _, err := cs.Checkpoint(ctx, consumer); return err }
+		calls["SaveCheckpoint"] = func(ctx context.Context) error {
+			return cs.SaveCheckpoint(ctx, consumer, eventstore.Start, eventstore.Position{Major: 1}, 0)
+		}
+	}
+	if ls, ok := s.(storekit.LeaseStore); ok {
+		calls["AcquireLease"] = func(ctx context.Context) error {
+			_, _, err := ls.AcquireLease(ctx, consumer, "holder", time.Second)
+			return err
+		}
+	}
+	if ds, ok := s.(storekit.DeadLetterStore); ok {
+		calls["CountDeadLetters"] = func(ctx context.Context) error { _, err := ds.CountDeadLetters(ctx, consumer); return err }
+	}
+	if ss, ok := s.(storekit.SnapshotStore); ok {
+		calls["LoadSnapshot"] = func(ctx context.Context) error { _, _, err := ss.LoadSnapshot(ctx, n.stream("snap")); return err }
+	}
+	if ci, ok := s.(storekit.CommandIndex); ok {
+		calls["CommandResult"] = func(ctx context.Context) error { _, _, err := ci.CommandResult(ctx, n.stream("cmd"), "c"); return err }
+	}
+	return calls
 }
 
 // drain ranges over a read until its first error, returning how many

@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,11 +120,11 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 			t.Run(g.name, func(t *testing.T) { runCases(t, newStore, g.tests) })
 		}
 	})
-	runIf[indexedStore](parts, "CommandIndex", probe, newStore, commandIndexTests)
-	runIf[storekit.SnapshotStore](parts, "Snapshots", probe, newStore, snapshotTests)
-	runIf[storekit.CheckpointStore](parts, "Checkpoints", probe, newStore, checkpointTests)
-	runIf[storekit.DeadLetterStore](parts, "DeadLetters", probe, newStore, deadLetterTests)
-	runIf[storekit.LeaseStore](parts, "Leases", probe, newStore, leaseTests)
+	runIf[indexedStore](parts, "CommandIndex", "storekit.CommandIndex", probe, newStore, commandIndexTests)
+	runIf[storekit.SnapshotStore](parts, "Snapshots", "storekit.SnapshotStore", probe, newStore, snapshotTests)
+	runIf[storekit.CheckpointStore](parts, "Checkpoints", "storekit.CheckpointStore", probe, newStore, checkpointTests)
+	runIf[storekit.DeadLetterStore](parts, "DeadLetters", "storekit.DeadLetterStore", probe, newStore, deadLetterTests)
+	runIf[storekit.LeaseStore](parts, "Leases", "storekit.LeaseStore", probe, newStore, leaseTests)
 	if opts.ReadModel != nil {
 		opts.ReadModel.run(parts, newStore, opts, probe)
 	} else {
@@ -148,20 +149,28 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 			})
 		})
 	} else {
-		parts.skip("Sagas", fmt.Sprintf("%T keeps no checkpoints and dead letters (it is not a storekit.CheckpointStore and a storekit.DeadLetterStore)", probe))
+		_, cp := probe.(storekit.CheckpointStore)
+		_, dl := probe.(storekit.DeadLetterStore)
+		parts.skip("Sagas", fmt.Sprintf("%T %s", probe, lacks(map[string]bool{"storekit.CheckpointStore": cp, "storekit.DeadLetterStore": dl})))
 	}
 }
 
 func (m txReadModel[Tx]) run(p *parts, newStore Factory, opts Options, probe eventstore.Store) {
 	var tx Tx
-	runIf[txDeadLetterStore[Tx]](p, "TxDeadLetters", probe, newStore, txDeadLetterTests[Tx]())
-	runIf[txLeaseStore[Tx]](p, "TxLeases", probe, newStore, txLeaseTests[Tx]())
+	if err := m.fits(probe); err != nil {
+		p.t.Error(err)
+		return
+	}
+	runIf[txDeadLetterStore[Tx]](p, "TxDeadLetters", fmt.Sprintf("storekit.TxCheckpointStore[%T] and storekit.DeadLetterStore", tx), probe, newStore, txDeadLetterTests[Tx]())
+	runIf[txLeaseStore[Tx]](p, "TxLeases", fmt.Sprintf("storekit.TxLeaseStore[%T] and storekit.LeaseStore", tx), probe, newStore, txLeaseTests[Tx]())
 	if m.add == nil || m.get == nil {
 		p.skip("Projections", "TxReadModel was given no add or get")
 		return
 	}
 	if _, ok := probe.(projectiontest.ConsumerStore[Tx]); !ok {
-		p.skip("Projections", fmt.Sprintf("%T is not a storekit.TxCheckpointStore[%T], a storekit.DeadLetterStore and a storekit.LeaseStore", probe, tx))
+		_, dl := probe.(storekit.DeadLetterStore)
+		_, ls := probe.(storekit.LeaseStore)
+		p.skip("Projections", fmt.Sprintf("%T %s", probe, lacks(map[string]bool{"storekit.DeadLetterStore": dl, "storekit.LeaseStore": ls})))
 		return
 	}
 	p.ran("Projections")
@@ -215,10 +224,12 @@ func (p *parts) report(probe eventstore.Store) {
 }
 
 // runIf runs the cases of part name when probe is an S, each case on a
-// store of its own; otherwise it reports the part skipped.
-func runIf[S any](p *parts, name string, probe eventstore.Store, newStore Factory, cases []testCase[S]) {
+// store of its own; otherwise it reports the part skipped, saying that the
+// store is not what (the interfaces S stands for, as a store author knows
+// them).
+func runIf[S any](p *parts, name, what string, probe eventstore.Store, newStore Factory, cases []testCase[S]) {
 	if _, ok := probe.(S); !ok {
-		p.skip(name, fmt.Sprintf("%T is not a %s", probe, reflect.TypeFor[S]()))
+		p.skip(name, fmt.Sprintf("%T is not a %s", probe, what))
 		return
 	}
 	p.ran(name)
@@ -341,4 +352,28 @@ func requireIncreasing(t testing.TB, evs []eventstore.Event) {
 		check.True(t, evs[i-1].Position.Before(evs[i].Position),
 			"position %s (event %d) is not before %s (event %d)", evs[i-1].Position, i-1, evs[i].Position, i)
 	}
+}
+
+// lacks says which of the interfaces a store lacks, given whether it
+// implements each.
+func lacks(has map[string]bool) string {
+	var missing []string
+	for name, ok := range has {
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	return "is not a " + strings.Join(missing, " nor a ")
+}
+
+// fits refuses a read model for transactions the store does not have:
+// Options.ReadModel says the store has transactions of type Tx, so a store
+// without them is a set-up mistake to report, not a part to skip.
+func (m txReadModel[Tx]) fits(probe eventstore.Store) error {
+	if _, ok := probe.(storekit.TxCheckpointStore[Tx]); !ok {
+		var tx Tx
+		return fmt.Errorf("storetest: Options.ReadModel is for transactions of type %T, but %T is not a storekit.TxCheckpointStore[%T]", tx, probe, tx)
+	}
+	return nil
 }

@@ -25,7 +25,7 @@ test:
 	@# The projection crash tests at the issue's full size (50k events, 30
 	@# SIGKILLs): under the race detector above they run 5k events and 10
 	@# SIGKILLs, as SQLite is ~40x slower there.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'Projections/Crash' ./projection/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance/Projections/Crash' ./eventstore/sqlite/ ./eventstore/postgres/
 	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:
 	@# under the race detector above, 50 seeds place 25 each.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/testrig/sim/

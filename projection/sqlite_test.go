@@ -15,7 +15,8 @@ import (
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
 
-// sqliteHarness runs the projection suite on the SQLite store: events,
+// sqliteHarness is the projection suite's harness on the SQLite store, for
+// the benchmarks (storetest.Run runs the suite itself on each store): events,
 // checkpoints, dead letters, leases and the read model (a table of
 // counters) in one file, the read model written in the consumer's
 // transaction on the store's writer. The crash and two-process tests open
@@ -66,8 +67,4 @@ func sqliteHarness() projectiontest.Harness[*sql.Tx] {
 			return n
 		},
 	}
-}
-
-func TestSQLiteProjections(t *testing.T) {
-	projectiontest.Run(t, sqliteHarness())
 }

@@ -88,12 +88,13 @@ func (t *Type[T, PT]) bind(bindings []Binding[T]) error {
 			return bad(ErrDuplicateHandler, "two handlers for command type %s", b.goType)
 		}
 	}
-	if t.handlers.len() == 0 && !t.fallback {
-		// Appliers alone make a type that can decide nothing: every
-		// command routed to it would be refused, one Route at a time.
+	if len(bindings) == 0 && !t.fallback {
+		// Appliers alone are a type too: one a Repository loads and
+		// saves without the bus, whose Route refuses each command type
+		// the type has no handler for.
 		var zero T
 		return &TypeError{Name: t.name, GoType: typeName(zero), Err: ErrNoHandler,
-			Reason: fmt.Sprintf("no command handler is given for it, and *%T does not implement aggregate.Aggregate", zero)}
+			Reason: fmt.Sprintf("no handlers nor appliers are given for it, and *%T does not implement aggregate.Aggregate", zero)}
 	}
 	return nil
 }
@@ -245,6 +246,3 @@ func (b *byType[F]) get(t reflect.Type) (F, bool) {
 
 // all returns the bound types.
 func (b *byType[F]) all() []reflect.Type { return b.types }
-
-// len returns how many types are bound.
-func (b *byType[F]) len() int { return len(b.types) }

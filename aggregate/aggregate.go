@@ -143,9 +143,6 @@ func (t *Type[T, PT]) ValidateID(id string) error {
 	return nil
 }
 
-// SnapshotEvery returns the snapshot interval in events; zero means none.
-func (t *Type[T, PT]) SnapshotEvery() uint64 { return t.opts.SnapshotEvery }
-
 // New returns a new, empty instance state with the given ID.
 func (t *Type[T, PT]) New(id string) PT {
 	if t.opts.New != nil {

@@ -93,7 +93,7 @@ func TestRepositoryLoadAndSave(t *testing.T) {
 	require.ErrorIs(t, err, eventstore.ErrWrongVersion)
 	assert.Equal(t, 5, stale.State.Total)
 
-	prior, found, err := repo.PriorOutcome(ctx, stale, "c1")
+	prior, found, err := busOf(repo).PriorOutcome(ctx, stale, "c1")
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, []any{Added{N: 2}, Added{N: 3}}, prior.Events)

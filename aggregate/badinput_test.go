@@ -28,11 +28,11 @@ func TestBadInstancesAreRefused(t *testing.T) {
 	} {
 		_, err := repo.Save(ctx, inst, []any{Added{N: 1}}, aggregate.SaveOptions{})
 		check.Invalid(t, err, "instance", "Save: "+what)
-		_, err = repo.Refresh(ctx, inst)
+		_, err = busOf(repo).Refresh(ctx, inst)
 		check.Invalid(t, err, "instance", "Refresh: "+what)
-		_, _, err = repo.PriorOutcome(ctx, inst, "c")
+		_, _, err = busOf(repo).PriorOutcome(ctx, inst, "c")
 		check.Invalid(t, err, "instance", "PriorOutcome: "+what)
-		_, _, _, err = repo.RecentOutcome(ctx, inst, "c")
+		_, _, _, err = busOf(repo).RecentOutcome(ctx, inst, "c")
 		check.Invalid(t, err, "instance", "RecentOutcome: "+what)
 	}
 }

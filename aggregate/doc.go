@@ -11,11 +11,14 @@
 // every type) is the fallback for whatever has no binding. An aggregate
 // [Type], made with [NewType] and the bindings, gives the struct a name,
 // the stream category, so that instance id lives in stream "<name>-<id>".
-// A [Repository] loads and saves instances of one type; the command bus
-// (package command) builds on it to route, retry and deduplicate commands.
-// [Repository.SaveRejection] records a rejected command in its aggregate's
-// stream, as one event of Cairn's own ([RejectionType]) that loads never
-// decode nor apply, so that the command's ID keeps that outcome for good.
+// A [Repository] loads and saves instances of one type. Most code loads
+// through it to answer queries and leaves deciding to the command bus
+// (package command), which builds on it to route, retry and deduplicate
+// commands, and which, when asked (command.Message.RecordRejection),
+// records a rejected command in its aggregate's stream as one event of
+// Cairn's own that loads never decode nor apply, so that the command's ID
+// keeps that outcome for good. [Repository.Save] is for code that decides
+// outside the bus: a migration, a test's set-up.
 //
 // Cairn never lets a user's bug or a stored event it cannot read take the
 // process down: a panic in a handler or applier is recovered into a

@@ -8,16 +8,16 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// RememberedCommands is how many commands an instance remembers: the most
+// rememberedCommands is how many commands an instance remembers: the most
 // recent ones, by a hash of their ID and the version of their first event,
 // 16 bytes each, so 16 KiB per instance at most and 16 MiB for a bus's
 // default 1,024 cached instances. Redeliveries are usually recent, and these
 // are answered from memory. A command the instance has forgotten (or never
 // saw, below its snapshot) is asked of the store (see
-// [Repository.PriorOutcome]): forgetting costs a lookup, never a wrong
+// [Repository.priorOutcome]): forgetting costs a lookup, never a wrong
 // answer. A larger number would only spare that lookup for older
 // redeliveries, at 16 bytes per command per cached instance.
-const RememberedCommands = 1024
+const rememberedCommands = 1024
 
 // Instance is one loaded aggregate: its state and the version it was built
 // to. It belongs to one goroutine at a time.
@@ -35,7 +35,7 @@ type Instance[T any, PT Root[T]] struct {
 	typ *Type[T, PT]
 
 	// commands remembers the commands of the events at versions >= base:
-	// a ring of the last RememberedCommands, oldest at next once full.
+	// a ring of the last rememberedCommands, oldest at next once full.
 	// Hashes keep a hot aggregate's memory small; a collision is caught
 	// when the events are read (their command ID differs) and then the
 	// store is asked. An ID absent from it may still be recorded before
@@ -59,15 +59,16 @@ type span struct{ first, last uint64 }
 
 func (i *Instance[T, PT]) hash(commandID string) uint64 { return maphash.String(i.seed, commandID) }
 
-// Expected returns the expected version for appending to the instance's
+// expected returns the expected version for appending to the instance's
 // stream: the instance's own version.
-func (i *Instance[T, PT]) Expected() eventstore.ExpectedVersion {
+func (i *Instance[T, PT]) expected() eventstore.ExpectedVersion {
 	return storekit.StreamState(i.Version, i.Exists)
 }
 
 // Handle lets the instance decide cmd (see [Type.Handle]), turning a panic
 // into a [*PanicError] naming the instance's stream. The handler's own
-// error is returned unchanged.
+// error is returned unchanged. The events it returns are what
+// [Repository.Save] takes.
 func (i *Instance[T, PT]) Handle(ctx context.Context, cmd any) (events []any, err error) {
 	if err := checkInstance(i); err != nil {
 		return nil, err
@@ -92,9 +93,9 @@ func (i *Instance[T, PT]) track(id string, v uint64) {
 	if n > 0 && i.commands[(i.next+n-1)%n].hash == h {
 		return // a later event of the same command, or a collision
 	}
-	if n < RememberedCommands {
+	if n < rememberedCommands {
 		if n == cap(i.commands) { // grow as append would, but never past the bound
-			grown := make([]remembered, n, min(max(2*n, 8), RememberedCommands))
+			grown := make([]remembered, n, min(max(2*n, 8), rememberedCommands))
 			copy(grown, i.commands)
 			i.commands = grown
 		}

@@ -6,44 +6,31 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/busrepo"
 )
 
-// PriorOutcome returns what command commandID did to inst's aggregate
-// before, and true; or false when it produced no events there. A command
-// whose rejection was recorded (see [Repository.SaveRejection]) is found
-// too: the Outcome's Rejection says so, and it has no Events.
-//
-// It answers from the instance when it can: it remembers the commands of
-// the last events it replayed or saved (see [RememberedCommands]). For the
-// events before those (below a snapshot, or forgotten) it asks the store's
-// [storekit.CommandIndex] when the store has one, and otherwise scans the
-// stream backward from there, down to its first event when the command is
-// not there: the cost of an exact answer without an index. The events are
-// read again and decoded, so a duplicate's outcome is the same values the
-// first dispatch returned (after upcasting).
-func (r *Repository[T, PT]) PriorOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (Outcome, bool, error) {
+// priorOutcome is [busrepo.Repo.PriorOutcome]: the outcome of command
+// commandID in inst's stream, looked for without a bound.
+func (r *Repository[T, PT]) priorOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (busrepo.Outcome, bool, error) {
 	out, found, _, err := r.lookup(ctx, inst, commandID, 0)
 	return out, found, err
 }
 
-// RecentOutcome is [Repository.PriorOutcome] with the scan of a store
-// without a command index bounded by [RepositoryOptions.ScanLimit]. When the
-// scan stops at the limit without finding the command, certain is false:
-// the command may still have produced events further back, and only
-// PriorOutcome can tell. With a command index, or no limit, the answer is
-// always certain.
-func (r *Repository[T, PT]) RecentOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (out Outcome, found, certain bool, err error) {
+// recentOutcome is [busrepo.Repo.RecentOutcome]: priorOutcome with the
+// scan of a store without a command index bounded by
+// [RepositoryOptions.ScanLimit].
+func (r *Repository[T, PT]) recentOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (out busrepo.Outcome, found, certain bool, err error) {
 	return r.lookup(ctx, inst, commandID, r.scanLimit)
 }
 
 // lookup finds the outcome of command commandID, scanning at most limit
 // events of a store without a command index (zero: no limit).
-func (r *Repository[T, PT]) lookup(ctx context.Context, inst *Instance[T, PT], commandID string, limit int) (out Outcome, found, certain bool, err error) {
+func (r *Repository[T, PT]) lookup(ctx context.Context, inst *Instance[T, PT], commandID string, limit int) (out busrepo.Outcome, found, certain bool, err error) {
 	if err := checkInstance(inst); err != nil {
-		return Outcome{}, false, false, err
+		return busrepo.Outcome{}, false, false, err
 	}
 	if commandID == "" || !inst.Exists {
-		return Outcome{}, false, true, nil
+		return busrepo.Outcome{}, false, true, nil
 	}
 	if first, ok := inst.remembers(commandID); ok {
 		out, found, err := r.readOutcome(ctx, inst.Stream, commandID, span{first: first, last: eventstore.End})
@@ -54,17 +41,17 @@ func (r *Repository[T, PT]) lookup(ctx context.Context, inst *Instance[T, PT], c
 		return r.findOutcome(ctx, inst.Stream, inst.Version+1, commandID, limit)
 	}
 	if inst.base == 0 {
-		return Outcome{}, false, true, nil
+		return busrepo.Outcome{}, false, true, nil
 	}
 	return r.findOutcome(ctx, inst.Stream, inst.base, commandID, limit)
 }
 
 // findOutcome finds and reads the outcome of command commandID among the
 // events of stream below version base.
-func (r *Repository[T, PT]) findOutcome(ctx context.Context, stream string, base uint64, commandID string, limit int) (Outcome, bool, bool, error) {
+func (r *Repository[T, PT]) findOutcome(ctx context.Context, stream string, base uint64, commandID string, limit int) (busrepo.Outcome, bool, bool, error) {
 	s, found, certain, err := r.findBefore(ctx, stream, base, commandID, limit)
 	if err != nil || !found {
-		return Outcome{}, false, certain, err
+		return busrepo.Outcome{}, false, certain, err
 	}
 	out, found, err := r.readOutcome(ctx, stream, commandID, s)
 	return out, found, true, err
@@ -72,31 +59,31 @@ func (r *Repository[T, PT]) findOutcome(ctx context.Context, stream string, base
 
 // readOutcome reads and decodes the events of command commandID, from
 // version s.first for as long as they carry its ID, up to s.last.
-func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID string, s span) (Outcome, bool, error) {
-	out := Outcome{FirstVersion: s.first, Duplicate: true}
+func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID string, s span) (busrepo.Outcome, bool, error) {
+	out := busrepo.Outcome{FirstVersion: s.first, Duplicate: true}
 	found := false
 	var buf []codec.Decoded
 	for e, err := range r.store.ReadStream(ctx, stream, eventstore.Forward(s.first)) {
 		if err != nil {
-			return Outcome{}, false, err
+			return busrepo.Outcome{}, false, err
 		}
 		if e.Version > s.last || e.Metadata.CommandID != commandID {
 			break
 		}
 		if out.CommandType == "" {
-			out.CommandType = e.Metadata.Extra[CommandTypeKey]
+			out.CommandType = e.Metadata.Extra[busrepo.CommandTypeKey]
 		}
-		if IsRejection(&e) {
+		if busrepo.IsRejection(&e) {
 			// A recorded rejection is the command's one event.
-			rej, err := DecodeRejection(&e)
+			rej, err := busrepo.DecodeRejection(&e)
 			if err != nil {
-				return Outcome{}, false, err
+				return busrepo.Outcome{}, false, err
 			}
 			out.Rejection, out.LastVersion, out.Position = &rej, e.Version, e.Position
 			return out, true, nil
 		}
 		if buf, err = r.reg.DecodeAppend(buf[:0], e); err != nil {
-			return Outcome{}, false, err
+			return busrepo.Outcome{}, false, err
 		}
 		for _, d := range buf {
 			out.Events = append(out.Events, d.Value)

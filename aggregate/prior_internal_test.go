@@ -61,18 +61,18 @@ func TestPriorOutcomeSurvivesHashCollisions(t *testing.T) {
 	}
 	inst.commands = append(inst.commands, remembered{hash: inst.hash("zzz"), first: 0})
 
-	_, found, err := repo.PriorOutcome(ctx, inst, "zzz")
+	_, found, err := repo.priorOutcome(ctx, inst, "zzz")
 	require.NoError(t, err)
 	assert.False(t, found, "a colliding hash must not make a new command a duplicate")
 
-	out, found, err := repo.PriorOutcome(ctx, inst, "c")
+	out, found, err := repo.priorOutcome(ctx, inst, "c")
 	require.NoError(t, err)
 	require.True(t, found, "a command whose hash collides is still found")
 	assert.Equal(t, uint64(4), out.FirstVersion)
 	assert.Equal(t, uint64(5), out.LastVersion)
 	assert.Equal(t, []any{noted{N: 1}, noted{N: 2}}, out.Events)
 
-	out, found, err = repo.PriorOutcome(ctx, inst, "b")
+	out, found, err = repo.priorOutcome(ctx, inst, "b")
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, [2]uint64{2, 3}, [2]uint64{out.FirstVersion, out.LastVersion})
@@ -80,7 +80,7 @@ func TestPriorOutcomeSurvivesHashCollisions(t *testing.T) {
 
 // TestRememberedCommandsAreBounded tracks a million commands on one
 // instance, as a hot aggregate cached for a long time would, and measures
-// the heap it keeps: at most RememberedCommands entries of 16 bytes, however
+// the heap it keeps: at most rememberedCommands entries of 16 bytes, however
 // many commands it saw. (A map of every command, as before, kept tens of
 // megabytes here.) The forgotten commands are below base, so the store is
 // asked about them.
@@ -104,17 +104,17 @@ func TestRememberedCommandsAreBounded(t *testing.T) {
 	// The entries themselves: exactly the bound. The heap as a whole, which
 	// the runtime's own allocations make noisy by a few KiB either way: far
 	// below the 38 MB that a map of 2^20 commands keeps.
-	assert.Len(t, inst.commands, RememberedCommands)
+	assert.Len(t, inst.commands, rememberedCommands)
 	assert.LessOrEqual(t, uintptr(cap(inst.commands))*unsafe.Sizeof(remembered{}), uintptr(16<<10))
 	assert.Less(t, kept, int64(64<<10), "bytes kept by one instance after %d commands", commands)
 	t.Logf("one instance keeps %d bytes of heap after %d commands", kept, commands)
-	assert.Equal(t, uint64(commands-RememberedCommands), inst.base, "everything older than the remembered commands is below base")
-	for _, v := range []uint64{commands - 1, commands - RememberedCommands} {
+	assert.Equal(t, uint64(commands-rememberedCommands), inst.base, "everything older than the remembered commands is below base")
+	for _, v := range []uint64{commands - 1, commands - rememberedCommands} {
 		first, ok := inst.remembers("cmd-" + strconv.FormatUint(v, 10))
 		assert.True(t, ok, "command %d is remembered", v)
 		assert.Equal(t, v, first)
 	}
-	_, ok := inst.remembers("cmd-" + strconv.FormatUint(commands-RememberedCommands-1, 10))
+	_, ok := inst.remembers("cmd-" + strconv.FormatUint(commands-rememberedCommands-1, 10))
 	assert.False(t, ok, "the newest forgotten command")
 }
 
@@ -131,20 +131,20 @@ func TestForgottenCommandsAreAskedOfTheStore(t *testing.T) {
 			require.NoError(t, err)
 			inst, err := repo.Load(ctx, name)
 			require.NoError(t, err)
-			for c := range RememberedCommands + 10 {
+			for c := range rememberedCommands + 10 {
 				_, err := repo.Save(ctx, inst, []any{noted{N: 1}, noted{N: 2}}, SaveOptions{CommandID: fmt.Sprint("c", c)})
 				require.NoError(t, err)
 			}
 			_, ok := inst.remembers("c0")
 			require.False(t, ok, "the oldest command is forgotten")
 
-			out, found, err := repo.PriorOutcome(ctx, inst, "c0")
+			out, found, err := repo.priorOutcome(ctx, inst, "c0")
 			require.NoError(t, err)
 			require.True(t, found)
 			assert.Equal(t, [2]uint64{0, 1}, [2]uint64{out.FirstVersion, out.LastVersion})
 			assert.Equal(t, []any{noted{N: 1}, noted{N: 2}}, out.Events)
 
-			_, found, err = repo.PriorOutcome(ctx, inst, "new")
+			_, found, err = repo.priorOutcome(ctx, inst, "new")
 			require.NoError(t, err)
 			assert.False(t, found)
 		})
@@ -188,19 +188,19 @@ func TestScanLimitBoundsTheLookup(t *testing.T) {
 	inst.commands, inst.next, inst.base = nil, 0, 100 // as if restored from a snapshot at version 99
 
 	store.read = 0
-	_, found, certain, err := repo.RecentOutcome(ctx, inst, "new")
+	_, found, certain, err := repo.recentOutcome(ctx, inst, "new")
 	require.NoError(t, err)
 	assert.False(t, found)
 	assert.False(t, certain, "a scan that stopped at the limit cannot tell")
 	assert.Equal(t, 10, store.read, "events read")
 
-	out, found, certain, err := repo.RecentOutcome(ctx, inst, "c95")
+	out, found, certain, err := repo.recentOutcome(ctx, inst, "c95")
 	require.NoError(t, err)
 	assert.True(t, found && certain, "a command within the limit is found")
 	assert.Equal(t, uint64(95), out.FirstVersion)
 
 	store.read = 0
-	_, found, err = repo.PriorOutcome(ctx, inst, "new")
+	_, found, err = repo.priorOutcome(ctx, inst, "new")
 	require.NoError(t, err)
 	assert.False(t, found)
 	assert.Equal(t, 100, store.read, "PriorOutcome is exact: it reads the whole stream below base")

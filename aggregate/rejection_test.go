@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/check"
 )
 
@@ -38,11 +39,11 @@ func TestSaveRejectionRecordsOneEventTheAggregateNeverApplies(t *testing.T) {
 	_, err = repo.Save(ctx, inst, []any{Added{N: 5}}, aggregate.SaveOptions{CommandID: "c0"})
 	require.NoError(t, err)
 
-	out, err := repo.SaveRejection(ctx, inst, aggregate.Rejection{Reason: "too much", Command: "aggregate_test.Add"},
-		aggregate.SaveOptions{CommandID: "c1", Metadata: eventstore.Metadata{CorrelationID: "flow"}})
+	out, err := busOf(repo).SaveRejection(ctx, inst, busrepo.Rejection{Reason: "too much", Command: "aggregate_test.Add"},
+		busrepo.SaveOptions{CommandID: "c1", Metadata: eventstore.Metadata{CorrelationID: "flow"}})
 	require.NoError(t, err)
-	want := aggregate.Outcome{FirstVersion: 1, LastVersion: 1, Position: eventstore.Position{Major: 2},
-		Rejection: &aggregate.Rejection{Reason: "too much", Command: "aggregate_test.Add"}}
+	want := busrepo.Outcome{FirstVersion: 1, LastVersion: 1, Position: eventstore.Position{Major: 2},
+		Rejection: &busrepo.Rejection{Reason: "too much", Command: "aggregate_test.Add"}}
 	assert.Equal(t, want, out)
 	assert.Equal(t, uint64(1), inst.Version, "the instance is at the rejection's version")
 	assert.Equal(t, 5, inst.State.Total)
@@ -55,10 +56,10 @@ func TestSaveRejectionRecordsOneEventTheAggregateNeverApplies(t *testing.T) {
 		stored = e
 		break
 	}
-	assert.True(t, aggregate.IsRejection(&stored))
+	assert.True(t, busrepo.IsRejection(&stored))
 	assert.Equal(t, "c1", stored.Metadata.CommandID)
 	assert.Equal(t, "flow", stored.Metadata.CorrelationID)
-	rej, err := aggregate.DecodeRejection(&stored)
+	rej, err := busrepo.DecodeRejection(&stored)
 	require.NoError(t, err)
 	assert.Equal(t, *want.Rejection, rej)
 
@@ -71,7 +72,7 @@ func TestSaveRejectionRecordsOneEventTheAggregateNeverApplies(t *testing.T) {
 	for what, in := range map[string]*aggregate.Instance[Tally, *Tally]{"saving instance": inst, "replay": fresh, "snapshot": snapped} {
 		assert.Equal(t, 6, in.State.Total, what)
 		assert.Equal(t, uint64(2), in.Version, what)
-		got, found, err := repo.PriorOutcome(ctx, in, "c1")
+		got, found, err := busOf(repo).PriorOutcome(ctx, in, "c1")
 		require.NoError(t, err, what)
 		require.True(t, found, "%s finds the recorded rejection", what)
 		assert.Equal(t, prior, got, what)
@@ -84,7 +85,7 @@ func TestSaveRejectionRecordsOneEventTheAggregateNeverApplies(t *testing.T) {
 // command's outcome, and the other's save returns it.
 func TestARejectionAndASuccessOfOneCommandCannotBothBeStored(t *testing.T) {
 	ctx := context.Background()
-	rejection := aggregate.Rejection{Reason: "no", Command: "aggregate_test.Add"}
+	rejection := busrepo.Rejection{Reason: "no", Command: "aggregate_test.Add"}
 	t.Run("SuccessFirst", func(t *testing.T) {
 		store := memory.New()
 		t.Cleanup(func() { _ = store.Close() })
@@ -95,9 +96,9 @@ func TestARejectionAndASuccessOfOneCommandCannotBothBeStored(t *testing.T) {
 		require.NoError(t, err)
 		_, err = repo.Save(ctx, winner, []any{Added{N: 1}, Added{N: 2}}, aggregate.SaveOptions{CommandID: "c"})
 		require.NoError(t, err)
-		out, err := repo.SaveRejection(ctx, loser, rejection, aggregate.SaveOptions{CommandID: "c"})
+		out, err := busOf(repo).SaveRejection(ctx, loser, rejection, busrepo.SaveOptions{CommandID: "c"})
 		require.NoError(t, err, "the store absorbs the repeat of the first event ID at its place")
-		assert.Equal(t, aggregate.Outcome{FirstVersion: 0, LastVersion: 1, Events: []any{Added{N: 1}, Added{N: 2}}, Duplicate: true,
+		assert.Equal(t, busrepo.Outcome{FirstVersion: 0, LastVersion: 1, Events: []any{Added{N: 1}, Added{N: 2}}, Duplicate: true,
 			Position: eventstore.Position{Major: 2}}, out)
 		assert.Equal(t, 3, loser.State.Total, "the loser holds the stored state")
 	})
@@ -111,14 +112,23 @@ func TestARejectionAndASuccessOfOneCommandCannotBothBeStored(t *testing.T) {
 		require.NoError(t, err)
 		other, err := repo.Load(ctx, "a")
 		require.NoError(t, err)
-		_, err = repo.SaveRejection(ctx, winner, rejection, aggregate.SaveOptions{CommandID: "c"})
+		user, err := repo.Load(ctx, "a")
 		require.NoError(t, err)
-		out, err := repo.Save(ctx, loser, []any{Added{N: 1}}, aggregate.SaveOptions{CommandID: "c"})
+		_, err = busOf(repo).SaveRejection(ctx, winner, rejection, busrepo.SaveOptions{CommandID: "c"})
 		require.NoError(t, err)
-		assert.Equal(t, aggregate.Outcome{Duplicate: true, Rejection: &rejection, Position: eventstore.Position{Major: 1}}, out,
+		out, err := busOf(repo).Save(ctx, loser, []any{Added{N: 1}}, busrepo.SaveOptions{CommandID: "c"})
+		require.NoError(t, err)
+		assert.Equal(t, busrepo.Outcome{Duplicate: true, Rejection: &rejection, Position: eventstore.Position{Major: 1}}, out,
 			"the recorded rejection is the outcome")
 		assert.Equal(t, 0, loser.State.Total)
 		assert.Equal(t, uint64(0), loser.Version, "the loser is at the rejection's version")
+		// Outside the bus, Save has no outcome to report: nothing of it
+		// was stored, and the rejection's event ID is the conflict.
+		_, err = repo.Save(ctx, user, []any{Added{N: 1}}, aggregate.SaveOptions{CommandID: "c"})
+		var conflict *eventstore.EventIDConflictError
+		require.ErrorAs(t, err, &conflict, "Save meets the bus's recorded rejection of its command ID")
+		assert.Equal(t, uint64(0), conflict.StoredVersion)
+		assert.Equal(t, 0, user.State.Total)
 		_, err = repo.Save(ctx, other, []any{Added{N: 1}, Added{N: 2}}, aggregate.SaveOptions{CommandID: "c"})
 		assert.ErrorIs(t, err, eventstore.ErrEventIDConflict, "two events repeat only the first ID: refused, and the bus's reload finds the rejection")
 		n := 0
@@ -141,20 +151,20 @@ func TestRejectionInputIsBoundedAndChecked(t *testing.T) {
 	inst, err := repo.Load(ctx, "a")
 	require.NoError(t, err)
 
-	_, err = repo.SaveRejection(ctx, inst, aggregate.Rejection{Reason: "no"}, aggregate.SaveOptions{})
+	_, err = busOf(repo).SaveRejection(ctx, inst, busrepo.Rejection{Reason: "no"}, busrepo.SaveOptions{})
 	check.Invalid(t, err, "command ID", "a rejection without a command ID")
-	_, err = repo.SaveRejection(ctx, nil, aggregate.Rejection{Reason: "no"}, aggregate.SaveOptions{CommandID: "c"})
+	_, err = busOf(repo).SaveRejection(ctx, nil, busrepo.Rejection{Reason: "no"}, busrepo.SaveOptions{CommandID: "c"})
 	check.Invalid(t, err, "instance", "a nil instance")
 
-	long := "\xff" + strings.Repeat("é", aggregate.MaxRejectionReason)
-	out, err := repo.SaveRejection(ctx, inst, aggregate.Rejection{Reason: long}, aggregate.SaveOptions{CommandID: "c"})
+	long := "\xff" + strings.Repeat("é", busrepo.MaxRejectionReason)
+	out, err := busOf(repo).SaveRejection(ctx, inst, busrepo.Rejection{Reason: long}, busrepo.SaveOptions{CommandID: "c"})
 	require.NoError(t, err)
 	got := out.Rejection.Reason
-	assert.LessOrEqual(t, len(got), aggregate.MaxRejectionReason)
-	assert.Greater(t, len(got), aggregate.MaxRejectionReason-4)
+	assert.LessOrEqual(t, len(got), busrepo.MaxRejectionReason)
+	assert.Greater(t, len(got), busrepo.MaxRejectionReason-4)
 	assert.True(t, utf8.ValidString(got))
 	assert.True(t, strings.HasPrefix(got, "\uFFFDé"))
-	prior, found, err := repo.PriorOutcome(ctx, inst, "c")
+	prior, found, err := busOf(repo).PriorOutcome(ctx, inst, "c")
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, got, prior.Rejection.Reason, "what is returned is what is stored")
@@ -172,11 +182,11 @@ func TestDecodeRejectionNamesWhatItCannotRead(t *testing.T) {
 		want error
 	}{
 		"another type":   {ev("tally.added", 1, `{"n":1}`), codec.ErrUnexpectedType},
-		"a newer schema": {ev(aggregate.RejectionType, 2, `{"reason":"x"}`), codec.ErrVersionTooNew},
-		"schema 0":       {ev(aggregate.RejectionType, 0, `{"reason":"x"}`), codec.ErrNoUpcastPath},
-		"bad data":       {ev(aggregate.RejectionType, 1, `{"reason":`), codec.ErrUndecodable},
+		"a newer schema": {ev(busrepo.RejectionType, 2, `{"reason":"x"}`), codec.ErrVersionTooNew},
+		"schema 0":       {ev(busrepo.RejectionType, 0, `{"reason":"x"}`), codec.ErrNoUpcastPath},
+		"bad data":       {ev(busrepo.RejectionType, 1, `{"reason":`), codec.ErrUndecodable},
 	} {
-		_, err := aggregate.DecodeRejection(c.ev)
+		_, err := busrepo.DecodeRejection(c.ev)
 		require.ErrorIs(t, err, c.want, what)
 		var de *codec.DecodeError
 		require.ErrorAs(t, err, &de, what)

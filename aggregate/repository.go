@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/clip"
 )
 
@@ -22,11 +23,12 @@ type RepositoryOptions struct {
 	// Logger receives what the repository handles on its own: snapshots it
 	// discards or fails to save. Nil means slog.Default().
 	Logger *slog.Logger
-	// ScanLimit bounds how many events [Repository.RecentOutcome] reads
-	// backward when the store has no [storekit.CommandIndex] and the
-	// instance does not remember the command. Zero means no bound: the
-	// lookup is exact, and a new command on an aggregate that was loaded
-	// from a snapshot, or has more than [RememberedCommands] commands,
+	// ScanLimit bounds how many events the command bus's lookup of a
+	// command's earlier outcome reads backward when the store has no
+	// [storekit.CommandIndex] and the instance does not remember the
+	// command (an instance remembers its last 1,024 commands). Zero means
+	// no bound: the lookup is exact, and a new command on an aggregate
+	// that was loaded from a snapshot, or has more than 1,024 commands,
 	// reads the stream down to its first event.
 	//
 	// A bound makes that lookup inexact for older commands, so set it only
@@ -97,9 +99,6 @@ func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registr
 	return r, nil
 }
 
-// Type returns the repository's aggregate type.
-func (r *Repository[T, PT]) Type() *Type[T, PT] { return r.typ }
-
 // Load rebuilds instance id from its stream: from its snapshot, when there
 // is one it can trust, and the events after it, or from the first event. An
 // absent stream gives a new instance with Exists false.
@@ -124,16 +123,9 @@ func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, P
 	return r.replay(ctx, r.empty(id, stream))
 }
 
-// Refresh brings inst up to date with its stream: it applies the events
-// appended since inst was loaded or saved, by another process or another
-// bus. A cache of instances calls it before each use, so that a command is
-// never decided, and never rejected, on a state that others have moved past:
-// a rejection appends nothing, so no version conflict would reveal it.
-// Usually the stream has no new event, and Refresh costs one short read.
-//
-// inst is updated in place and returned. On error inst must be discarded;
-// should its stream have been deleted and recreated, Refresh loads it anew.
-func (r *Repository[T, PT]) Refresh(ctx context.Context, inst *Instance[T, PT]) (*Instance[T, PT], error) {
+// refresh is [busrepo.Repo.Refresh]: it applies the events appended to
+// inst's stream since inst was loaded or saved.
+func (r *Repository[T, PT]) refresh(ctx context.Context, inst *Instance[T, PT]) (*Instance[T, PT], error) {
 	if err := checkInstance(inst); err != nil {
 		return nil, err
 	}
@@ -192,11 +184,11 @@ func (r *Repository[T, PT]) replay(ctx context.Context, inst *Instance[T, PT]) (
 }
 
 // apply decodes one stored event and applies its values to inst. A
-// recorded rejection (see [RejectionType]) is not decoded nor applied: it
+// recorded rejection (see [busrepo.RejectionType]) is not decoded nor applied: it
 // only moves inst's version, and inst remembers its command ID as any
 // command's, so that the command is found again.
 func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, buf []codec.Decoded) ([]codec.Decoded, error) {
-	if !IsRejection(e) {
+	if !busrepo.IsRejection(e) {
 		var err error
 		if buf, err = r.reg.DecodeAppend(buf, *e); err != nil {
 			return buf, err

@@ -4,103 +4,76 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
-
-	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/trusted"
 )
-
-// eventIDSpace is the UUIDv5 namespace of event IDs derived from command
-// IDs. Changing it would make a bus of a new release re-append the events of
-// a command that an old release appended just before a crash.
-var eventIDSpace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/cairn-es/cairn/aggregate/event-id/v1"))
-
-// EventID returns the ID of the index-th event that command commandID
-// produces in stream: a UUIDv5, the same on every retry, so that a retried
-// append of one decision is absorbed by the store's idempotent re-append.
-func EventID(stream, commandID string, index int) uuid.UUID {
-	b := make([]byte, 0, len(stream)+len(commandID)+22)
-	b = append(b, stream...)
-	b = append(b, 0)
-	b = append(b, commandID...)
-	b = append(b, 0)
-	b = strconv.AppendInt(b, int64(index), 10)
-	return uuid.NewSHA1(eventIDSpace, b)
-}
 
 // SaveOptions say what a [Repository.Save] records with the events.
 type SaveOptions struct {
 	// CommandID is the ID of the command that produced the events. It is
-	// recorded in their metadata, and their IDs are derived from it (see
-	// [EventID]). Empty means events with new random IDs and no command ID.
+	// recorded in their metadata, and their IDs are derived from it, so
+	// that the same decision appended again is absorbed by the store, and
+	// the command's events appended at another place are refused (see
+	// [Repository.Save]). Empty means events with new random IDs and no
+	// command ID.
 	CommandID string
 	// Metadata is copied into every event (its CommandID is replaced by the
 	// one above).
 	Metadata eventstore.Metadata
-	// CommandType names the type of the command, recorded in the events'
-	// metadata under [CommandTypeKey], so that a later command with the
-	// same ID can be told apart when it is of another type (see
-	// [Outcome.CommandType]). Empty records none.
-	CommandType string
 }
 
-// CommandTypeKey is the metadata key (in [eventstore.Metadata.Extra])
-// under which Save and SaveRejection record [SaveOptions.CommandType]. Keys
-// starting with "cairn." are Cairn's own.
-const CommandTypeKey = "cairn.command"
-
 // metadata returns the metadata of the events that opts save.
-func (opts SaveOptions) metadata() eventstore.Metadata {
+func metadata(opts busrepo.SaveOptions) eventstore.Metadata {
 	md := opts.Metadata.Clone()
 	md.CommandID = opts.CommandID
 	if opts.CommandType != "" {
 		if md.Extra == nil {
 			md.Extra = make(map[string]string, 1)
 		}
-		md.Extra[CommandTypeKey] = opts.CommandType
+		md.Extra[busrepo.CommandTypeKey] = opts.CommandType
 	}
 	return md
 }
 
-// Outcome is what a command did to an aggregate.
+// Outcome is what a [Repository.Save] did.
 type Outcome struct {
 	// FirstVersion and LastVersion are the versions of the first and last
-	// event the command produced.
+	// event saved.
 	FirstVersion, LastVersion uint64
 	// Events are the events as decoded from the store: the values that
 	// replays apply, after upcasting.
 	Events []any
-	// Duplicate reports that the store already held these events: an
-	// identical decision was appended before.
+	// Duplicate reports that the store already held these events: the
+	// same command ID's decision was appended before, at the same place.
 	Duplicate bool
-	// Rejection, when not nil, says that the command was rejected and its
-	// rejection recorded, as the one event at FirstVersion (see
-	// [Repository.SaveRejection]); Events is then empty.
-	Rejection *Rejection
-	// Position is the global position of the command's last event: a
-	// projection that has passed it shows the command's effect (see
+	// Position is the global position of the last event: a projection
+	// that has passed it shows the save's effect (see
 	// projection.Consumer.WaitFor).
 	Position eventstore.Position
-	// CommandType is the type of the command, as its events recorded it
-	// (see [SaveOptions.CommandType]); empty when they recorded none.
-	CommandType string
 }
 
 // Save appends events to inst's stream, expecting inst's version, and on
 // success applies them to inst, as decoded from what was appended, so that
 // the state is the one a replay builds. Nothing is appended for no events.
+// The command bus (package command) does this for every command, after
+// looking for the command's earlier outcome; Save is for code that
+// decides outside the bus, such as a migration or a test's set-up.
 //
-// When the store reports the append as a duplicate (another dispatch of the
-// same command appended its events first: their IDs derive from the command
-// ID), the stored events are what happened, and they may differ from the
-// events given here when the decision reads the clock or makes up IDs. The
-// Outcome is then read from the store, and inst is brought up to date with
-// the stream, never given the events passed in. That Outcome may be a
-// recorded rejection of the command (Rejection set, no Events): another
-// dispatch of it was rejected first, and that is its outcome.
+// When the store reports the append as a duplicate (the same command ID's
+// events were appended first at that place: their IDs derive from the
+// command ID), the stored events are what happened, and they may differ
+// from the events given here when the decision reads the clock or makes up
+// IDs. The Outcome is then read from the store, flagged Duplicate, and inst
+// is brought up to date with the stream, never given the events passed
+// in. When what the stream holds there is the command bus's recorded
+// rejection of that command ID (command.Message.RecordRejection), nothing
+// was saved, and the error is an [*eventstore.EventIDConflictError]. The
+// command's events at another place are refused by the store, with the
+// same error.
 //
 // An event of a Go type that inst's type has no applier for (and no
 // [Aggregate] fallback) is an [*UnknownEventError], and nothing is
@@ -111,43 +84,56 @@ type Outcome struct {
 // the error is an [*ApplyError] and the returned Outcome is nonetheless
 // filled in: the events are stored, and inst must be discarded.
 func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], events []any, opts SaveOptions) (Outcome, error) {
+	out, err := r.save(ctx, inst, events, busrepo.SaveOptions{CommandID: opts.CommandID, Metadata: opts.Metadata})
+	if err == nil && out.Rejection != nil {
+		return Outcome{}, &eventstore.EventIDConflictError{Stream: inst.Stream, EventID: busrepo.EventID(inst.Stream, opts.CommandID, 0),
+			StoredVersion: out.FirstVersion, Expected: storekit.StreamState(out.FirstVersion-1, out.FirstVersion > 0)}
+	}
+	return Outcome{FirstVersion: out.FirstVersion, LastVersion: out.LastVersion, Events: out.Events, Duplicate: out.Duplicate,
+		Position: out.Position}, err
+}
+
+// save is [busrepo.Repo.Save]: Save, recording the command's type, and
+// answering a duplicate with whatever outcome the stream holds, a recorded
+// rejection included.
+func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], events []any, opts busrepo.SaveOptions) (busrepo.Outcome, error) {
 	if err := checkInstance(inst); err != nil {
-		return Outcome{}, err
+		return busrepo.Outcome{}, err
 	}
 	if len(events) == 0 {
-		return Outcome{}, nil
+		return busrepo.Outcome{}, nil
 	}
 	for i, e := range events {
 		if isNil(e) {
-			return Outcome{}, &eventstore.InvalidArgumentError{Stream: inst.Stream, Index: i, Field: "event",
+			return busrepo.Outcome{}, &eventstore.InvalidArgumentError{Stream: inst.Stream, Index: i, Field: "event",
 				Reason: fmt.Sprintf("is nil (%d events to save): Handle must return event values", len(events))}
 		}
 	}
 	if err := r.typ.checkEvents(inst.Stream, events); err != nil {
-		return Outcome{}, err
+		return busrepo.Outcome{}, err
 	}
 	data, err := r.reg.EncodeAll(events...)
 	if err != nil {
-		return Outcome{}, err
+		return busrepo.Outcome{}, err
 	}
-	md := opts.metadata()
+	md := metadata(opts)
 	for i := range data {
 		if opts.CommandID != "" {
-			data[i].ID = EventID(inst.Stream, opts.CommandID, i)
+			data[i].ID = busrepo.EventID(inst.Stream, opts.CommandID, i)
 		}
 		data[i].Metadata = md
 		if i > 0 {
 			data[i].Metadata = md.Clone()
 		}
 	}
-	res, err := r.store.Append(trusted.Writer(ctx), inst.Stream, inst.Expected(), data...)
+	res, err := r.store.Append(trusted.Writer(ctx), inst.Stream, inst.expected(), data...)
 	if err != nil {
-		return Outcome{}, err
+		return busrepo.Outcome{}, err
 	}
 	if res.Duplicate {
 		return r.storedOutcome(ctx, inst, opts.CommandID, res.FirstVersion)
 	}
-	out := Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Position: res.Position,
+	out := busrepo.Outcome{FirstVersion: res.FirstVersion, LastVersion: res.LastVersion, Duplicate: res.Duplicate, Position: res.Position,
 		Events: make([]any, 0, len(data)), CommandType: opts.CommandType}
 	var buf []codec.Decoded
 	for i := range data {
@@ -170,12 +156,12 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 // from the stream. The whole stored command is read, not just as many
 // events as this decision had: a decision with fewer events repeats only a
 // prefix of the stored ones.
-func (r *Repository[T, PT]) storedOutcome(ctx context.Context, inst *Instance[T, PT], commandID string, first uint64) (Outcome, error) {
+func (r *Repository[T, PT]) storedOutcome(ctx context.Context, inst *Instance[T, PT], commandID string, first uint64) (busrepo.Outcome, error) {
 	if _, err := r.replay(ctx, inst); err != nil {
 		if err == errSnapshotPastEnd {
 			err = fmt.Errorf("%w: stream %q no longer has version %d, which the instance was built to", eventstore.ErrCorrupt, inst.Stream, inst.Version)
 		}
-		return Outcome{}, err
+		return busrepo.Outcome{}, err
 	}
 	out, found, err := r.readOutcome(ctx, inst.Stream, commandID, span{first: first, last: eventstore.End})
 	if err == nil && !found {

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/upcast"
 )
 
@@ -37,4 +38,11 @@ func TestNewRepositoryRefusesABrokenRegistry(t *testing.T) {
 	require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "a nil store")
 	_, err = aggregate.NewRepository(store, nil, tallyType(t, 0), aggregate.RepositoryOptions{})
 	require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "a nil registry")
+}
+
+// busOf is the command bus's view of repo, through which these tests reach
+// what only the bus uses: outcome lookups, refresh and recorded
+// rejections.
+func busOf[T any, PT aggregate.Root[T]](repo *aggregate.Repository[T, PT]) busrepo.Repo[*aggregate.Instance[T, PT]] {
+	return busrepo.For[*aggregate.Instance[T, PT]](repo)
 }

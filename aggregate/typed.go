@@ -99,11 +99,9 @@ func (t *Type[T, PT]) bind(bindings []Binding[T]) error {
 	return nil
 }
 
-// CanHandle reports whether the type can decide commands of Go type ct:
-// with a handler bound by [Handles], or else with the Handle method of
-// [Aggregate] when *T implements it. The command bus checks it when a
-// command type is routed.
-func (t *Type[T, PT]) CanHandle(ct reflect.Type) bool {
+// canHandle is [busrepo.CanHandle]: whether the type can decide commands
+// of Go type ct, with a bound handler or the [Aggregate] fallback.
+func (t *Type[T, PT]) canHandle(ct reflect.Type) bool {
 	_, ok := t.handlers.get(ct)
 	return ok || t.fallback
 }

@@ -176,7 +176,7 @@ func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
 }
 
 // commandName is how a command type is named in its events (see
-// aggregate.SaveOptions.CommandType): the codec's name for it, which
+// busrepo.SaveOptions.CommandType): the codec's name for it, which
 // survives a refactor of the Go code, and the older names that upcasters
 // rename into it. A type the codec does not know has no name: nothing is
 // recorded, and a reused ID goes unnoticed (a Go type name would change

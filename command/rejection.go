@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/internal/busrepo"
 )
 
 // ErrRecordedRejection matches every [*RecordedRejectionError].
@@ -31,7 +32,8 @@ type RecordedRejectionError struct {
 	// Command is the Go type of the command that was rejected, as %T
 	// printed it.
 	Command string
-	// Reason is the text of the rejection (see [aggregate.Rejection]), and
+	// Reason is the text of the rejection, as the aggregate's error gave
+	// it (valid UTF-8, cut at 64 KiB), and
 	// Code the code of its error ("" for none).
 	Reason, Code string
 	// registered is the error the bus's codec registered under Code.
@@ -52,7 +54,7 @@ func (e *RecordedRejectionError) Unwrap() error { return e.registered }
 // this dispatch: its events, or its recorded rejection; or, when that
 // outcome was recorded for a command of another type than the one named
 // name, a [*CommandIDReusedError].
-func priorResult(reg *codec.Registry, res Result, prior aggregate.Outcome, name commandName) (Result, error) {
+func priorResult(reg *codec.Registry, res Result, prior busrepo.Outcome, name commandName) (Result, error) {
 	if !name.is(prior.CommandType) {
 		return res, &CommandIDReusedError{CommandID: res.CommandID, Stream: res.Stream, Version: prior.FirstVersion,
 			Recorded: prior.CommandType, Command: name.name}
@@ -68,9 +70,9 @@ func priorResult(reg *codec.Registry, res Result, prior aggregate.Outcome, name 
 }
 
 // recordRejection records the aggregate's rejection of msg in inst's
-// stream (see [aggregate.Repository.SaveRejection]). Its outcome, when
-// Duplicate, is another dispatch's: a rejection or a success.
-func (r *typedRoute[T, PT]) recordRejection(ctx context.Context, reg *codec.Registry, inst *aggregate.Instance[T, PT], msg *Message, opts aggregate.SaveOptions, reason error) (aggregate.Outcome, error) {
-	rej := aggregate.Rejection{Reason: reason.Error(), Command: fmt.Sprintf("%T", msg.Command), Code: reg.ErrorCode(reason)}
-	return r.repo.SaveRejection(ctx, inst, rej, opts)
+// stream (see [busrepo.Repo.SaveRejection]). Its outcome, when Duplicate,
+// is another dispatch's: a rejection or a success.
+func (r *typedRoute[T, PT]) recordRejection(ctx context.Context, reg *codec.Registry, inst *aggregate.Instance[T, PT], msg *Message, opts busrepo.SaveOptions, reason error) (busrepo.Outcome, error) {
+	rej := busrepo.Rejection{Reason: reason.Error(), Command: fmt.Sprintf("%T", msg.Command), Code: reg.ErrorCode(reason)}
+	return r.bus.SaveRejection(ctx, inst, rej, opts)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/failpoint"
 	"github.com/cairn-es/cairn/retry"
 )
@@ -24,8 +25,9 @@ type route interface {
 
 // Route sends every command of Go type C to aggregate type typ. A command
 // type routed twice, two aggregate types with one name, or a command type
-// that typ has no handler for (see [aggregate.Type.CanHandle]; the error
-// then also matches [aggregate.ErrNoHandler]) is a [*RouteError]. Route also validates the bus's codec registry, and freezes
+// that typ has no handler for (neither bound by [aggregate.Handles] nor the
+// Handle of [aggregate.Aggregate]; the error then also matches
+// [aggregate.ErrNoHandler]) is a [*RouteError]. Route also validates the bus's codec registry, and freezes
 // it (see [aggregate.NewRepository]): a broken set-up, such as an upcaster
 // chain with a gap, or a type whose snapshots cannot be encoded, fails here
 // rather than at the first Dispatch.
@@ -49,7 +51,7 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(),
 			Reason: "another aggregate type has the same name, so they would share streams"}
 	}
-	if !typ.CanHandle(ct) {
+	if !busrepo.CanHandle(typ, ct) {
 		var zero T
 		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(), Err: aggregate.ErrNoHandler,
 			Reason: fmt.Sprintf("the aggregate type has no handler for it (see aggregate.Handles), and *%T does not implement aggregate.Aggregate", zero)}
@@ -60,7 +62,7 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 		if err != nil {
 			return err
 		}
-		r = &typedRoute[T, PT]{repo: repo}
+		r = &typedRoute[T, PT]{typ: typ, repo: repo, bus: busrepo.For[*aggregate.Instance[T, PT]](repo)}
 		b.repos[typ] = r
 		b.types[typ.Name()] = typ
 	}
@@ -69,20 +71,24 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 	return nil
 }
 
+// typedRoute dispatches to the aggregates of typ, through its repository
+// and what only the bus does with it (bus).
 type typedRoute[T any, PT aggregate.Root[T]] struct {
+	typ  *aggregate.Type[T, PT]
 	repo *aggregate.Repository[T, PT]
+	bus  busrepo.Repo[*aggregate.Instance[T, PT]]
 }
 
-func (r *typedRoute[T, PT]) aggregateName() string { return r.repo.Type().Name() }
+func (r *typedRoute[T, PT]) aggregateName() string { return r.typ.Name() }
 
 func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, name commandName) (Result, error) {
 	id, err := aggregateID(msg.Command)
 	if err != nil {
 		return Result{CommandID: msg.ID}, err
 	}
-	stream := r.repo.Type().Stream(id)
+	stream := r.typ.Stream(id)
 	res := Result{AggregateID: id, Stream: stream, CommandID: msg.ID}
-	if err := r.repo.Type().ValidateID(id); err != nil {
+	if err := r.typ.ValidateID(id); err != nil {
 		return res, fmt.Errorf("command %T: %w", msg.Command, err)
 	}
 	unlock, err := b.locks.Lock(ctx, stream)
@@ -107,12 +113,12 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		if err != nil {
 			return res, err
 		}
-		var prior aggregate.Outcome
+		var prior busrepo.Outcome
 		found, certain := false, true
 		if exact {
-			prior, found, err = r.repo.PriorOutcome(ctx, inst, msg.ID)
+			prior, found, err = r.bus.PriorOutcome(ctx, inst, msg.ID)
 		} else {
-			prior, found, certain, err = r.repo.RecentOutcome(ctx, inst, msg.ID)
+			prior, found, certain, err = r.bus.RecentOutcome(ctx, inst, msg.ID)
 		}
 		if err != nil {
 			return res, err
@@ -127,7 +133,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 			// A rejection or a no-op appends nothing, so no store would
 			// refuse it: look without the bound before returning it, for
 			// the command may have produced events long ago.
-			if prior, found, perr := r.repo.PriorOutcome(ctx, inst, msg.ID); perr != nil || found {
+			if prior, found, perr := r.bus.PriorOutcome(ctx, inst, msg.ID); perr != nil || found {
 				b.cache.Evict(stream) // Handle may have panicked half-way
 				if perr != nil {
 					return res, perr
@@ -152,14 +158,14 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		// Append the decision: the events, or the rejection to record. Both
 		// expect the loaded version, so a success and a rejection of one
 		// command ID racing in two dispatches cannot both be appended.
-		var out aggregate.Outcome
-		opts := aggregate.SaveOptions{CommandID: msg.ID, Metadata: md, CommandType: name.name}
+		var out busrepo.Outcome
+		opts := busrepo.SaveOptions{CommandID: msg.ID, Metadata: md, CommandType: name.name}
 		rejection := err
 		hit(failpoint.BusBeforeAppend)
 		if rejection != nil {
 			out, err = r.recordRejection(ctx, b.reg, inst, msg, opts, rejection)
 		} else {
-			out, err = r.repo.Save(ctx, inst, events, opts)
+			out, err = r.bus.Save(ctx, inst, events, opts)
 		}
 		hit(failpoint.BusAfterAppend)
 		if err == nil {
@@ -214,7 +220,7 @@ func aggregateID(cmd Command) (id string, err error) {
 func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string) (*aggregate.Instance[T, PT], error) {
 	cached, _ := b.cache.Get(stream)
 	if inst, ok := cached.(*aggregate.Instance[T, PT]); ok {
-		fresh, err := r.repo.Refresh(ctx, inst)
+		fresh, err := r.bus.Refresh(ctx, inst)
 		if err != nil {
 			b.cache.Evict(stream) // partly refreshed: no longer a state of the stream
 			return nil, err

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/trusted"
 	"github.com/cairn-es/cairn/projection"
 )
@@ -38,7 +38,7 @@ func TestCairnsOwnRecordsReachNoHandlerAndAreNeverDeadLetters(t *testing.T) {
 	require.NoError(t, err)
 	_, err = store.Append(trusted.Writer(ctx), "order-1", eventstore.NoStream,
 		one,
-		eventstore.EventData{Type: aggregate.RejectionType, SchemaVersion: aggregate.RejectionSchemaVersion,
+		eventstore.EventData{Type: busrepo.RejectionType, SchemaVersion: busrepo.RejectionSchemaVersion,
 			Data: []byte(`{"reason":"sold out","command":"x.Reserve"}`), Metadata: eventstore.Metadata{CommandID: "c1"}},
 		two)
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -159,7 +160,7 @@ func TestARejectionStaysFinalAcrossTwoOutboxes(t *testing.T) {
 		require.NoError(t, err)
 		types = append(types, e.Type)
 	}
-	assert.Equal(t, []string{aggregate.RejectionType, "shelf.opened"}, types)
+	assert.Equal(t, []string{busrepo.RejectionType, "shelf.opened"}, types)
 
 	// Both outboxes sending again (crashes before their checkpoints)
 	// change nothing.

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -141,7 +142,7 @@ func TestARejectionIsFedBackOnceAndIsFinal(t *testing.T) {
 		require.NoError(t, err)
 		types = append(types, e.Type)
 	}
-	assert.Equal(t, []string{aggregate.RejectionType}, types, "the rejected command never took effect: its stream holds only the recorded rejection")
+	assert.Equal(t, []string{busrepo.RejectionType}, types, "the rejected command never took effect: its stream holds only the recorded rejection")
 }
 
 func TestASagaThatSendsAnUnroutedCommandFailsAtSetUp(t *testing.T) {

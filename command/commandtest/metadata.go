@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/check"
 )
 
@@ -31,9 +31,9 @@ func testMetadataFlows(t testing.TB, e *env) {
 		check.Equal(t, ev.Metadata.CommandID, msg.ID)
 		check.Equal(t, ev.Metadata.CorrelationID, "flow-7")
 		check.Equal(t, ev.Metadata.CausationID, "msg-3")
-		check.Equal(t, ev.Metadata.Extra, map[string]string{"tenant": "acme", aggregate.CommandTypeKey: "counter.increment-twice"},
+		check.Equal(t, ev.Metadata.Extra, map[string]string{"tenant": "acme", busrepo.CommandTypeKey: "counter.increment-twice"},
 			"the caller's metadata, and the command's type as the codec names it")
-		check.Equal(t, ev.ID, aggregate.EventID("counter-"+id, msg.ID, i), "event IDs derive from the command ID")
+		check.Equal(t, ev.ID, busrepo.EventID("counter-"+id, msg.ID, i), "event IDs derive from the command ID")
 		check.Equal(t, ev.Type, "counter.incremented")
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/retry"
 )
@@ -61,9 +61,9 @@ func testRecordedRejectionIsFinal(t testing.TB, e *env) {
 	evs := e.events(id)
 	check.Len(t, evs, 1, "one recorded rejection")
 	rec := evs[0]
-	check.Equal(t, rec.Type, aggregate.RejectionType)
-	check.Equal(t, rec.SchemaVersion, uint32(aggregate.RejectionSchemaVersion))
-	check.Equal(t, rec.ID, aggregate.EventID(stream, msg.ID, 0), "its ID derives from the command ID, as a command's first event's")
+	check.Equal(t, rec.Type, busrepo.RejectionType)
+	check.Equal(t, rec.SchemaVersion, uint32(busrepo.RejectionSchemaVersion))
+	check.Equal(t, rec.ID, busrepo.EventID(stream, msg.ID, 0), "its ID derives from the command ID, as a command's first event's")
 	check.Equal(t, rec.Metadata.CommandID, msg.ID)
 	check.Equal(t, rec.Metadata.CorrelationID, "flow-1")
 	check.Equal(t, first.Position, rec.Position, "the position of the recorded rejection")
@@ -155,7 +155,7 @@ func testApplyNeverSeesRecordedRejections(t testing.TB, e *env) {
 	evs := e.events(id)
 	check.Len(t, evs, 5)
 	for _, v := range []int{1, 3} {
-		check.Equal(t, evs[v].Type, aggregate.RejectionType, "event %d", v)
+		check.Equal(t, evs[v].Type, busrepo.RejectionType, "event %d", v)
 	}
 	snap, ok := e.snapshot(id)
 	check.True(t, ok)
@@ -243,7 +243,7 @@ func testOneOutcomeUnderContention(t testing.TB, e *env, rounds int, record bool
 		for _, ev := range e.events(id) {
 			if ev.Metadata.CommandID == msg.ID {
 				ofCommand++
-				check.Equal(t, ev.Type == aggregate.RejectionType, first.err != nil, "round %d: the stream holds the outcome reported", round)
+				check.Equal(t, ev.Type == busrepo.RejectionType, first.err != nil, "round %d: the stream holds the outcome reported", round)
 			}
 		}
 		check.Equal(t, ofCommand, 1, "round %d: the command's outcome is in the stream once", round)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -364,7 +364,7 @@ func (w *tabWorld) checkTabCommands(sent map[string]sentBy) error {
 		}
 		id := ev.Metadata.CommandID
 		effects[id] = append(effects[id], fmt.Sprintf("%s#%d %s", ev.StreamID, ev.Version, ev.Type))
-		if aggregate.IsRejection(&ev) {
+		if busrepo.IsRejection(&ev) {
 			refusals[id]++
 		}
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/examples/internal/datadir"
 )
 
 func main() {
@@ -134,17 +135,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	if cfg.timelines < 1 || cfg.timelines > maxTimelines || cfg.posts < 3 {
 		return r, fmt.Errorf("from 1 to %d timelines and at least 3 posts, not %d and %d", maxTimelines, cfg.timelines, cfg.posts)
 	}
-	dir := cfg.dataDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "cairn-fanout")
-		if err != nil {
-			return r, err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, removeDir, err := datadir.Open(cfg.dataDir, "cairn-fanout")
+	if err != nil {
 		return r, err
 	}
+	defer removeDir()
 	path := filepath.Join(dir, "fanout.db")
 	svc, err := open(ctx, path, cfg.logger)
 	if err != nil {

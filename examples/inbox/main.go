@@ -35,6 +35,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/examples/internal/datadir"
 )
 
 // config sizes a run.
@@ -73,17 +74,11 @@ type report struct {
 
 func run(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	var r report
-	dir := cfg.dataDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "cairn-inbox")
-		if err != nil {
-			return r, err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, removeDir, err := datadir.Open(cfg.dataDir, "cairn-inbox")
+	if err != nil {
 		return r, err
 	}
+	defer removeDir()
 	store, err := sqlite.Open(ctx, filepath.Join(dir, "inbox.db"), sqlite.Options{Logger: cfg.logger})
 	if err != nil {
 		return r, err

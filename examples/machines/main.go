@@ -38,6 +38,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/examples/internal/datadir"
 )
 
 // config sizes a run.
@@ -76,17 +77,11 @@ type report struct {
 
 func run(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	r := report{states: make(map[string]string)}
-	dir := cfg.dataDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "cairn-machines")
-		if err != nil {
-			return r, err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, removeDir, err := datadir.Open(cfg.dataDir, "cairn-machines")
+	if err != nil {
 		return r, err
 	}
+	defer removeDir()
 	store, err := sqlite.Open(ctx, filepath.Join(dir, "machines.db"), sqlite.Options{Logger: cfg.logger})
 	if err != nil {
 		return r, err

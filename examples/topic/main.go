@@ -34,6 +34,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/examples/internal/datadir"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -74,17 +75,11 @@ type report struct {
 
 func run(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	r := report{outcomes: make(map[saga.Outcome]int)}
-	dir := cfg.dataDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "cairn-topic")
-		if err != nil {
-			return r, err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, removeDir, err := datadir.Open(cfg.dataDir, "cairn-topic")
+	if err != nil {
 		return r, err
 	}
+	defer removeDir()
 	store, err := sqlite.Open(ctx, filepath.Join(dir, "topic.db"), sqlite.Options{Logger: cfg.logger})
 	if err != nil {
 		return r, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/internal/testrig/counters"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 )
@@ -29,27 +29,9 @@ func memoryHarness() projectiontest.Harness[*memory.Tx] {
 			t.Cleanup(func() { _ = events.Close() })
 			return projectiontest.Stores[*memory.Tx]{Events: events, Consumers: memory.New()}
 		},
-		Add: func(_ context.Context, tx *memory.Tx, key string, delta int64) error {
-			var n int64
-			if v, ok := tx.Get(key); ok {
-				var err error
-				if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
-					return err
-				}
-			}
-			tx.Put(key, strconv.AppendInt(nil, n+delta, 10))
-			return nil
-		},
+		Add: counters.AddMemory,
 		Get: func(t testing.TB, s projectiontest.Stores[*memory.Tx], key string) int64 {
-			v, ok := s.Consumers.(*memory.Store).Value(key)
-			if !ok {
-				return 0
-			}
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil {
-				t.Fatalf("counter %q holds %q", key, v)
-			}
-			return n
+			return counters.Memory(t, s.Consumers.(*memory.Store), key)
 		},
 	}
 }

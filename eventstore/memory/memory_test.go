@@ -2,7 +2,6 @@ package memory_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
@@ -12,6 +11,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/testrig/counters"
 )
 
 func newStore(t testing.TB) eventstore.Store {
@@ -25,32 +25,13 @@ func newStore(t testing.TB) eventstore.Store {
 // the store's key/value read model.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, newStore, storetest.Options{
-		ReadModel: storetest.TxReadModel(addCounter, counter),
+		ReadModel: storetest.TxReadModel(counters.AddMemory, counter),
 	})
 }
 
-func addCounter(_ context.Context, tx *memory.Tx, key string, delta int64) error {
-	var n int64
-	if v, ok := tx.Get(key); ok {
-		var err error
-		if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
-			return err
-		}
-	}
-	tx.Put(key, strconv.AppendInt(nil, n+delta, 10))
-	return nil
-}
-
+// counter reads the counters' read model of a store that newStore made.
 func counter(t testing.TB, s eventstore.Store, key string) int64 {
-	v, ok := s.(*memory.Store).Value(key)
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		t.Fatalf("counter %q holds %q", key, v)
-	}
-	return n
+	return counters.Memory(t, s.(*memory.Store), key)
 }
 
 func BenchmarkStore(b *testing.B) {

@@ -2,10 +2,7 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/testrig/counters"
 )
 
 // TestConformance runs every suite on the store: the event store's, the
@@ -31,72 +29,18 @@ import (
 // (8.7 s under the race detector on 2 cores at 200: every round appends
 // durably).
 func TestConformance(t *testing.T) {
-	counters := newCounters()
+	c := counters.NewSQLite()
 	storetest.Run(t, func(t testing.TB) eventstore.Store {
-		return counters.open(t, t.TempDir(), sqlite.Options{})
+		return c.Open(t, t.TempDir(), sqlite.Options{})
 	}, storetest.Options{
-		ReadModel: storetest.TxReadModel(addCounter, counters.get),
+		ReadModel: storetest.TxReadModel(counters.AddSQL, func(t testing.TB, s eventstore.Store, key string) int64 {
+			return c.Get(t, s.(*sqlite.Store), key)
+		}),
 		Open: func(t testing.TB, dir string) eventstore.Store {
-			return counters.open(t, dir, sqlite.Options{Synchronous: sqlite.SyncNormal, PollInterval: 20 * time.Millisecond})
+			return c.Open(t, dir, sqlite.Options{Synchronous: sqlite.SyncNormal, PollInterval: 20 * time.Millisecond})
 		},
 		Commands: commandtest.Options{HotWorkers: 4, HotIncrements: 20, OutcomeRounds: 100},
 	})
-}
-
-// counters is the projection suite's read model: a table of counters in
-// each store's file, read through a read-only connection of its own, as
-// the suite reads it inside the consumer's transactions too, where going
-// through the store's writer (InTx) would wait for itself.
-type counters struct {
-	mu      sync.Mutex
-	readers map[*sqlite.Store]*sql.DB
-}
-
-func newCounters() *counters {
-	return &counters{readers: make(map[*sqlite.Store]*sql.DB)}
-}
-
-// open opens the store in dir with its table of counters.
-func (c *counters) open(t testing.TB, dir string, opts sqlite.Options) *sqlite.Store {
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(dir, "events.db"), opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, s.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, n INTEGER NOT NULL)`)
-		return err
-	}))
-	db, err := sql.Open("sqlite", "file:"+s.Path()+"?mode=ro&_pragma=busy_timeout(10000)")
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = db.Close()
-		c.mu.Lock()
-		delete(c.readers, s)
-		c.mu.Unlock()
-	})
-	c.mu.Lock()
-	c.readers[s] = db
-	c.mu.Unlock()
-	return s
-}
-
-func addCounter(ctx context.Context, tx *sql.Tx, key string, delta int64) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO counters (key, n) VALUES (?, ?)
-		ON CONFLICT (key) DO UPDATE SET n = n + excluded.n`, key, delta)
-	return err
-}
-
-func (c *counters) get(t testing.TB, s eventstore.Store, key string) int64 {
-	c.mu.Lock()
-	db := c.readers[s.(*sqlite.Store)]
-	c.mu.Unlock()
-	var n int64
-	err := db.QueryRow(`SELECT n FROM counters WHERE key = ?`, key).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0
-	}
-	require.NoError(t, err)
-	return n
 }
 
 // openTemp opens a new store in a file of its own, closed when the test ends.

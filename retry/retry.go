@@ -18,12 +18,12 @@ import "time"
 // half of its delay, so that processes that fail together retry apart.
 type Policy struct {
 	// Attempts is how many times the operation runs in all before it gives
-	// up; zero means the default of the option that holds the Policy
-	// (see its documentation), and one means no retry.
+	// up; zero or less means the default of the option that holds the
+	// Policy (see its documentation), and one means no retry.
 	Attempts int
-	// Initial is the delay before the first retry; zero means 10ms.
+	// Initial is the delay before the first retry; zero or less means 10ms.
 	Initial time.Duration
-	// Max caps the delay; zero means 1s.
+	// Max caps the delay; zero or less means 1s.
 	Max time.Duration
 	// Multiplier grows the delay after each retry; zero (or less than 1)
 	// means 2.

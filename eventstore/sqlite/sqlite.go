@@ -72,8 +72,9 @@ type Options struct {
 	// fails. Zero means 5 seconds.
 	BusyTimeout time.Duration
 	// PollInterval is how often subscribers look for events appended by
-	// other processes; commits by this store wake them at once. Zero means
-	// [storekit.DefaultPollInterval].
+	// other processes; commits by this store wake them at once. Zero or
+	// less means [storekit.DefaultPollInterval] (it once meant no polling:
+	// say NoPolling).
 	PollInterval time.Duration
 	// NoPolling turns that polling off, for a file no other process
 	// writes to: subscribers then wake only on this store's commits.

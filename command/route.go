@@ -232,5 +232,5 @@ func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string)
 
 // delay is how long p waits before the retry after attempt failed.
 func delay(p retry.Policy, attempt int) time.Duration {
-	return backoff.Policy{Initial: p.Initial, Max: p.Max, Multiplier: p.Multiplier}.Delay(attempt)
+	return backoff.Of(p).Delay(attempt)
 }

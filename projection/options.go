@@ -50,8 +50,7 @@ func (o Options) attempts() int {
 
 // delay is the wait before the retry after attempt failed.
 func (o Options) delay(attempt int) time.Duration {
-	r := o.Retry
-	return backoff.Policy{Initial: r.Initial, Max: r.Max, Multiplier: r.Multiplier}.Delay(attempt)
+	return backoff.Of(o.Retry).Delay(attempt)
 }
 
 // Options configure a [Consumer]. The zero value is the default: every

@@ -11,7 +11,6 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/lru"
-	"github.com/cairn-es/cairn/retry"
 )
 
 // Runner runs one saga type on an event store: it takes messages (events
@@ -76,7 +75,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	if clock == nil {
 		clock = systemClock{}
 	}
-	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: opts.Logger, retry: backoffOf(opts.Retry), attempts: opts.Retry.Attempts, stats: &counters{}}
+	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: opts.Logger, retry: backoff.Of(opts.Retry), attempts: opts.Retry.Attempts, stats: &counters{}}
 	if e.log == nil {
 		e.log = slog.Default()
 	}
@@ -103,9 +102,4 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	}
 	e.stored = r.observe
 	return r, nil
-}
-
-// backoffOf returns the waits of p.
-func backoffOf(p retry.Policy) backoff.Policy {
-	return backoff.Policy{Initial: p.Initial, Max: p.Max, Multiplier: p.Multiplier}
 }

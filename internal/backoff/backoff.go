@@ -8,6 +8,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/cairn-es/cairn/retry"
 )
 
 // Policy says how long to wait before each retry. The zero value retries
@@ -51,6 +53,13 @@ func (p Policy) Delay(attempt int) time.Duration {
 	}
 	half := delay / 2
 	return half + rand.N(delay-half+1)
+}
+
+// Of returns the waits of p, the retry schedule of an option that users
+// set: the bus, the projection consumers and the saga runners each hold
+// one.
+func Of(p retry.Policy) Policy {
+	return Policy{Initial: p.Initial, Max: p.Max, Multiplier: p.Multiplier}
 }
 
 // Wait sleeps for d or until ctx ends, and returns ctx.Err() in that case.

@@ -111,24 +111,13 @@ func (t *switchTally) Apply(event any) error {
 // one command decided and its event applied, through a Type, by the
 // Aggregate interface's type switches and by bound handlers and appliers.
 func BenchmarkDecideAndApply(b *testing.B) {
-	ctx := context.Background()
 	var cmd any = Add{N: 1}
 	b.Run("Interface", func(b *testing.B) {
 		typ, err := aggregate.NewType[switchTally]("tally", aggregate.Options[switchTally]{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		state := &switchTally{}
-		b.ReportAllocs()
-		for range b.N {
-			events, err := typ.Handle(ctx, state, cmd)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := typ.Apply(state, events[0]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		decideAndApply(b, typ, &switchTally{}, cmd)
 	})
 	b.Run("Typed", func(b *testing.B) {
 		typ, err := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{},
@@ -137,16 +126,21 @@ func BenchmarkDecideAndApply(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		state := &Tally{}
-		b.ReportAllocs()
-		for range b.N {
-			events, err := typ.Handle(ctx, state, cmd)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := typ.Apply(state, events[0]); err != nil {
-				b.Fatal(err)
-			}
-		}
+		decideAndApply(b, typ, &Tally{}, cmd)
 	})
+}
+
+// decideAndApply has state decide cmd and apply its first event, b.N times.
+func decideAndApply[T any, PT aggregate.Root[T]](b *testing.B, typ *aggregate.Type[T, PT], state PT, cmd any) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for range b.N {
+		events, err := typ.Handle(ctx, state, cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := typ.Apply(state, events[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

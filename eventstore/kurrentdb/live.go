@@ -65,4 +65,3 @@ func (s *Store) subscribeOnce() (live bool) {
 		}
 	}
 }
-

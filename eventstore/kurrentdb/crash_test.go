@@ -43,8 +43,10 @@ type (
 // AggregateID implements command.Command.
 func (c Add) AggregateID() string { return c.Tally }
 
-func (t *Tally) add(_ context.Context, c Add) ([]any, error) { return []any{Added{Command: c.Command}}, nil }
-func (t *Tally) added(Added)                                 { t.N++ }
+func (t *Tally) add(_ context.Context, c Add) ([]any, error) {
+	return []any{Added{Command: c.Command}}, nil
+}
+func (t *Tally) added(Added) { t.N++ }
 
 var tallies = func() *aggregate.Type[Tally, *Tally] {
 	t, err := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{},

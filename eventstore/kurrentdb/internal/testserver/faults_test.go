@@ -1,6 +1,7 @@
 package testserver
 
 import (
+	"io"
 	"testing"
 	"time"
 
@@ -147,6 +148,27 @@ func TestRestartKeepsTheLogAndTheAddress(t *testing.T) {
 	require.NoError(t, err, "the client reconnects on its next call")
 	require.Len(t, got, 2)
 	appendOK(t, c, "s", esdb.Revision(1), events(1)...)
+}
+
+// Without a dropped subscription to tell it, the client finds out about the
+// restart on its next call, which may fail; the one after succeeds.
+func TestRestartIsNoticedByTheNextCall(t *testing.T) {
+	srv := quiet(t)
+	c := connect(t, srv)
+	appendOK(t, c, "s", esdb.Any{}, events(1)...)
+	for range 10 {
+		require.NoError(t, srv.Restart())
+		_, err := c.AppendToStream(ctxT(t), "s", esdb.AppendToStreamOptions{}, events(1)...)
+		if err != nil {
+			var e *esdb.Error
+			require.ErrorAs(t, err, &e)
+			if e.Code() != esdb.ErrorUnavailable {
+				require.Equal(t, esdb.ErrorCodeUnknown, e.Code())
+				require.ErrorIs(t, err, io.EOF, "the client's Send saw the closed connection")
+			}
+		}
+		appendOK(t, c, "s", esdb.Any{}, events(1)...)
+	}
 }
 
 func TestCloseTwiceAndRestartAfterClose(t *testing.T) {

@@ -109,6 +109,15 @@ func (s *Server) DisconnectNextAppend(when Disconnect) {
 	s.faults.disconnect = append(s.faults.disconnect, when)
 }
 
+// ForgetEventIDs empties the cache of event IDs that makes an Any or
+// StreamExists append of already stored events idempotent, as a busy node's
+// eviction or a restart does on a real server. Such a repeat is then written
+// again. Exact and NoStream repeats are still recognised: the server checks
+// them against the stored events.
+func (s *Server) ForgetEventIDs() {
+	s.store.forgetIDs()
+}
+
 // DropSubscriptions ends every open subscription now with
 // codes.Unavailable; the client reports it as SubscriptionDropped.
 // Subscriptions started later are not affected.

@@ -171,6 +171,25 @@ func TestRestartIsNoticedByTheNextCall(t *testing.T) {
 	}
 }
 
+func TestForgottenIDsMakeAnyRepeatsWriteAgain(t *testing.T) {
+	srv := quiet(t)
+	c := connect(t, srv)
+	e := events(1)
+	appendOK(t, c, "s", esdb.Any{}, e...)
+	require.Equal(t, uint64(0), appendOK(t, c, "s", esdb.Any{}, e...).NextExpectedVersion, "remembered: a repeat")
+
+	srv.ForgetEventIDs()
+	require.Equal(t, uint64(0), appendOK(t, c, "s", esdb.NoStream{}, e...).NextExpectedVersion,
+		"an exact repeat is checked against the stored events")
+	require.Equal(t, uint64(1), appendOK(t, c, "s", esdb.Any{}, e...).NextExpectedVersion,
+		"forgotten: Any writes the same event again")
+
+	require.NoError(t, srv.Restart())
+	_, _ = c.AppendToStream(ctxT(t), "elsewhere", esdb.AppendToStreamOptions{}, events(1)...) // notice the restart
+	require.Equal(t, uint64(2), appendOK(t, c, "s", esdb.StreamExists{}, e...).NextExpectedVersion,
+		"a restarted node has forgotten too")
+}
+
 func TestCloseTwiceAndRestartAfterClose(t *testing.T) {
 	srv, err := Start(Options{})
 	require.NoError(t, err)

@@ -96,7 +96,8 @@ func (s *Server) Close() {
 
 // Restart stops the server, which ends every call and connection as a
 // crashed node would, and starts it again on the same port with the same
-// log. As with a real crash, a client that was not in a call notices only
+// log. The node's cache of event IDs starts empty, as on a real node (see
+// ForgetEventIDs). As with a real crash, a client that was not in a call notices only
 // when it next uses its connection: that call may fail, with
 // ErrorUnavailable or with ErrorCodeUnknown wrapping io.EOF ("could not send
 // append request header"), and the call after it reconnects. A client whose
@@ -108,6 +109,7 @@ func (s *Server) Restart() error {
 		return errors.New("testserver: restart after Close")
 	}
 	s.grpc.Stop()
+	s.store.forgetIDs()
 	return s.listenLocked(s.addr)
 }
 

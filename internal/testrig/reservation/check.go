@@ -43,7 +43,8 @@ func (e *End) Apply(v any) {
 }
 
 // Checker checks how orders ended, from their aggregates' streams in a
-// store: the checks that the saga's crash tests and its simulation share.
+// store: the checks that the saga's tests, its crash tests (flowtest) and
+// its simulation share.
 type Checker struct {
 	store eventstore.Store
 	reg   *codec.Registry

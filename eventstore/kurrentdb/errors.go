@@ -46,7 +46,10 @@ func pastDeadline(ctx context.Context) bool {
 // transient reports whether err, from the client, is worth a retry: the
 // call failed where nothing says it will fail again.
 func transient(err error) bool {
-	if errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) {
+	// The client sends on a connection that closed under it as an
+	// unknown error wrapping io.EOF, and starts no reconnect of its own.
+	if errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
 	var e *esdb.Error

@@ -8,9 +8,12 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
-// headPage is how many records of $all Head reads at a time, backwards,
-// past KurrentDB's system records and the store's own.
-const headPage = 64
+// maxHeadPage is the most records of $all Head reads at a time,
+// backwards, past KurrentDB's system records and the store's own. It reads
+// one first, as the newest record is mostly an event of Cairn's, and the
+// server sends a read's records before they are asked for: a larger first
+// page would carry large events for nothing.
+const maxHeadPage = 64
 
 // Head returns the position of the newest event of Cairn's in $all
 // ([eventstore.Start] when there is none): how far a subscriber has to
@@ -21,11 +24,11 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 		return eventstore.Position{}, err
 	}
 	var from esdb.AllPosition = esdb.End{}
-	for {
+	for page := 1; ; page = min(2*page, maxHeadPage) {
 		var head, oldest *esdb.RecordedEvent
 		read := 0
 		err := s.call(ctx, func(ctx context.Context, cli *esdb.Client) error {
-			r, err := cli.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Backwards, From: from}, headPage)
+			r, err := cli.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Backwards, From: from}, uint64(page))
 			if err != nil {
 				return err
 			}
@@ -46,7 +49,7 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 		if head != nil {
 			return position(head), nil
 		}
-		if read < headPage || oldest == nil {
+		if read < page || oldest == nil {
 			return eventstore.Start, nil
 		}
 		// Go on from the oldest record read: whether the next page holds

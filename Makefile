@@ -68,6 +68,7 @@ torture:
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)
+	cd $(KURRENTDB) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m ./...
 
 lint:
 	@.ci/no-build-outputs

@@ -4,11 +4,11 @@ go 1.26.0
 
 require github.com/EventStore/EventStore-Client-Go/v4 v4.2.0
 
-require github.com/oklog/ulid/v2 v2.1.1 // indirect
+require github.com/oklog/ulid/v2 v2.1.1
 
 require (
 	github.com/cairn-es/cairn v0.0.0-00010101000000-000000000000
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/google/uuid v1.6.0
 	golang.org/x/net v0.63.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect

@@ -38,6 +38,10 @@ func main() {
 	if len(os.Args) > 1 {
 		list = os.Args[1]
 	}
+	dirs := os.Args[min(2, len(os.Args)):]
+	if len(dirs) == 0 {
+		dirs = []string{"."}
+	}
 	f, err := os.Open(list)
 	if err != nil {
 		fail(err)
@@ -47,19 +51,25 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("%s: %w", list, err))
 	}
-	out, err := exec.Command("go", "list", "-m", "-json", "all").Output()
-	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			err = fmt.Errorf("go list -m -json all: %w: %s", err, exit.Stderr)
+	builds := make([]build, len(dirs))
+	for i, dir := range dirs {
+		cmd := exec.Command("go", "list", "-m", "-json", "all")
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				err = fmt.Errorf("go list -m -json all in %s: %w: %s", dir, err, exit.Stderr)
+			}
+			fail(err)
 		}
-		fail(err)
+		mods, err := parseModules(bytes.NewReader(out))
+		if err != nil {
+			fail(err)
+		}
+		builds[i] = build{Dir: dir, Modules: mods}
 	}
-	mods, err := parseModules(bytes.NewReader(out))
-	if err != nil {
-		fail(err)
-	}
-	if problems := audit(mins, mods); len(problems) > 0 {
+	if problems := audit(mins, builds...); len(problems) > 0 {
 		for _, p := range problems {
 			fmt.Fprintln(os.Stderr, "depaudit:", p)
 		}
@@ -112,28 +122,48 @@ func parseModules(r io.Reader) ([]module, error) {
 	}
 }
 
-// audit returns a problem for each pinned module that the build selects
+// build is the module graph of one module of the repository (Cairn and
+// its KurrentDB store are two), as the go command in Dir selects it.
+type build struct {
+	Dir     string
+	Modules []module
+}
+
+// audit returns a problem for each pinned module that a build selects
 // below its minimum (a replacement's version counts), and for each pin of
-// a module the build no longer has, so that the list stays true.
-func audit(mins []minimum, mods []module) []string {
-	selected := make(map[string]string, len(mods))
-	for _, m := range mods {
-		v := m.Version
-		if m.Replace != nil && m.Replace.Version != "" {
-			v = m.Replace.Version
+// a module that no build has any more, so that the list stays true.
+func audit(mins []minimum, builds ...build) []string {
+	selected := make([]map[string]string, len(builds))
+	for i, b := range builds {
+		selected[i] = make(map[string]string, len(b.Modules))
+		for _, m := range b.Modules {
+			v := m.Version
+			if m.Replace != nil && m.Replace.Version != "" {
+				v = m.Replace.Version
+			}
+			selected[i][m.Path] = v
 		}
-		selected[m.Path] = v
 	}
 	var problems []string
 	for _, min := range mins {
-		v, ok := selected[min.Module]
-		switch {
-		case !ok:
+		used := false
+		for i, b := range builds {
+			v, ok := selected[i][min.Module]
+			used = used || ok
+			in := ""
+			if len(builds) > 1 {
+				in = " in " + b.Dir
+			}
+			switch {
+			case !ok:
+			case v == "":
+				problems = append(problems, fmt.Sprintf("%s has no version%s (a local replacement?): it must be at least %s (%s)", min.Module, in, min.Version, min.Reason))
+			case semver.Compare(v, min.Version) < 0:
+				problems = append(problems, fmt.Sprintf("%s is at %s%s, below %s: %s", min.Module, v, in, min.Version, min.Reason))
+			}
+		}
+		if !used {
 			problems = append(problems, fmt.Sprintf("line %d pins %s, which the build no longer uses: remove the line", min.Line, min.Module))
-		case v == "":
-			problems = append(problems, fmt.Sprintf("%s has no version (a local replacement?): it must be at least %s (%s)", min.Module, min.Version, min.Reason))
-		case semver.Compare(v, min.Version) < 0:
-			problems = append(problems, fmt.Sprintf("%s is at %s, below %s: %s", min.Module, v, min.Version, min.Reason))
 		}
 	}
 	return problems

@@ -117,9 +117,9 @@ func runKilledRunner(t *testing.T, store string) {
 			if !reservation.Expect(seats, amount).AfterDeadline || !ofA[saga.Segment(id, segmentCount)] {
 				continue
 			}
-			p, err := f.pays.Load(context.Background(), id)
+			end, err := f.check.End(context.Background(), id)
 			require.NoError(t, err)
-			if p.State.Pending {
+			if end.Pending {
 				return true
 			}
 		}

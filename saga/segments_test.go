@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
@@ -134,7 +135,7 @@ func TestEachSegmentStepsItsOwnInstances(t *testing.T) {
 	r, err := saga.NewRunner(st, s, bus, saga.RunnerOptions{Segments: 3, Checkpoints: c, Clock: f.clock, Logger: f.logs.logger("one")})
 	require.NoError(t, err)
 
-	nobody, err := f.reg.Encode(reservation.OrderPlaced{OrderID: ""})
+	nobody, err := f.reg.Encode(domain.OrderPlaced{OrderID: ""})
 	require.NoError(t, err)
 	_, err = s.Append(ctx, "order-", eventstore.NoStream, nobody)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -33,14 +34,14 @@ func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
 
 	// An order that waits for its payment deadline, set by the first
 	// runner, whose outbox moves past the step that set it.
-	id, seats, amount := "late", 1, 294
+	id, seats, amount := "late", 1, int64(294)
 	require.True(t, reservation.Expect(seats, amount).AfterDeadline)
-	_, err := f.client.Dispatch(ctx, command.Message{ID: "place-" + id, Command: reservation.PlaceOrder{OrderID: id, Seats: seats, Amount: amount}})
+	_, err := f.client.Dispatch(ctx, command.Message{ID: "place-" + id, Command: domain.PlaceOrder{OrderID: id, Seats: seats, AmountCents: amount}})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		p, err := f.pays.Load(ctx, id)
+		end, err := f.check.End(ctx, id)
 		require.NoError(t, err)
-		return p.State.Pending
+		return end.Pending
 	}, twoRunnerWait, time.Millisecond)
 	var last eventstore.Position
 	for ev, err := range s.ReadStream(ctx, saga.StreamPrefix+"sale-"+id, eventstore.Backward(eventstore.End)) {
@@ -60,9 +61,9 @@ func TestADeadlineSetByAFormerLeaseHolderFires(t *testing.T) {
 		"the second runner did not take over")
 	f.clock.Advance(reservation.PaymentWindow)
 	require.Eventually(t, func() bool {
-		o, err := f.orders.Load(ctx, id)
+		end, err := f.check.End(ctx, id)
 		require.NoError(t, err)
-		return o.State.Rejected
+		return end.Rejected
 	}, twoRunnerWait, time.Millisecond, "the deadline set by the first runner never fired")
 }
 
@@ -85,7 +86,7 @@ func TestAGapMovesWithItsSegment(t *testing.T) {
 	stays, moves := "gap-2", "gap-1"
 	require.Equal(t, []int{0, 1}, []int{saga.Segment(stays, 2), saga.Segment(moves, 2)})
 	for _, id := range []string{stays, moves} {
-		out, err := a.runner.Deliver(ctx, saga.Delivery{Source: "broker", Sequence: 1, Event: reservation.OrderPlaced{OrderID: id, Seats: 1, Amount: 100}})
+		out, err := a.runner.Deliver(ctx, saga.Delivery{Source: "broker", Sequence: 1, Event: domain.OrderPlaced{OrderID: id, Seats: 1, AmountCents: 100}})
 		require.NoError(t, err)
 		require.Equal(t, saga.Held, out)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
@@ -24,6 +23,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
@@ -98,9 +98,7 @@ type sale struct {
 	clock  *sagatest.Clock
 	client *command.Bus // the service that places orders
 	logs   *lockedLog
-	orders *aggregate.Repository[reservation.Order, *reservation.Order]
-	seats  *aggregate.Repository[reservation.Seats, *reservation.Seats]
-	pays   *aggregate.Repository[reservation.Payment, *reservation.Payment]
+	check  *reservation.Checker
 }
 
 func newSale(t *testing.T, s twoRunnerStores) *sale {
@@ -109,11 +107,7 @@ func newSale(t *testing.T, s twoRunnerStores) *sale {
 	f.client = command.New(s.events, f.reg, command.Options{})
 	require.NoError(t, reservation.Route(f.client))
 	var err error
-	f.orders, err = aggregate.NewRepository(s.events, f.reg, reservation.Orders, aggregate.RepositoryOptions{})
-	require.NoError(t, err)
-	f.seats, err = aggregate.NewRepository(s.events, f.reg, reservation.Reserves, aggregate.RepositoryOptions{})
-	require.NoError(t, err)
-	f.pays, err = aggregate.NewRepository(s.events, f.reg, reservation.Payments, aggregate.RepositoryOptions{})
+	f.check, err = reservation.NewChecker(s.events, f.reg)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -178,8 +172,8 @@ func (p *process) stats(t *testing.T) saga.Stats {
 // twoRunnerOrder is order i: seats and amounts that cover every outcome
 // (no seats, refused payment, a payment that never completes and needs its
 // deadline, a confirmed order) all through the 200.
-func twoRunnerOrder(i int) (id string, seats, amount int) {
-	return fmt.Sprintf("o%03d", i), 1 + i%12, 100 + 97*(i%13)
+func twoRunnerOrder(i int) (id string, seats int, amountCents int64) {
+	return fmt.Sprintf("o%03d", i), 1 + i%12, 100 + 97*int64(i%13)
 }
 
 // place places the orders from..to-1 from 8 goroutines at once.
@@ -194,7 +188,7 @@ func (f *sale) place(t *testing.T, from, to int) {
 			for i := from + w; i < to; i += 8 {
 				id, seats, amount := twoRunnerOrder(i)
 				_, err := f.client.Dispatch(context.Background(), command.Message{ID: "place-" + id,
-					Command: reservation.PlaceOrder{OrderID: id, Seats: seats, Amount: amount}})
+					Command: domain.PlaceOrder{OrderID: id, Seats: seats, AmountCents: amount}})
 				errs <- err
 			}
 		}()
@@ -215,25 +209,16 @@ func (f *sale) ended(t *testing.T, withDeadlines bool) bool {
 	for i := range twoRunnerOrders {
 		id, seats, amount := twoRunnerOrder(i)
 		want := reservation.Expect(seats, amount)
+		end, err := f.check.End(ctx, id)
+		require.NoError(t, err)
 		if want.AfterDeadline && !withDeadlines {
-			p, err := f.pays.Load(ctx, id)
-			require.NoError(t, err)
-			if !p.State.Pending {
+			if !end.Pending {
 				return false
 			}
 			continue
 		}
-		o, err := f.orders.Load(ctx, id)
-		require.NoError(t, err)
-		if !o.State.Confirmed && !o.State.Rejected {
+		if !end.Confirmed && !end.Rejected || want.Cancelled && !end.Cancelled {
 			return false
-		}
-		if want.Cancelled {
-			r, err := f.seats.Load(ctx, id)
-			require.NoError(t, err)
-			if !r.State.Cancelled {
-				return false
-			}
 		}
 	}
 	return true
@@ -251,38 +236,20 @@ func (f *sale) finish(t *testing.T) {
 }
 
 // verify checks each order's end and that its order, reservation and
-// payment streams hold exactly the events of each command applied once.
-// It returns how many handler runs the flow needs: one per event the sale
-// reacts to, per rejection and per deadline.
+// payment streams hold exactly the events of each command applied once
+// (reservation.Checker). It returns how many handler runs the flow needs:
+// one per event the sale reacts to, per rejection and per deadline.
 func (f *sale) verify(t *testing.T) (steps int64) {
 	t.Helper()
 	ctx := context.Background()
-	count := func(stream string) int {
-		n := 0
-		for _, err := range f.stores.events.ReadStream(ctx, stream, eventstore.Forward(0)) {
-			require.NoError(t, err)
-			n++
-		}
-		return n
-	}
 	for i := range twoRunnerOrders {
 		id, seats, amount := twoRunnerOrder(i)
-		want := reservation.Expect(seats, amount)
-		o, err := f.orders.Load(ctx, id)
+		in := reservation.Inputs{Seats: seats, AmountCents: amount}
+		problems, err := f.check.Check(ctx, id, in)
 		require.NoError(t, err)
-		r, err := f.seats.Load(ctx, id)
-		require.NoError(t, err)
-		p, err := f.pays.Load(ctx, id)
-		require.NoError(t, err)
-		got := reservation.Outcome{Confirmed: o.State.Confirmed, Rejected: o.State.Rejected, Reason: o.State.Reason,
-			Reserved: r.State.Reserved, Cancelled: r.State.Cancelled, Paid: p.State.Accepted, AfterDeadline: want.AfterDeadline}
-		assert.Equal(t, want, got, "order %s (seats %d, amount %d)", id, seats, amount)
-		wo, wr, wp := reservation.Events(seats, amount)
-		assert.Equal(t, wo, count("order-"+id), "events of order %s", id)
-		assert.Equal(t, wr, count("seats-"+id), "events of reservation %s", id)
-		assert.Equal(t, wp, count("payment-"+id), "events of payment %s", id)
+		assert.Empty(t, problems, "order %s (seats %d, amount %d)", id, seats, amount)
 		steps += 2 // placed; reserved or not
-		if want.Reserved {
+		if in.Expect().Reserved {
 			steps++ // paid, refused or out of time
 		}
 	}

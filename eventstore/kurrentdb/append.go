@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -203,8 +204,12 @@ func (s *Store) write(ctx context.Context, stream string, wire esdb.ExpectedRevi
 	if isCode(err, esdb.ErrorCodeWrongExpectedVersion) {
 		return nil, err
 	}
-	if st, ok := status.FromError(unwrapClient(err)); ok && st.Code() == codes.InvalidArgument {
-		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "append", Reason: "refused by KurrentDB: " + st.Message()}
+	if st, ok := grpcStatus(err); ok && st.Code() == codes.InvalidArgument {
+		reason := "refused by KurrentDB: " + st.Message()
+		if strings.Contains(st.Message(), "Maximum Append Size") {
+			reason += " (the server's MaxAppendSize setting bounds the bytes of one append)"
+		}
+		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "append size", Reason: reason}
 	}
 	if err != nil {
 		return nil, s.fail(ctx, fmt.Sprintf("append to %q", stream), err)
@@ -212,19 +217,15 @@ func (s *Store) write(ctx context.Context, stream string, wire esdb.ExpectedRevi
 	return res, nil
 }
 
-// unwrapClient returns the gRPC error inside an error of the client.
-func unwrapClient(err error) error {
-	for err != nil {
-		if _, ok := status.FromError(err); ok {
-			return err
+// grpcStatus returns the status of the gRPC error inside an error of the
+// client, whose own message wraps it.
+func grpcStatus(err error) (*status.Status, bool) {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if g, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+			return g.GRPCStatus(), true
 		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return err
-		}
-		err = u.Unwrap()
 	}
-	return nil
+	return nil, false
 }
 
 // eventAt reads the event at version of stream.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
 	"google.golang.org/grpc/codes"
@@ -26,16 +27,29 @@ func (s *Store) fail(ctx context.Context, what string, err error) error {
 		return eventstore.ErrClosed
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case pastDeadline(ctx):
+		// gRPC may see the caller's deadline pass a moment before the
+		// context's own timer says so.
+		return context.DeadlineExceeded
 	case transient(err):
 		return fmt.Errorf("kurrentdb: %s: %w: %w", what, eventstore.ErrUnavailable, err)
 	}
 	return fmt.Errorf("kurrentdb: %s: %w", what, err)
 }
 
+// pastDeadline reports whether ctx's deadline has passed.
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // transient reports whether err, from the client, is worth a retry: the
 // call failed where nothing says it will fail again.
 func transient(err error) bool {
-	if errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) {
+	// The client sends on a connection that closed under it as an
+	// unknown error wrapping io.EOF, and starts no reconnect of its own.
+	if errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
 	var e *esdb.Error

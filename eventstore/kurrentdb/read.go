@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"strings"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
@@ -152,9 +153,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 	}
 	opts := esdb.ReadAllOptions{Direction: esdb.Forwards, From: esdb.Start{}}
 	if !after.IsZero() {
-		// KurrentDB reads from a position inclusively: the event there,
-		// if any, is dropped below.
-		opts.From = esdb.Position{Commit: after.Major, Prepare: after.Minor}
+		opts.From = justAfter(after)
 	}
 	page := storekit.Page{Through: after}
 	size, read := 0, 0
@@ -198,6 +197,20 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		page.Full = true
 	}
 	return page, nil
+}
+
+// justAfter is where a read of $all starts to leave out the record at p.
+// KurrentDB reads $all forwards from a position inclusively: it goes to
+// the record at the commit part, and keeps those whose (commit, prepare)
+// is at or after the position asked for. One more in the prepare part
+// therefore leaves the record at p out without reading it (a read that
+// kept it would fetch the consumer's last event again at every poll);
+// records at or before p are also dropped when they come.
+func justAfter(p eventstore.Position) esdb.Position {
+	if p.Minor == math.MaxUint64 {
+		return esdb.Position{Commit: p.Major + 1}
+	}
+	return esdb.Position{Commit: p.Major, Prepare: p.Minor + 1}
 }
 
 // cairns reports whether a record of $all is an event of Cairn's: not in a

@@ -12,10 +12,11 @@ import (
 	"github.com/cairn-es/cairn/internal/lru"
 )
 
-// repeatCache remembers, per stream, the event IDs the store has seen in
-// it and up to which version, so that the repeat check of an append reads
-// only what was appended since. Streams only grow, so what it remembers
-// stays true; the least recently used streams are forgotten first.
+// repeatCache remembers, per stream, the event IDs and command IDs the
+// store has seen in it and up to which version, so that the repeat check of
+// an append, and a command look-up, read only what was appended since.
+// Streams only grow, so what it remembers stays true; the least recently
+// used streams are forgotten first.
 type repeatCache struct {
 	streams *lru.Cache[*streamIDs]
 	mu      sync.Mutex // makes the lookup-or-insert of a stream's entry atomic
@@ -23,9 +24,29 @@ type repeatCache struct {
 
 // streamIDs is what the store knows of one stream's event IDs.
 type streamIDs struct {
-	mu   sync.Mutex
-	next uint64               // the IDs of versions below next are in ids
-	ids  map[uuid.UUID]uint64 // event ID -> version
+	mu       sync.Mutex
+	next     uint64               // the IDs of versions below next are in ids and commands
+	ids      map[uuid.UUID]uint64 // event ID -> version
+	commands map[string][2]uint64 // command ID -> its first and last versions
+}
+
+// reset forgets what the entry knew: the stream was deleted.
+func (e *streamIDs) reset() {
+	e.next, e.ids, e.commands = 0, make(map[uuid.UUID]uint64), make(map[string][2]uint64)
+}
+
+// add notes the event at version, of command (empty for none).
+func (e *streamIDs) add(id uuid.UUID, version uint64, command string) {
+	e.ids[id] = version
+	if command != "" {
+		span, ok := e.commands[command]
+		if !ok {
+			span[0] = version
+		}
+		span[1] = version
+		e.commands[command] = span
+	}
+	e.next = version + 1
 }
 
 func newRepeatCache(streams int) *repeatCache {
@@ -39,7 +60,8 @@ func (c *repeatCache) entry(stream string) *streamIDs {
 	if e, ok := c.streams.Get(stream); ok {
 		return e
 	}
-	e := &streamIDs{ids: make(map[uuid.UUID]uint64)}
+	e := &streamIDs{}
+	e.reset()
 	c.streams.Put(stream, e)
 	return e
 }
@@ -54,9 +76,8 @@ func (c *repeatCache) record(stream string, first uint64, events []eventstore.Ev
 		return // a gap: the next look-up reads it
 	}
 	for i := range events {
-		e.ids[events[i].ID] = first + uint64(i)
+		e.add(events[i].ID, first+uint64(i), events[i].Metadata.CommandID)
 	}
-	e.next = first + uint64(len(events))
 }
 
 // seen is what a look-up found of an append's IDs in its stream.
@@ -72,26 +93,8 @@ func (s *Store) lookUp(ctx context.Context, stream string, events []eventstore.E
 	e := s.repeats.entry(stream)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for {
-		read := 0
-		exists, err := s.readStream(ctx, stream, e.next, false, storekit.DefaultPageSize, func(r *esdb.RecordedEvent) (bool, error) {
-			read++
-			if r.EventNumber >= e.next {
-				e.ids[r.EventID] = r.EventNumber
-				e.next = r.EventNumber + 1
-			}
-			return true, nil
-		})
-		if err != nil {
-			return seen{}, err
-		}
-		if !exists && e.next > 0 {
-			// Deleted outside Cairn: what was there is gone.
-			e.next, e.ids = 0, make(map[uuid.UUID]uint64)
-		}
-		if read < storekit.DefaultPageSize {
-			break
-		}
+	if err := s.catchUp(ctx, stream, e); err != nil {
+		return seen{}, err
 	}
 	found := seen{exists: e.next > 0, last: e.next - 1}
 	found.Current = storekit.StreamState(found.last, found.exists)
@@ -104,4 +107,33 @@ func (s *Store) lookUp(ctx context.Context, stream string, events []eventstore.E
 		}
 	}
 	return found, nil
+}
+
+// catchUp reads into e, which the caller holds locked, the events of
+// stream appended since e last saw it.
+func (s *Store) catchUp(ctx context.Context, stream string, e *streamIDs) error {
+	for {
+		read := 0
+		exists, err := s.readStream(ctx, stream, e.next, false, storekit.DefaultPageSize, func(r *esdb.RecordedEvent) (bool, error) {
+			read++
+			if r.EventNumber < e.next {
+				return true, nil
+			}
+			env, err := decodeEnvelope(stream, r.EventNumber, r.UserMetadata)
+			if err != nil {
+				return false, err
+			}
+			e.add(r.EventID, r.EventNumber, env.CommandID)
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		if !exists && e.next > 0 {
+			e.reset() // deleted outside Cairn: what was there is gone
+		}
+		if read < storekit.DefaultPageSize {
+			return nil
+		}
+	}
 }

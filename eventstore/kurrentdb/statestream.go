@@ -15,7 +15,6 @@ import (
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -175,8 +174,12 @@ func (s *Store) appendRecords(ctx context.Context, stream string, expected esdb.
 	case isWrongVersion(err) && !s.isClosed():
 		return 0, err
 	}
-	if st, ok := status.FromError(unwrapClient(err)); ok && st.Code() == codes.InvalidArgument {
-		return 0, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "append", Reason: "refused by KurrentDB: " + st.Message()}
+	if st, ok := grpcStatus(err); ok && st.Code() == codes.InvalidArgument {
+		// What the store writes is well formed, so it is the size: a
+		// snapshot or a parked event near storekit.MaxEventSize, with its
+		// record, on a server with a small MaxAppendSize.
+		return 0, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "append size",
+			Reason: "refused by KurrentDB: " + st.Message() + " (the server's MaxAppendSize setting bounds the bytes of one append)"}
 	}
 	return 0, s.fail(ctx, fmt.Sprintf("append to %q", stream), err)
 }

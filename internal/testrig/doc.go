@@ -12,5 +12,7 @@
 // of the layering reads off the path: tests may import a rig, the library
 // (any non-test file of a package outside examples/, internal/testrig/ and
 // internal/tools/, the test kits included) never does. .ci/layering checks
-// it in make lint.
+// it in make lint. A rig may import an example: the reservation rig runs
+// the reservation example's orders and seat reservations
+// (examples/reservation/domain) rather than a copy of them.
 package testrig

@@ -26,7 +26,9 @@ func mustType[T any, PT aggregate.Root[T]](name string, bindings ...aggregate.Bi
 
 // RegisterTickets registers the types of the orders, the seat
 // reservations and the sale's deadline: the part of the model that the
-// later version keeps as it is.
+// later version keeps as it is. Cairn's saga tests run this part too,
+// with a payment of their own (internal/testrig/reservation), so a change
+// to it changes what they expect.
 func RegisterTickets(reg *codec.Registry) error {
 	return errors.Join(
 		codec.Register[OrderPlaced](reg, "order.placed", 1),

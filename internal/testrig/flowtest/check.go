@@ -75,7 +75,7 @@ func Check(ctx context.Context, s eventstore.Store, orders []Order, acked map[st
 	if err != nil {
 		return Tally{}, err
 	}
-	st, err := newStates(s, reg)
+	check, err := reservation.NewChecker(s, reg)
 	if err != nil {
 		return Tally{}, err
 	}
@@ -104,7 +104,7 @@ func Check(ctx context.Context, s eventstore.Store, orders []Order, acked map[st
 			t.Acknowledged++
 		}
 		var p problems
-		if err := st.check(ctx, s, runner, o, counts, &p); err != nil {
+		if err := checkOrder(ctx, s, check, runner, o, counts, &p); err != nil {
 			return t, fmt.Errorf("flowtest: checking order %s: %w", o.ID, err)
 		}
 		switch {
@@ -119,38 +119,30 @@ func Check(ctx context.Context, s eventstore.Store, orders []Order, acked map[st
 			continue
 		}
 		all := slices.Concat(p.lost, p.duplicated, p.unexpected)
-		t.Problems = append(t.Problems, fmt.Sprintf("order %s (seats %d, amount %d): %s", o.ID, o.Seats, o.Amount, strings.Join(all, "; ")))
+		t.Problems = append(t.Problems, fmt.Sprintf("order %s (seats %d, amount %d): %s", o.ID, o.Seats, o.AmountCents, strings.Join(all, "; ")))
 	}
 	return t, nil
 }
 
-// check finds what is wrong with order o.
-func (st *states) check(ctx context.Context, s eventstore.Store, runner *saga.Runner[reservation.Sale], o Order, counts map[string]int, p *problems) error {
-	want := reservation.Expect(o.Seats, o.Amount)
-	ord, err := st.orders.Load(ctx, o.ID)
+// checkOrder finds what is wrong with order o.
+func checkOrder(ctx context.Context, s eventstore.Store, check *reservation.Checker, runner *saga.Runner[reservation.Sale], o Order, counts map[string]int, p *problems) error {
+	want := reservation.Expect(o.Seats, o.AmountCents)
+	end, err := check.End(ctx, o.ID)
 	if err != nil {
 		return err
 	}
-	r, err := st.seats.Load(ctx, o.ID)
-	if err != nil {
-		return err
-	}
-	pay, err := st.payments.Load(ctx, o.ID)
-	if err != nil {
-		return err
-	}
-	if ord.State.Confirmed != want.Confirmed || ord.State.Rejected != want.Rejected || ord.State.Reason != want.Reason {
+	if end.Confirmed != want.Confirmed || end.Rejected != want.Rejected || end.Reason != want.Reason {
 		p.add(&p.unexpected, "order ended confirmed=%t rejected=%t reason=%q, not confirmed=%t rejected=%t reason=%q",
-			ord.State.Confirmed, ord.State.Rejected, ord.State.Reason, want.Confirmed, want.Rejected, want.Reason)
+			end.Confirmed, end.Rejected, end.Reason, want.Confirmed, want.Rejected, want.Reason)
 	}
-	if r.State.Reserved != want.Reserved || r.State.Cancelled != want.Cancelled || pay.State.Accepted != want.Paid {
+	if end.Reserved != want.Reserved || end.Cancelled != want.Cancelled || end.Paid != want.Paid {
 		p.add(&p.unexpected, "reserved=%t cancelled=%t paid=%t, not %t %t %t",
-			r.State.Reserved, r.State.Cancelled, pay.State.Accepted, want.Reserved, want.Cancelled, want.Paid)
+			end.Reserved, end.Cancelled, end.Paid, want.Reserved, want.Cancelled, want.Paid)
 	}
 
 	// The aggregates' streams: how many events, and which commands made
 	// them (command ID -> appends).
-	wo, wr, wp := reservation.Events(o.Seats, o.Amount)
+	wo, wr, wp := reservation.Events(o.Seats, o.AmountCents)
 	appends := make(map[string]int)
 	for stream, n := range map[string]int{"order-" + o.ID: wo, "seats-" + o.ID: wr, "payment-" + o.ID: wp} {
 		got := 0

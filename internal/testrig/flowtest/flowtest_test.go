@@ -22,7 +22,7 @@ func TestSeeded(t *testing.T) {
 	assert.NotEqual(t, a, flowtest.Seeded(8, 20))
 	ends := make(map[reservation.Outcome]bool)
 	for _, o := range a[:4] {
-		ends[reservation.Expect(o.Seats, o.Amount)] = true
+		ends[reservation.Expect(o.Seats, o.AmountCents)] = true
 	}
 	assert.Len(t, ends, 4, "the first four orders end in four different ways: %v", a[:4])
 	assert.Positive(t, flowtest.Deadlines(a))
@@ -47,7 +47,7 @@ func TestCheck(t *testing.T) {
 	assert.Equal(t, flowtest.Tally{Attempts: 8, Acknowledged: 8, Applied: 8}, tally)
 
 	// An order never placed is lost.
-	missing := append(orders, flowtest.Order{ID: "o999", Seats: 1, Amount: 10})
+	missing := append(orders, flowtest.Order{ID: "o999", Seats: 1, AmountCents: 10})
 	tally, err = flowtest.Check(ctx, s, missing, map[string]bool{"o000": true}, true)
 	require.NoError(t, err)
 	assert.Equal(t, 1, tally.Lost, "%v", tally.Problems)
@@ -57,7 +57,7 @@ func TestCheck(t *testing.T) {
 	// An event appended twice (another command ID) is a duplicate.
 	first := orders[0]
 	_, err = s.Append(ctx, "order-"+first.ID, eventstore.Any, eventstore.EventData{ID: eventstore.NewEventID(), Type: "order.placed",
-		SchemaVersion: 1, Data: []byte(`{"OrderID":"` + first.ID + `"}`), Metadata: eventstore.Metadata{CommandID: "again"}})
+		SchemaVersion: 1, Data: []byte(`{"order_id":"` + first.ID + `"}`), Metadata: eventstore.Metadata{CommandID: "again"}})
 	require.NoError(t, err)
 	tally, err = flowtest.Check(ctx, s, orders, nil, true)
 	require.NoError(t, err)

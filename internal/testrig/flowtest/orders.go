@@ -13,14 +13,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 )
 
 // Order is one order the flow places: its ID and the inputs that decide
 // how it ends (see reservation.Expect).
 type Order struct {
-	ID            string
-	Seats, Amount int
+	ID          string
+	Seats       int
+	AmountCents int64
 }
 
 // Fixed returns n orders whose inputs follow i (seats 1 + i%12, amount
@@ -28,7 +30,7 @@ type Order struct {
 func Fixed(n int) []Order {
 	orders := make([]Order, n)
 	for i := range orders {
-		orders[i] = Order{ID: fmt.Sprintf("o%03d", i), Seats: 1 + i%12, Amount: 100 + 97*i}
+		orders[i] = Order{ID: fmt.Sprintf("o%03d", i), Seats: 1 + i%12, AmountCents: 100 + 97*int64(i)}
 	}
 	return orders
 }
@@ -54,20 +56,20 @@ func Seeded(seed uint64, n int) []Order {
 		if i < ends {
 			end = first[i]
 		}
-		o := Order{ID: fmt.Sprintf("o%03d", i), Seats: 1 + rng.IntN(reservation.MaxSeats)}
+		o := Order{ID: fmt.Sprintf("o%03d", i), Seats: 1 + rng.IntN(domain.MaxSeats)}
 		switch end {
 		case endConfirmed:
-			o.Amount = 1 + rng.IntN(reservation.MaxAmount)
-			if o.Amount%7 == 0 {
-				o.Amount++ // 1000 is not a multiple of 7, so this stays in range
+			o.AmountCents = 1 + rng.Int64N(reservation.MaxAmountCents)
+			if o.AmountCents%7 == 0 {
+				o.AmountCents++ // 1000 is not a multiple of 7, so this stays in range
 			}
 		case endNoSeats:
-			o.Seats = reservation.MaxSeats + 1 + rng.IntN(5)
-			o.Amount = 1 + rng.IntN(2*reservation.MaxAmount)
+			o.Seats = domain.MaxSeats + 1 + rng.IntN(5)
+			o.AmountCents = 1 + rng.Int64N(2*reservation.MaxAmountCents)
 		case endRefused:
-			o.Amount = reservation.MaxAmount + 1 + rng.IntN(reservation.MaxAmount)
+			o.AmountCents = reservation.MaxAmountCents + 1 + rng.Int64N(reservation.MaxAmountCents)
 		case endDeadline:
-			o.Amount = 7 * (1 + rng.IntN(reservation.MaxAmount/7))
+			o.AmountCents = 7 * (1 + rng.Int64N(reservation.MaxAmountCents/7))
 		}
 		orders[i] = o
 	}
@@ -78,7 +80,7 @@ func Seeded(seed uint64, n int) []Order {
 func Deadlines(orders []Order) int {
 	n := 0
 	for _, o := range orders {
-		if reservation.Expect(o.Seats, o.Amount).AfterDeadline {
+		if reservation.Expect(o.Seats, o.AmountCents).AfterDeadline {
 			n++
 		}
 	}
@@ -90,7 +92,7 @@ func Deadlines(orders []Order) int {
 func encodeOrders(orders []Order) string {
 	parts := make([]string, len(orders))
 	for i, o := range orders {
-		parts[i] = fmt.Sprintf("%s:%d:%d", o.ID, o.Seats, o.Amount)
+		parts[i] = fmt.Sprintf("%s:%d:%d", o.ID, o.Seats, o.AmountCents)
 	}
 	return strings.Join(parts, ",")
 }
@@ -107,11 +109,11 @@ func decodeOrders(s string) ([]Order, error) {
 			return nil, fmt.Errorf("flowtest: order %d %q is not id:seats:amount", i, part)
 		}
 		seats, err1 := strconv.Atoi(f[1])
-		amount, err2 := strconv.Atoi(f[2])
+		amount, err2 := strconv.ParseInt(f[2], 10, 64)
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("flowtest: order %d %q: seats and amount must be numbers", i, part)
 		}
-		orders = append(orders, Order{ID: f[0], Seats: seats, Amount: amount})
+		orders = append(orders, Order{ID: f[0], Seats: seats, AmountCents: amount})
 	}
 	return orders, nil
 }

@@ -21,7 +21,7 @@ const ReadModelName = "flowtest-read-model"
 // aggregates: what the read model counts. (A payment stream may also hold
 // a recorded rejection, which is Cairn's, not the flow's.)
 var EventTypes = []string{"order.placed", "order.confirmed", "order.rejected", "seats.reserved", "seats.not-reserved",
-	"seats.cancelled", "payment.accepted", "payment.pending"}
+	"seats.cancelled", "rig-payment.accepted", "rig-payment.pending"}
 
 // NewReadModel returns the read model's consumer on s, a SQLite or
 // PostgreSQL store: a transactional projection that adds one to the row of

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/projection"
@@ -252,7 +252,7 @@ func place(ctx context.Context, bus *command.Bus, orders []Order, acks string) e
 				o := orders[i]
 				err := whileUnavailable(ctx, func() error {
 					_, err := bus.Dispatch(ctx, command.Message{ID: "place-" + o.ID,
-						Command: reservation.PlaceOrder{OrderID: o.ID, Seats: o.Seats, Amount: o.Amount}})
+						Command: domain.PlaceOrder{OrderID: o.ID, Seats: o.Seats, AmountCents: o.AmountCents}})
 					return err
 				})
 				if err == nil && ackFile != nil {
@@ -313,13 +313,13 @@ func Acked(acks string) (map[string]bool, error) {
 func finish(ctx context.Context, s eventstore.Store, reg *codec.Registry, clock *sagatest.Clock, rm *projection.Consumer, orders []Order, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	st, err := newStates(s, reg)
+	check, err := reservation.NewChecker(s, reg)
 	if err != nil {
 		return err
 	}
 	for _, deadlines := range []bool{false, true} {
 		for {
-			done, err := st.ended(ctx, orders, deadlines)
+			done, err := ended(ctx, check, orders, deadlines)
 			if err != nil {
 				return fmt.Errorf("flowtest: waiting for the orders to end (deadlines fired: %t): %w", deadlines, err)
 			}
@@ -349,43 +349,22 @@ func finish(ctx context.Context, s eventstore.Store, reg *codec.Registry, clock 
 	return nil
 }
 
-// states loads the flow's aggregates.
-type states struct {
-	orders   *aggregate.Repository[reservation.Order, *reservation.Order]
-	seats    *aggregate.Repository[reservation.Seats, *reservation.Seats]
-	payments *aggregate.Repository[reservation.Payment, *reservation.Payment]
-}
-
-func newStates(s eventstore.Store, reg *codec.Registry) (*states, error) {
-	st := &states{}
-	var err1, err2, err3 error
-	st.orders, err1 = aggregate.NewRepository(s, reg, reservation.Orders, aggregate.RepositoryOptions{})
-	st.seats, err2 = aggregate.NewRepository(s, reg, reservation.Reserves, aggregate.RepositoryOptions{})
-	st.payments, err3 = aggregate.NewRepository(s, reg, reservation.Payments, aggregate.RepositoryOptions{})
-	return st, errors.Join(err1, err2, err3)
-}
-
 // ended reports whether every order has ended; without deadlines, the
 // orders that end by their deadline need only have their payment pending.
-func (st *states) ended(ctx context.Context, orders []Order, deadlines bool) (bool, error) {
+func ended(ctx context.Context, check *reservation.Checker, orders []Order, deadlines bool) (bool, error) {
 	for _, o := range orders {
-		want := reservation.Expect(o.Seats, o.Amount)
+		want := reservation.Expect(o.Seats, o.AmountCents)
+		end, err := check.End(ctx, o.ID)
+		if err != nil {
+			return false, err
+		}
 		if want.AfterDeadline && !deadlines {
-			p, err := st.payments.Load(ctx, o.ID)
-			if err != nil || !p.State.Pending {
-				return false, err
+			if !end.Pending {
+				return false, nil
 			}
 			continue
 		}
-		ord, err := st.orders.Load(ctx, o.ID)
-		if err != nil {
-			return false, err
-		}
-		r, err := st.seats.Load(ctx, o.ID)
-		if err != nil {
-			return false, err
-		}
-		if !ord.State.Confirmed && !ord.State.Rejected || want.Cancelled && !r.State.Cancelled {
+		if !end.Confirmed && !end.Rejected || want.Cancelled && !end.Cancelled {
 			return false, nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/saga"
@@ -88,7 +89,7 @@ func (w *world) count(in reservation.Inputs) {
 	if in.TimedOut {
 		w.stats.TimedOut++
 	}
-	if in.Settled && in.Seats <= reservation.MaxSeats {
+	if in.Settled && in.Seats <= domain.MaxSeats {
 		if in.TimedOut {
 			w.stats.SettledLate++
 		} else {
@@ -142,7 +143,7 @@ func (w *world) checkSteps(o *order, steps []saga.Step) (timedOut bool) {
 			switch s.Type {
 			case "seats.reserved":
 				reserved = i
-			case "payment.accepted":
+			case "rig-payment.accepted":
 				paid = i
 			}
 		case "deadline":

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/sagaharness"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 )
@@ -73,7 +74,7 @@ func (w *world) place() error {
 		}
 		w.op()
 		_, err := w.proc.bus.Dispatch(w.ctx, command.Message{ID: "place-" + o.id,
-			Command: reservation.PlaceOrder{OrderID: o.id, Seats: o.in.Seats, Amount: o.in.Amount}})
+			Command: domain.PlaceOrder{OrderID: o.id, Seats: o.in.Seats, AmountCents: o.in.AmountCents}})
 		if err != nil {
 			if _, err := w.failed("place "+o.id, err, CrashStep); err != nil {
 				return err
@@ -81,7 +82,7 @@ func (w *world) place() error {
 			continue
 		}
 		o.placed = true
-		w.tracef("place %s seats=%d amount=%d settled=%v", o.id, o.in.Seats, o.in.Amount, o.in.Settled)
+		w.tracef("place %s seats=%d amount=%d settled=%v", o.id, o.in.Seats, o.in.AmountCents, o.in.Settled)
 	}
 	return nil
 }
@@ -90,7 +91,7 @@ func (w *world) place() error {
 // outside the process sees it: the payment provider learns of the payments
 // left pending, and schedules its messages.
 func (w *world) observe() error {
-	for ev, err := range w.mem.ReadAll(w.ctx, w.observed, eventstore.Filter{Types: []string{"payment.pending"}}) {
+	for ev, err := range w.mem.ReadAll(w.ctx, w.observed, eventstore.Filter{Types: []string{"rig-payment.pending"}}) {
 		if err != nil {
 			return err
 		}

@@ -263,7 +263,7 @@ func (w *world) deliverExternal() error {
 		}
 		var ev any = reservation.PaymentAuthorized{OrderID: n.o.id}
 		if n.seq == 1 {
-			ev = reservation.PaymentAccepted{OrderID: n.o.id, Amount: n.o.in.Amount}
+			ev = reservation.PaymentAccepted{OrderID: n.o.id, AmountCents: n.o.in.AmountCents}
 		}
 		what := fmt.Sprintf("deliver %s %s#%d %T", pspSource, n.o.id, n.seq, ev)
 		w.op()

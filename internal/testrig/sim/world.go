@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
@@ -283,23 +284,23 @@ func (w *world) plan() {
 	at := 0
 	for i := range w.cfg.orders() {
 		o := &order{index: i, id: fmt.Sprintf("o%03d", i)}
-		o.in.Seats = 1 + w.work.IntN(reservation.MaxSeats)
-		amount := 1 + w.work.IntN(reservation.MaxAmount)
+		o.in.Seats = 1 + w.work.IntN(domain.MaxSeats)
+		amount := 1 + w.work.Int64N(reservation.MaxAmountCents)
 		if amount%7 == 0 {
 			amount++
 		}
 		switch kind := w.work.IntN(100); {
 		case kind < 10: // seat shortage
-			o.in.Seats = reservation.MaxSeats + 1 + w.work.IntN(5)
+			o.in.Seats = domain.MaxSeats + 1 + w.work.IntN(5)
 		case kind < 20: // the payment is refused
-			amount = reservation.MaxAmount + 1 + w.work.IntN(1000)
+			amount = reservation.MaxAmountCents + 1 + w.work.Int64N(1000)
 		case kind < 30: // the payment stays pending: the deadline rejects the order
-			amount = 7 * (1 + w.work.IntN(reservation.MaxAmount/7))
+			amount = 7 * (1 + w.work.Int64N(reservation.MaxAmountCents/7))
 		case kind < 55: // pending, then settled by the provider around the deadline
-			amount = 7 * (1 + w.work.IntN(reservation.MaxAmount/7))
+			amount = 7 * (1 + w.work.Int64N(reservation.MaxAmountCents/7))
 			o.in.Settled = true
 		}
-		o.in.Amount = amount
+		o.in.AmountCents = amount
 		// The provider settles within four minutes either side of the
 		// payment window, from when the payment went pending.
 		o.offset = reservation.PaymentWindow + time.Duration(w.work.IntN(480)-240)*time.Second

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/internal/testrig/reservation"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 )
 
 // The client's side of the soak: orders placed at a steady rate through
@@ -16,23 +16,23 @@ import (
 // that ID until the bus acknowledges it.
 
 // orderInput is order i's ID and inputs: a fixed function of i, so that
-// the check at the end needs no record of them. About one order in six
+// the check at the end needs no record of them. About one order in five
 // asks for too many seats and one in eleven pays too much; no amount is
 // a multiple of 7, the payment that only the 15-minute deadline ends
 // (reservation.Expect), so that every order ends on its own messages and
 // the drain does not wait for wall-clock deadlines. The deadlines are
 // still set and cancelled by every reserved order.
-func orderInput(i int) (id string, seats, amount int) {
+func orderInput(i int) (id string, seats int, amountCents int64) {
 	h := uint64(i)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
 	h ^= h >> 31
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 29
-	seats = 1 + int(h%12)
-	amount = 100 + int((h>>16)%1000)
-	if amount%7 == 0 {
-		amount++
+	seats = 1 + int(h%(domain.MaxSeats+2))
+	amountCents = 100 + int64((h>>16)%1000)
+	if amountCents%7 == 0 {
+		amountCents++
 	}
-	return fmt.Sprintf("o%07d", i), seats, amount
+	return fmt.Sprintf("o%07d", i), seats, amountCents
 }
 
 // placement is what the placer did.
@@ -78,7 +78,7 @@ func placeOrders(ctx context.Context, bus *command.Bus, rate float64, d time.Dur
 			defer wg.Done()
 			for i := range jobs {
 				id, seats, amount := orderInput(i)
-				msg := command.Message{ID: "place-" + id, Command: reservation.PlaceOrder{OrderID: id, Seats: seats, Amount: amount}}
+				msg := command.Message{ID: "place-" + id, Command: domain.PlaceOrder{OrderID: id, Seats: seats, AmountCents: amount}}
 				for try := 0; try < 10 && ctx.Err() == nil; try++ {
 					dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					_, err := bus.Dispatch(dctx, msg)

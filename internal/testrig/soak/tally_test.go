@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/examples/reservation/domain"
 	"github.com/cairn-es/cairn/internal/testrig/reservation"
 )
 
@@ -16,13 +17,12 @@ import (
 // (reservation.Expect) and how many events each of its streams must hold
 // (reservation.Events).
 
-// orderTally is what the store holds of one order.
+// orderTally is what the store holds of one order: how many events each
+// of its streams holds, and the end that the order's and the
+// reservation's tell.
 type orderTally struct {
 	order, seats, payment int
-	placed                bool
-	confirmed, rejected   bool
-	reason                string
-	cancelled             bool
+	reservation.End
 }
 
 // tally reads the store forward, from where it stopped last.
@@ -82,16 +82,7 @@ func (t *tally) add(e eventstore.Event) error {
 		return err
 	}
 	for _, v := range vs {
-		switch v := v.Value.(type) {
-		case reservation.OrderPlaced:
-			o.placed = true
-		case reservation.OrderConfirmed:
-			o.confirmed = true
-		case reservation.OrderRejected:
-			o.rejected, o.reason = true, v.Reason
-		case reservation.ReservationCancelled:
-			o.cancelled = true
-		}
+		o.Apply(v.Value)
 	}
 	return nil
 }
@@ -116,7 +107,7 @@ const (
 // judge says how order i stands, and why when it is not complete.
 func (t *tally) judge(i int) (verdict, string) {
 	o := t.orders[i]
-	if o == nil || !o.placed {
+	if o == nil || !o.Placed {
 		if o != nil {
 			return unexpected, fmt.Sprintf("events without an OrderPlaced: %+v", *o)
 		}
@@ -128,8 +119,8 @@ func (t *tally) judge(i int) (verdict, string) {
 	switch {
 	case o.order > wo || o.seats > ws || o.payment > wp:
 		return duplicated, fmt.Sprintf("streams hold %d/%d/%d events, want %d/%d/%d", o.order, o.seats, o.payment, wo, ws, wp)
-	case o.confirmed && !want.Confirmed, o.rejected && !want.Rejected,
-		o.rejected && o.reason != want.Reason, o.cancelled && !want.Cancelled:
+	case o.Confirmed && !want.Confirmed, o.Rejected && !want.Rejected,
+		o.Rejected && o.Reason != want.Reason, o.Cancelled && !want.Cancelled:
 		return unexpected, fmt.Sprintf("ended %+v, want %+v", *o, want)
 	case o.order < wo || o.seats < ws || o.payment < wp:
 		return inFlight, fmt.Sprintf("streams hold %d/%d/%d events, want %d/%d/%d", o.order, o.seats, o.payment, wo, ws, wp)
@@ -186,9 +177,9 @@ func (t *tally) count(p placement) outcome {
 			example(i, why)
 		case complete:
 			switch o := t.orders[i]; {
-			case o.confirmed:
+			case o.Confirmed:
 				out.Confirmed++
-			case o.reason == "no seats":
+			case o.Reason == domain.ReasonNoSeats:
 				out.RejectedSeats++
 			default:
 				out.Refused++

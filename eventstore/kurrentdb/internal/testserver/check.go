@@ -41,9 +41,12 @@ type checkResult struct {
 //   - v equal to the current number writes, with no ID check at all; v above
 //     it is a wrong version.
 //
-// The server's lookups go through an LRU and may miss, so on a real node the
-// first rule is best effort. Here they never miss: the test server is the
-// most idempotent KurrentDB can be, never less.
+// The server looks IDs up for Any and StreamExists only in an in-memory
+// cache, bounded and empty after a restart, so on a real node the first rule
+// is best effort and a late repeat is written again. Here the cache is
+// unbounded; Restart and ForgetEventIDs empty it, so that a test can show an
+// adapter does not lean on it. The Exact rule reads the stored events and
+// never forgets.
 func (st *store) checkLocked(name string, expected int64, ids []uuid.UUID) checkResult {
 	cur := st.lastNumberLocked(name)
 	if cur == deletedStream {
@@ -137,7 +140,7 @@ func (st *store) appendEvents(name string, expected int64, evs []proposed) appen
 	// Writing to $$X of a soft-deleted X undeletes X too (checked before the
 	// write changes X's metadata), as the server's SoftUndeleteMetastream.
 	orig, isMeta := metastreamOf(name)
-	undeleteOrig := isMeta && st.softDeletedLocked(orig)
+	undeleteOrig := isMeta && st.softDeletedLocked(orig) && st.lastNumberLocked(orig) != deletedStream
 
 	recs := st.writeLocked(name, chk.cur, evs)
 	if chk.softDeleted {

@@ -26,6 +26,7 @@ const (
 	Tombstone
 )
 
+// String names the kind in fault messages: "append", "read", ...
 func (c Call) String() string {
 	switch c {
 	case Append:
@@ -78,9 +79,9 @@ func (f *faults) init() {
 }
 
 // FailNext makes the next n calls of kind c fail with code before they have
-// any effect. A count read or a subscription fails on the client's first
-// Recv; Unavailable also makes the client reconnect, as it would on a real
-// node.
+// any effect. The client reports a failed count read on its first Recv, a
+// failed subscription from SubscribeToAll or SubscribeToStream. With
+// Unavailable the client also reconnects, as it does from a real node.
 func (s *Server) FailNext(c Call, n int, code codes.Code) {
 	s.faults.mu.Lock()
 	defer s.faults.mu.Unlock()
@@ -98,12 +99,23 @@ func (s *Server) DelayNext(c Call, n int, d time.Duration) {
 }
 
 // DisconnectNextAppend makes the next append lose its connection, before or
-// after its commit. Only that call's TCP connection dies: the server keeps
-// its log and accepts the client's reconnection on the same address.
+// after its commit. The TCP connection the append came in on dies, and with
+// it every other call of that client (one esdb.Client uses one connection);
+// the server keeps its log and accepts the client's reconnection on the same
+// address.
 func (s *Server) DisconnectNextAppend(when Disconnect) {
 	s.faults.mu.Lock()
 	defer s.faults.mu.Unlock()
 	s.faults.disconnect = append(s.faults.disconnect, when)
+}
+
+// ForgetEventIDs empties the cache of event IDs that makes an Any or
+// StreamExists append of already stored events idempotent, as a busy node's
+// eviction or a restart does on a real server. Such a repeat is then written
+// again. Exact and NoStream repeats are still recognised: the server checks
+// them against the stored events.
+func (s *Server) ForgetEventIDs() {
+	s.store.forgetIDs()
 }
 
 // DropSubscriptions ends every open subscription now with

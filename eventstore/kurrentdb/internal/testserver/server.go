@@ -34,8 +34,9 @@ type Server struct {
 	faults  faults
 	maxSize int
 
+	addr string // 127.0.0.1:port, fixed for the server's life
+
 	mu     sync.Mutex
-	addr   string // 127.0.0.1:port, fixed for the server's life
 	grpc   *grpc.Server
 	lis    *connListener
 	closed bool
@@ -95,7 +96,12 @@ func (s *Server) Close() {
 
 // Restart stops the server, which ends every call and connection as a
 // crashed node would, and starts it again on the same port with the same
-// log. A client recovers on its next call.
+// log. The node's cache of event IDs starts empty, as on a real node (see
+// ForgetEventIDs). As with a real crash, a client that was not in a call notices only
+// when it next uses its connection: that call may fail, with
+// ErrorUnavailable or with ErrorCodeUnknown wrapping io.EOF ("could not send
+// append request header"), and the call after it reconnects. A client whose
+// subscription has already reported the drop reconnects on its next call.
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,6 +109,7 @@ func (s *Server) Restart() error {
 		return errors.New("testserver: restart after Close")
 	}
 	s.grpc.Stop()
+	s.store.forgetIDs()
 	return s.listenLocked(s.addr)
 }
 
@@ -137,7 +144,10 @@ func (s *Server) listenLocked(addr string) error {
 	)
 	streams.RegisterStreamsServer(srv, &streamsService{srv: s})
 	lis := newConnListener(l)
-	s.addr, s.grpc, s.lis = l.Addr().String(), srv, lis
+	s.grpc, s.lis = srv, lis
+	if s.addr == "" { // set once, so that URL needs no lock
+		s.addr = l.Addr().String()
+	}
 	go func() { _ = srv.Serve(lis) }() // returns when Stop closes the listener
 	return nil
 }

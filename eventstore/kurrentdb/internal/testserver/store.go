@@ -74,9 +74,8 @@ type stream struct {
 	rawMeta   []byte
 }
 
-// idRef says where an event ID was last written; the server's
-// _committedEvents cache without its size limit, so that repeats are
-// recognised deterministically.
+// idRef says where an event ID was last written: the server's
+// _committedEvents cache, without its size limit.
 type idRef struct {
 	stream string
 	rev    int64
@@ -182,6 +181,13 @@ func (st *store) systemWriteLocked(name, typ string, data []byte) *record {
 	return st.writeLocked(name, st.lastNumberLocked(name), []proposed{{
 		id: uuid.New(), typ: typ, json: true, data: data, meta: []byte{},
 	}})[0]
+}
+
+// forgetIDs empties the ID cache, as a node restart or its eviction does.
+func (st *store) forgetIDs() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	clear(st.ids)
 }
 
 // publishLocked wakes every subscription waiting for a write.

@@ -113,7 +113,9 @@ func (s *Store) appendFresh(ctx context.Context, stream string, expected eventst
 func (s *Store) appendChosen(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
 	n := uint64(len(events))
 	for attempt := 1; ; attempt++ {
-		seen, err := s.lookUp(ctx, stream, events)
+		// The first attempt trusts what the store knows of the stream; a
+		// refusal, or an expected version it does not match, looks again.
+		seen, err := s.lookUp(ctx, stream, events, attempt > 1)
 		if err != nil {
 			return eventstore.AppendResult{}, err
 		}
@@ -125,6 +127,9 @@ func (s *Store) appendChosen(ctx context.Context, stream string, expected events
 			return s.duplicate(ctx, stream, first, n)
 		}
 		if !expected.Matches(seen.last, seen.exists) {
+			if attempt == 1 {
+				continue // what the store knew may be old
+			}
 			return eventstore.AppendResult{}, &eventstore.WrongVersionError{Stream: stream, Expected: expected, Actual: seen.Current}
 		}
 		var wire esdb.ExpectedRevision = esdb.NoStream{}

@@ -29,8 +29,10 @@ func (s *Store) fail(ctx context.Context, what string, err error) error {
 		return ctx.Err()
 	case pastDeadline(ctx):
 		// gRPC may see the caller's deadline pass a moment before the
-		// context's own timer says so.
-		return context.DeadlineExceeded
+		// context's own timer says so: wait for it, so that the caller
+		// finds its context done when it looks.
+		<-ctx.Done()
+		return ctx.Err()
 	case transient(err):
 		return fmt.Errorf("kurrentdb: %s: %w: %w", what, eventstore.ErrUnavailable, err)
 	}

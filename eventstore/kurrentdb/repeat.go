@@ -88,13 +88,19 @@ type seen struct {
 }
 
 // lookUp finds which of the events' IDs stream holds, and the stream's
-// state, reading the events appended since the stream was last looked up.
-func (s *Store) lookUp(ctx context.Context, stream string, events []eventstore.EventData) (seen, error) {
+// state. It reads the events appended since the stream was last looked up
+// when fresh, or when it knows nothing of the stream; otherwise it answers
+// from what it knows, which is enough for an append made at the exact
+// version it knows: if the stream has grown since, the server refuses that
+// append, and the caller looks again, fresh.
+func (s *Store) lookUp(ctx context.Context, stream string, events []eventstore.EventData, fresh bool) (seen, error) {
 	e := s.repeats.entry(stream)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := s.catchUp(ctx, stream, e); err != nil {
-		return seen{}, err
+	if fresh || e.next == 0 {
+		if err := s.catchUp(ctx, stream, e); err != nil {
+			return seen{}, err
+		}
 	}
 	found := seen{exists: e.next > 0, last: e.next - 1}
 	found.Current = storekit.StreamState(found.last, found.exists)

@@ -70,6 +70,7 @@ type Store struct {
 	log     *slog.Logger
 	repeats *repeatCache
 	changes storekit.Notifier
+	state   stateCaches // of the consumer-state streams (statestream.go)
 
 	// closing is cancelled by Close, which ends every call in flight.
 	closing context.Context

@@ -1,0 +1,560 @@
+package kurrentdb
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
+	"github.com/google/uuid"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
+)
+
+var _ storekit.DeadLetterStore = (*Store)(nil)
+
+// The dead letters of a consumer are the stream "cairn:deadletters-<name>"
+// of two kinds of records: a parked record is a whole dead letter as a
+// park left it (so it sets that dead letter, whatever came before), and a
+// deleted record removes one. Their fold is the consumer's dead letters.
+//
+// KurrentDB has no conditional write but the expected revision of an
+// append, so every park and delete is an append at the revision up to
+// which the store folded the stream: a write by another process in
+// between makes KurrentDB refuse it, and the store folds the new records
+// and decides again (a compare-and-set on the whole consumer, coarser
+// than the SQL stores' per dead letter, which costs only a retry). The
+// fold is kept per consumer with its revision, so that each call reads
+// only the records appended since.
+//
+// The stream grows with every park and delete, so it is compacted: once it
+// holds more superseded records than live dead letters (and at least
+// compactAfter), the store appends each live dead letter again, at the
+// revisions that follow its fold, and then sets the stream's $tb (truncate
+// before) to the first of them. The records from there on fold to the
+// same dead letters, because a parked record is a whole dead letter and
+// every live one has one there; KurrentDB then leaves the older records out
+// of reads and scavenges them. A compaction costs a dead letter's record
+// for every superseded record since the last, an amortized append per
+// write at most, and it is only a cost: a compaction cut short by another
+// writer or a failure leaves records that fold to what they did.
+const (
+	parkedRecord  = "cairn.deadletter.parked"
+	deletedRecord = "cairn.deadletter.deleted"
+	// letterPage is how many records a read of a dead-letter stream asks
+	// for at once: records carry whole events, up to a MiB each.
+	letterPage = 128
+	// compactRecords and compactBytes bound one append of a compaction.
+	compactRecords = 64
+	compactBytes   = 512 << 10
+)
+
+// letterFields is a parked record: the dead letter but for its event's
+// data, which is the record's payload.
+type letterFields struct {
+	ID           string      `json:"id"`
+	Consumer     string      `json:"consumer"`
+	Generation   uint64      `json:"generation"`
+	Part         int         `json:"part"`
+	Error        string      `json:"error"`
+	Attempts     int         `json:"attempts"`
+	FirstFailure time.Time   `json:"first_failure,omitzero"`
+	LastFailure  time.Time   `json:"last_failure,omitzero"`
+	ClaimedUntil time.Time   `json:"claimed_until,omitzero"`
+	Event        letterEvent `json:"event"`
+}
+
+// letterEvent is the event of a parked record, but for its data.
+type letterEvent struct {
+	Stream        string              `json:"stream"`
+	Version       uint64              `json:"version"`
+	Position      eventstore.Position `json:"position"`
+	ID            uuid.UUID           `json:"id"`
+	Type          string              `json:"type"`
+	SchemaVersion uint32              `json:"schema_version"`
+	Metadata      eventstore.Metadata `json:"metadata"`
+	RecordedAt    time.Time           `json:"recorded_at,omitzero"`
+}
+
+// deletedFields is a deleted record.
+type deletedFields struct {
+	ID       string `json:"id"`
+	Consumer string `json:"consumer"`
+}
+
+// letterKey is what makes a dead letter unique within its consumer.
+type letterKey struct {
+	stream  string
+	eventID uuid.UUID
+	part    int
+}
+
+func keyOf(d *eventstore.DeadLetter) letterKey {
+	return letterKey{stream: d.Event.StreamID, eventID: d.Event.ID, part: d.Part}
+}
+
+// letterFold is the fold of one consumer's dead-letter stream.
+type letterFold struct {
+	consumer, stream string
+	// lock is held by the call that reads or writes the fold, so that the
+	// calls of one process take turns instead of racing on the server; a
+	// channel, so that waiting for it ends with the caller's context.
+	lock chan struct{}
+
+	// folded is whether the fold has read a record; next is then the
+	// revision after the last it read, and since the revision from which
+	// it counts records towards the next compaction.
+	folded      bool
+	next, since uint64
+	byID        map[string]eventstore.DeadLetter
+	byKey       map[letterKey]string
+}
+
+func newLetterFold(consumer string) *letterFold {
+	f := &letterFold{consumer: consumer, stream: stateStream(deadLetterKind, consumer), lock: make(chan struct{}, 1)}
+	f.reset()
+	return f
+}
+
+// reset empties the fold, to read its stream from the start.
+func (f *letterFold) reset() {
+	f.folded, f.next, f.since = false, 0, 0
+	f.byID = make(map[string]eventstore.DeadLetter)
+	f.byKey = make(map[letterKey]string)
+}
+
+// expected is the expected revision of a write after what the fold read.
+func (f *letterFold) expected() esdb.ExpectedRevision {
+	if !f.folded {
+		return esdb.NoStream{}
+	}
+	return esdb.Revision(f.next - 1)
+}
+
+// set makes d a dead letter of the fold, in place of the one with its ID
+// or its key.
+func (f *letterFold) set(d eventstore.DeadLetter) {
+	if old, ok := f.byID[d.ID]; ok {
+		delete(f.byKey, keyOf(&old))
+	}
+	k := keyOf(&d)
+	if id, ok := f.byKey[k]; ok {
+		delete(f.byID, id)
+	}
+	f.byID[d.ID], f.byKey[k] = d, d.ID
+}
+
+// remove drops the dead letter id from the fold.
+func (f *letterFold) remove(id string) {
+	if old, ok := f.byID[id]; ok {
+		delete(f.byKey, keyOf(&old))
+		delete(f.byID, id)
+	}
+}
+
+// apply folds the record r.
+func (f *letterFold) apply(r *esdb.RecordedEvent) error {
+	switch r.EventType {
+	case parkedRecord:
+		var fields letterFields
+		if err := decodeRecord(f.stream, r, parkedRecord, &fields); err != nil {
+			return err
+		}
+		d := fields.letter(r.Data)
+		if d.Consumer != f.consumer {
+			return corruptRecord(f.stream, r, fmt.Sprintf("is a dead letter of consumer %q", d.Consumer))
+		}
+		if err := storekit.CheckDeadLetter(d); err != nil || d.ID == "" || d.Generation == 0 {
+			return corruptRecord(f.stream, r, fmt.Sprintf("is not a dead letter any store keeps (ID %q, generation %d): %v", d.ID, d.Generation, err))
+		}
+		f.set(d)
+	case deletedRecord:
+		var fields deletedFields
+		if err := decodeRecord(f.stream, r, deletedRecord, &fields); err != nil {
+			return err
+		}
+		if fields.Consumer != f.consumer {
+			return corruptRecord(f.stream, r, fmt.Sprintf("deletes a dead letter of consumer %q", fields.Consumer))
+		}
+		f.remove(fields.ID)
+	default:
+		return corruptRecord(f.stream, r, fmt.Sprintf("is a %q, which a dead-letter stream does not hold", r.EventType))
+	}
+	return nil
+}
+
+// letter is the dead letter of a parked record whose payload is data.
+func (l *letterFields) letter(data []byte) eventstore.DeadLetter {
+	if data == nil {
+		data = []byte{}
+	}
+	e := l.Event
+	return eventstore.DeadLetter{ID: l.ID, Consumer: l.Consumer, Part: l.Part, Error: l.Error, Attempts: l.Attempts,
+		FirstFailure: l.FirstFailure, LastFailure: l.LastFailure, Generation: l.Generation, ClaimedUntil: l.ClaimedUntil,
+		Event: eventstore.Event{
+			EventData: eventstore.EventData{ID: e.ID, Type: e.Type, SchemaVersion: e.SchemaVersion, Data: data, Metadata: e.Metadata},
+			StreamID:  e.Stream, Version: e.Version, Position: e.Position, RecordedAt: e.RecordedAt,
+		}}
+}
+
+// parkedOf is the parked record of d.
+func parkedOf(d *eventstore.DeadLetter) record {
+	e := &d.Event
+	return record{typ: parkedRecord, payload: e.Data, fields: letterFields{
+		ID: d.ID, Consumer: d.Consumer, Generation: d.Generation, Part: d.Part, Error: d.Error, Attempts: d.Attempts,
+		FirstFailure: d.FirstFailure, LastFailure: d.LastFailure, ClaimedUntil: d.ClaimedUntil,
+		Event: letterEvent{Stream: e.StreamID, Version: e.Version, Position: e.Position, ID: e.ID, Type: e.Type,
+			SchemaVersion: e.SchemaVersion, Metadata: e.Metadata, RecordedAt: e.RecordedAt},
+	}}
+}
+
+// parked decides a park of d against the fold: the dead letter to store,
+// or why not.
+func (f *letterFold) parked(d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	// A park updates only the failure of a dead letter already stored;
+	// its ID, first failure and event stay.
+	update := func(old eventstore.DeadLetter) eventstore.DeadLetter {
+		old.Error, old.Attempts, old.LastFailure, old.ClaimedUntil = d.Error, d.Attempts, utc(d.LastFailure), utc(d.ClaimedUntil)
+		old.Generation++
+		return old
+	}
+	if d.Generation != 0 {
+		old, ok := f.byID[d.ID]
+		var stored *storekit.DeadLetterKey
+		if ok {
+			k := storekit.KeyOf(old)
+			stored = &k
+		}
+		if err := storekit.CheckDeadLetterGeneration(d, stored); err != nil {
+			return eventstore.DeadLetter{}, err
+		}
+		return update(old), nil
+	}
+	if old, ok := f.byID[d.ID]; ok && d.ID != "" {
+		if err := storekit.CheckDeadLetterID(d, old.Event.StreamID, old.Event.ID, old.Part); err != nil {
+			return eventstore.DeadLetter{}, err
+		}
+	}
+	if id, ok := f.byKey[keyOf(&d)]; ok {
+		return update(f.byID[id]), nil
+	}
+	if d.ID == "" {
+		d.ID = ulid.Make().String()
+	}
+	d.Generation = 1
+	d.FirstFailure, d.LastFailure, d.ClaimedUntil = utc(d.FirstFailure), utc(d.LastFailure), utc(d.ClaimedUntil)
+	d.Event.RecordedAt = utc(d.Event.RecordedAt)
+	d.Event.EventData = d.Event.EventData.Clone()
+	return d, nil
+}
+
+// utc is t in UTC, as the store returns its times; the zero time stays
+// zero.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// copyLetter returns d sharing no memory with the fold.
+func copyLetter(d eventstore.DeadLetter) eventstore.DeadLetter {
+	d.Event.EventData = d.Event.EventData.Clone()
+	return d
+}
+
+// letters returns the fold of consumer's dead letters, locked and read up
+// to the stream's end; the caller calls unlock when done with it.
+func (s *Store) letters(ctx context.Context, consumer string) (f *letterFold, unlock func(), err error) {
+	c := s.caches()
+	c.mu.Lock()
+	f, ok := c.letters.Get(consumer)
+	if !ok {
+		f = newLetterFold(consumer)
+		c.letters.Put(consumer, f)
+	}
+	c.mu.Unlock()
+	select {
+	case f.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-s.done:
+		return nil, nil, eventstore.ErrClosed
+	}
+	unlock = func() { <-f.lock }
+	if err := s.tail(ctx, f); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return f, unlock, nil
+}
+
+// tailRestarts bounds how often a fold starts over because a compaction
+// elsewhere truncated the records it had yet to read.
+const tailRestarts = 8
+
+// tail folds the records appended to f's stream since f last read it.
+func (s *Store) tail(ctx context.Context, f *letterFold) error {
+	for restarts := 0; ; {
+		read, gap := 0, false
+		exists, err := s.readStream(ctx, f.stream, f.next, false, letterPage, func(r *esdb.RecordedEvent) (bool, error) {
+			read++
+			if f.folded && r.EventNumber != f.next {
+				// Records the fold has not read were truncated by a
+				// compaction; what they did is lost to this fold, but not
+				// to one from the start.
+				gap = true
+				return false, nil
+			}
+			if !f.folded {
+				f.folded, f.since = true, r.EventNumber // the first after any $tb
+			}
+			if err := f.apply(r); err != nil {
+				return false, err
+			}
+			f.next = r.EventNumber + 1
+			return true, nil
+		})
+		switch {
+		case err != nil:
+			return err
+		case !exists && f.folded:
+			// Deleted outside Cairn: what it held is gone, and a write
+			// makes it again.
+			f.reset()
+			return nil
+		case gap:
+			if restarts++; restarts > tailRestarts {
+				return fmt.Errorf("kurrentdb: read the dead letters of consumer %q: %w: compacted under the read %d times",
+					f.consumer, eventstore.ErrUnavailable, restarts-1)
+			}
+			f.reset()
+		case read < letterPage:
+			return nil
+		}
+	}
+}
+
+// writeLetters appends recs to f's stream after what f read, and moves f
+// past them. A wrong expected version is returned as the client's error.
+func (s *Store) writeLetters(ctx context.Context, f *letterFold, recs ...record) error {
+	first := f.next
+	last, err := s.appendRecords(ctx, f.stream, f.expected(), recs...)
+	if err != nil {
+		return err
+	}
+	switch n := uint64(len(recs)); {
+	case !f.folded:
+		// The stream's first records, or the first since it was deleted
+		// outside Cairn, whose revisions go on from before.
+		f.folded, f.since, f.next = true, last+1-n, last+1
+	case last+1-n == first:
+		f.next = last + 1
+	default:
+		// Not where the expected revision put them: trust nothing
+		// remembered, and read the stream again.
+		f.reset()
+	}
+	return nil
+}
+
+// ParkDeadLetter implements [storekit.DeadLetterStore.ParkDeadLetter]:
+// reading the records since the last call, and appending the dead letter
+// at the revision read (see letterFold); when another process wrote in
+// between, reading and deciding again.
+func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (eventstore.DeadLetter, error) {
+	if err := storekit.CheckDeadLetter(d); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	if err := s.usable(ctx); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	f, unlock, err := s.letters(ctx, d.Consumer)
+	if err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	defer unlock()
+	for attempt := 1; ; attempt++ {
+		next, err := f.parked(d)
+		if err != nil {
+			return eventstore.DeadLetter{}, err
+		}
+		err = s.writeLetters(ctx, f, parkedOf(&next))
+		if err == nil {
+			if f.folded {
+				f.set(next)
+			}
+			s.compact(ctx, f)
+			return copyLetter(next), nil
+		}
+		if !isWrongVersion(err) {
+			return eventstore.DeadLetter{}, err
+		}
+		if attempt == raceAttempts {
+			return eventstore.DeadLetter{}, lostRace(fmt.Sprintf("consumer %q parking event %s of stream %q", d.Consumer, d.Event.ID, d.Event.StreamID), attempt)
+		}
+		if err := s.tail(ctx, f); err != nil {
+			return eventstore.DeadLetter{}, err
+		}
+	}
+}
+
+// DeleteDeadLetter implements [storekit.DeadLetterStore.DeleteDeadLetter]:
+// as a park, an append at the revision read.
+func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
+		return err
+	}
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	f, unlock, err := s.letters(ctx, consumer)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for attempt := 1; ; attempt++ {
+		if _, ok := f.byID[id]; !ok {
+			return &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+		}
+		err := s.writeLetters(ctx, f, record{typ: deletedRecord, fields: deletedFields{ID: id, Consumer: consumer}})
+		if err == nil {
+			f.remove(id)
+			s.compact(ctx, f)
+			return nil
+		}
+		if !isWrongVersion(err) {
+			return err
+		}
+		if attempt == raceAttempts {
+			return lostRace(fmt.Sprintf("consumer %q deleting dead letter %q", consumer, id), attempt)
+		}
+		if err := s.tail(ctx, f); err != nil {
+			return err
+		}
+	}
+}
+
+// DeadLetters implements [storekit.DeadLetterStore.DeadLetters]: the
+// fold, read up to the stream's end, by ID.
+func (s *Store) DeadLetters(ctx context.Context, consumer string) iter.Seq2[eventstore.DeadLetter, error] {
+	return storekit.ListSeq(func() ([]eventstore.DeadLetter, error) {
+		var out []eventstore.DeadLetter
+		err := s.withLetters(ctx, consumer, func(f *letterFold) {
+			for _, id := range slices.Sorted(maps.Keys(f.byID)) {
+				out = append(out, copyLetter(f.byID[id]))
+			}
+		})
+		return out, err
+	})
+}
+
+// DeadLetterKeys implements [storekit.DeadLetterStore.DeadLetterKeys]:
+// the fold, read up to the stream's end, by position.
+func (s *Store) DeadLetterKeys(ctx context.Context, consumer string, after, through eventstore.Position) iter.Seq2[storekit.DeadLetterKey, error] {
+	return storekit.ListSeq(func() ([]storekit.DeadLetterKey, error) {
+		var keys []storekit.DeadLetterKey
+		err := s.withLetters(ctx, consumer, func(f *letterFold) {
+			for _, d := range f.byID {
+				keys = append(keys, storekit.KeyOf(d))
+			}
+		})
+		return storekit.SortDeadLetterKeys(keys, after, through), err
+	})
+}
+
+// DeadLetter implements [storekit.DeadLetterStore.DeadLetter].
+func (s *Store) DeadLetter(ctx context.Context, consumer, id string) (eventstore.DeadLetter, error) {
+	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
+		return eventstore.DeadLetter{}, err
+	}
+	var d eventstore.DeadLetter
+	var ok bool
+	err := s.withLetters(ctx, consumer, func(f *letterFold) {
+		d, ok = f.byID[id]
+		d = copyLetter(d)
+	})
+	if err == nil && !ok {
+		err = &storekit.DeadLetterNotFoundError{Consumer: consumer, ID: id}
+	}
+	return d, err
+}
+
+// CountDeadLetters implements [storekit.DeadLetterStore.CountDeadLetters].
+func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, error) {
+	n := 0
+	err := s.withLetters(ctx, consumer, func(f *letterFold) { n = len(f.byID) })
+	return n, err
+}
+
+// withLetters runs fn on the fold of consumer's dead letters, read up to
+// the stream's end.
+func (s *Store) withLetters(ctx context.Context, consumer string, fn func(*letterFold)) error {
+	if err := storekit.ValidateConsumerName(consumer); err != nil {
+		return err
+	}
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	f, unlock, err := s.letters(ctx, consumer)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	fn(f)
+	return nil
+}
+
+// compact compacts f's stream when it is due (see letterFold). It is part
+// of the write that made it due, but its failure is not that write's: it
+// is logged, and the records it wrote fold to what they did.
+func (s *Store) compact(ctx context.Context, f *letterFold) {
+	live := len(f.byID)
+	superseded := int(f.next-f.since) - live
+	if !f.folded || superseded < s.caches().compactAfter || superseded < live {
+		return
+	}
+	letters := slices.SortedFunc(maps.Values(f.byID), func(a, b eventstore.DeadLetter) int { return cmp.Compare(a.ID, b.ID) })
+	from := f.next
+	for len(letters) > 0 {
+		var recs []record
+		size := 0
+		for len(letters) > 0 && len(recs) < compactRecords && (len(recs) == 0 || size+len(letters[0].Event.Data) <= compactBytes) {
+			size += len(letters[0].Event.Data)
+			recs = append(recs, parkedOf(&letters[0]))
+			letters = letters[1:]
+		}
+		err := s.writeLetters(ctx, f, recs...)
+		if err == nil && !f.folded {
+			err = errors.New("its records landed elsewhere than their expected revision put them")
+		}
+		if err != nil {
+			s.compacted(f, from, err)
+			return
+		}
+	}
+	err := s.truncateBefore(ctx, f.stream, from)
+	s.compacted(f, from, err)
+}
+
+// compacted ends a compaction of f from revision from. Done, it leaves
+// f counting superseded records from there; cut short by err, from where
+// it stopped, so that a compaction that keeps failing is tried again only
+// after as many writes again, not at every write.
+func (s *Store) compacted(f *letterFold, from uint64, err error) {
+	if err != nil {
+		f.since = f.next
+		s.log.Debug("kurrentdb: compacting the dead letters of a consumer failed; the next write that makes it due tries again",
+			"consumer", f.consumer, "stream", f.stream, "from", from, "err", err)
+		return
+	}
+	f.since = from
+	s.log.Debug("kurrentdb: compacted the dead letters of a consumer", "consumer", f.consumer, "stream", f.stream, "from", from)
+}

@@ -1,13 +1,13 @@
 module github.com/cairn-es/cairn/eventstore/kurrentdb
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/EventStore/EventStore-Client-Go/v4 v4.2.0
 	github.com/google/uuid v1.6.0
 	github.com/oklog/ulid/v2 v2.1.1
 	github.com/stretchr/testify v1.12.1
-	google.golang.org/grpc v1.85.0
+	google.golang.org/grpc v1.76.0
 )
 
 require (
@@ -27,9 +27,9 @@ require (
 	github.com/cairn-es/cairn v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20250620022241-b7579e27df2b // indirect
-	golang.org/x/net v0.63.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
+	golang.org/x/net v0.43.0 // indirect
+	golang.org/x/sys v0.35.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -208,42 +208,64 @@ func TestReadErrorsAreSurfaced(t *testing.T) {
 	}
 }
 
-// A subscriber keeps every event, once, in order, while the store's live
-// subscription to the server drops again and again.
+// A subscriber keeps every event, once, in order, while the server drops
+// its subscriptions again and again: a filtered subscriber's own, on the
+// server's filter by stream or by type, and the store's live subscription
+// that wakes an unfiltered one.
 func TestDroppedSubscriptionsLoseAndDoubleNothing(t *testing.T) {
-	srv := testserver.New(t)
-	s := open(t, srv.URL())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	const total = 300
-	got := make(chan eventstore.Event, total)
-	go func() {
-		for e, err := range s.Subscribe(ctx, eventstore.Start, eventstore.Filter{StreamPrefixes: []string{"sub-"}}) {
-			if err != nil {
-				return
+	for name, filter := range map[string]eventstore.Filter{
+		"unfiltered":  {},
+		"by stream":   {StreamPrefixes: []string{"sub-"}},
+		"by type":     {Types: []string{"x"}},
+		"both":        {Types: []string{"x"}, StreamPrefixes: []string{"sub-"}},
+		"by stream 2": {StreamPrefixes: []string{"sub-", "other-"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := testserver.New(t)
+			s := open(t, srv.URL())
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			const total = 300
+			got := make(chan eventstore.Event, total)
+			go func() {
+				for e, err := range s.Subscribe(ctx, eventstore.Start, filter) {
+					if err != nil {
+						return
+					}
+					got <- e
+				}
+			}()
+			for i := range total / 3 {
+				_, err := s.Append(ctx, fmt.Sprintf("sub-%d", i%7), eventstore.Any, ev("x", fmt.Sprint(3*i)), ev("x", fmt.Sprint(3*i+1)), ev("x", fmt.Sprint(3*i+2)))
+				require.NoError(t, err)
+				if i%4 == 0 {
+					_, err := s.Append(ctx, "unrelated", eventstore.Any, ev("y", `0`))
+					require.NoError(t, err)
+				}
+				if i%10 == 0 {
+					srv.DropSubscriptions()
+				}
 			}
-			got <- e
-		}
-	}()
-	for i := range total / 3 {
-		_, err := s.Append(ctx, fmt.Sprintf("sub-%d", i%7), eventstore.Any, ev("x", fmt.Sprint(3*i)), ev("x", fmt.Sprint(3*i+1)), ev("x", fmt.Sprint(3*i+2)))
-		require.NoError(t, err)
-		if i%10 == 0 {
-			srv.DropSubscriptions()
-		}
-	}
-	for i := range total {
-		select {
-		case e := <-got:
-			require.Equal(t, fmt.Sprint(i), string(e.Data), "event %d in order, once", i)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("event %d never came", i)
-		}
-	}
-	select {
-	case e := <-got:
-		t.Fatalf("an event came twice: %s", e.Data)
-	case <-time.After(200 * time.Millisecond):
+			for i := 0; i < total; {
+				select {
+				case e := <-got:
+					if filter.IsZero() && e.Type == "y" {
+						continue // the unrelated events match no filter but the empty one
+					}
+					require.Equal(t, fmt.Sprint(i), string(e.Data), "event %d in order, once", i)
+					i++
+				case <-time.After(30 * time.Second):
+					t.Fatalf("event %d never came", i)
+				}
+			}
+			select {
+			case e := <-got:
+				if !filter.IsZero() || e.Type != "y" {
+					t.Fatalf("an event came twice: %s", e.Data)
+				}
+			case <-time.After(200 * time.Millisecond):
+			}
+		})
 	}
 }
 

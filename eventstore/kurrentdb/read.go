@@ -128,20 +128,6 @@ func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter e
 	return storekit.ReadPages(ctx, after, filter, s.readPage, 0)
 }
 
-// Subscribe implements [eventstore.Store.Subscribe]: it reads pages of $all
-// as ReadAll does, woken by the store's live subscription to the server
-// (see watch), and reads again on its own every PollInterval while that
-// subscription is down.
-func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return storekit.Follow(ctx, after, filter, s.readPage, storekit.FollowOptions{
-		Changed:      s.changes.Changed,
-		PollInterval: s.opts.PollInterval,
-		Closed:       s.done,
-		Transient:    transient,
-		Logger:       s.log,
-	})
-}
-
 // readPage reads one page of $all after position after. The client reads
 // $all without a filter, so the page leaves out here what is not Cairn's
 // (KurrentDB's system streams and events, the store's own streams) and

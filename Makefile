@@ -49,6 +49,7 @@ test:
 	@# The KurrentDB store, against its protocol-level test server (and a
 	@# real server too when CAIRN_KURRENTDB_URL names one).
 	cd $(KURRENTDB) && $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	@[ -n "$$CAIRN_KURRENTDB_URL" ] || echo "kurrentdb: CAIRN_KURRENTDB_URL is not set, so its suites ran against the protocol-level test server only (docs/kurrentdb.md: running them against a real KurrentDB)"
 
 # Full-size checks that take too long for every test run; each suite reads
 # CAIRN_TORTURE=1 and runs at its issue's full size. Figures: docs/reliability.md.

@@ -120,6 +120,9 @@ func (s *Store) appendChosen(ctx context.Context, stream string, expected events
 			return eventstore.AppendResult{}, err
 		}
 		first, repeat, err := storekit.CheckRepeat(stream, expected, events, seen.Repeat)
+		if err != nil && attempt == 1 {
+			continue // a part of a repeat may be what the store has not seen yet
+		}
 		if err != nil {
 			return eventstore.AppendResult{}, err
 		}
@@ -162,8 +165,13 @@ func (s *Store) appendChosen(ctx context.Context, stream string, expected events
 		if err != nil {
 			return eventstore.AppendResult{}, err
 		}
-		s.repeats.record(stream, first, events)
-		return eventstore.AppendResult{FirstVersion: first, LastVersion: last, Position: position(rec), Duplicate: env.Nonce != nonce}, nil
+		twin := env.Nonce != nonce
+		if !twin {
+			// A twin's events may carry other metadata than these: the
+			// next look-up reads them.
+			s.repeats.record(stream, first, events)
+		}
+		return eventstore.AppendResult{FirstVersion: first, LastVersion: last, Position: position(rec), Duplicate: twin}, nil
 	}
 }
 

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -303,4 +307,173 @@ func TestForeignEvents(t *testing.T) {
 	}
 	_, err = s.Append(ctx, "tombstoned", eventstore.Any, ev("x", `{}`))
 	require.Error(t, err)
+}
+
+// liveWithin is how long the outage tests give a call, or Close, to return:
+// far beyond the deadlines they set, so that only a hang fails them.
+const liveWithin = 15 * time.Second
+
+// returnsWithin fails t unless fn returns within liveWithin.
+func returnsWithin(t *testing.T, what string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(liveWithin):
+		t.Fatalf("%s has not returned after %s", what, liveWithin)
+	}
+}
+
+// While no node can be reached, the client looks for one without looking
+// at any context, and holds every call meanwhile; calls still end soon
+// after their deadlines, as ErrUnavailable, and Close returns. Found by
+// review: they hung for good, Close too.
+func TestCallsAndCloseReturnWhileTheServerIsDown(t *testing.T) {
+	srv, err := testserver.Start(testserver.Options{})
+	require.NoError(t, err)
+	url := srv.URL()
+	srv.Close() // the node is down when the service starts
+
+	s, err := kurrentdb.Open(context.Background(), url, kurrentdb.Options{CallTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	returnsWithin(t, "appends during the outage", func() {
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				defer cancel()
+				_, err := s.Append(ctx, fmt.Sprintf("down-%d", i), eventstore.Any, ev("x", `{}`))
+				assert.Error(t, err)
+				assert.True(t, errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded), "%v", err)
+			})
+		}
+		wg.Wait()
+	})
+	returnsWithin(t, "Close", func() { require.NoError(t, s.Close()) })
+}
+
+// The same for a store that was working when its node went away, with a
+// call in flight at Close.
+func TestCloseReturnsAfterAnOutageMidLife(t *testing.T) {
+	srv, err := testserver.Start(testserver.Options{})
+	require.NoError(t, err)
+	s, err := kurrentdb.Open(context.Background(), srv.URL(), kurrentdb.Options{CallTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	_, err = s.Append(context.Background(), "gone", eventstore.Any, ev("x", `{}`))
+	require.NoError(t, err)
+	srv.Close()
+	returnsWithin(t, "appends after the node went away", func() {
+		for range 3 {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			_, err = s.Append(ctx, "gone", eventstore.Any, ev("x", `{}`))
+			cancel()
+			require.Error(t, err)
+		}
+	})
+	inFlight := make(chan struct{})
+	go func() {
+		defer close(inFlight)
+		_, _ = s.Append(context.Background(), "gone", eventstore.Any, ev("x", `{}`))
+	}()
+	returnsWithin(t, "Close", func() { require.NoError(t, s.Close()) })
+	returnsWithin(t, "the append in flight at Close", func() { <-inFlight })
+}
+
+// Once a node is back, a store that went through an outage works again:
+// the client reaches it and lets the calls it held go.
+func TestStoreRecoversAfterAnOutage(t *testing.T) {
+	srv := testserver.New(t)
+	link := newProxy(t, strings.TrimSuffix(strings.TrimPrefix(srv.URL(), "esdb://"), "?tls=false"))
+	s, err := kurrentdb.Open(context.Background(), "esdb://"+link.addr+"?tls=false", kurrentdb.Options{CallTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	_, err = s.Append(context.Background(), "back", eventstore.Any, ev("x", `{}`))
+	require.NoError(t, err)
+	link.down()
+	returnsWithin(t, "appends during the outage", func() {
+		for range 3 {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			_, err = s.Append(ctx, "back", eventstore.Any, ev("x", `{}`))
+			cancel()
+			require.Error(t, err)
+		}
+	})
+	link.up()
+	require.Eventually(t, func() bool {
+		_, err := s.Append(context.Background(), "back", eventstore.Any, ev("x", `{}`))
+		return err == nil
+	}, liveWithin, 50*time.Millisecond, "appends work again once the node is back")
+	got := readAll(t, s, "back")
+	assert.GreaterOrEqual(t, len(got), 2)
+}
+
+// proxy forwards TCP connections to a server, and can go down (refusing
+// and cutting connections) and up again on the same address: a node that
+// becomes unreachable for a while.
+type proxy struct {
+	t      *testing.T
+	addr   string
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{t: t, target: target}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.down)
+	return p
+}
+
+func (p *proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", p.target)
+			if err != nil {
+				_ = in.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); _ = out.Close() }()
+			go func() { _, _ = io.Copy(in, out); _ = in.Close() }()
+		}
+	}()
+}
+
+// down closes the listener and every connection through it.
+func (p *proxy) down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// up listens again on the same address.
+func (p *proxy) up() {
+	ln, err := net.Listen("tcp", p.addr)
+	require.NoError(p.t, err)
+	p.serve(ln)
 }

@@ -35,7 +35,7 @@ func (s *Store) subscribeOnce() (live bool) {
 	if err != nil {
 		return false
 	}
-	defer c.users.Done()
+	defer recovered(c, func(err error) { live = false })
 	sub, err := c.cli.SubscribeToAll(s.closing, esdb.SubscribeToAllOptions{
 		From:   esdb.End{},
 		Filter: esdb.ExcludeSystemEventsFilter(),

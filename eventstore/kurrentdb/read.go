@@ -42,7 +42,10 @@ func (s *Store) readStream(ctx context.Context, stream string, from uint64, back
 	if isCode(err, esdb.ErrorCodeStreamDeleted) {
 		return false, fmt.Errorf("%w: kurrentdb: stream %q was deleted for good (tombstoned) outside Cairn", eventstore.ErrCorrupt, stream)
 	}
-	return exists, s.fail(ctx, fmt.Sprintf("read stream %q", stream), err)
+	if err != nil {
+		return false, s.fail(ctx, fmt.Sprintf("read stream %q", stream), err)
+	}
+	return exists, nil
 }
 
 // drain receives the events of r, giving each to fn until it returns
@@ -120,7 +123,10 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 		size += storekit.PageBytes(&e)
 		return !storekit.PageFull(len(page), limit, size), nil
 	})
-	return page, err
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
 }
 
 // ReadAll implements [eventstore.Store.ReadAll], a page at a time.

@@ -133,7 +133,10 @@ func (s *Store) lastRecord(ctx context.Context, stream string) (*esdb.RecordedEv
 		last = r
 		return false, nil
 	})
-	return last, err
+	if err != nil {
+		return nil, err
+	}
+	return last, nil
 }
 
 // after is the expected revision of a write that follows last, the last

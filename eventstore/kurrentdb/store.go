@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
 
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
@@ -83,14 +83,6 @@ type Store struct {
 	closed bool
 }
 
-// conn is one client and the calls using it, so that a client is closed
-// only once no call uses it: the client panics when it is closed under a
-// call.
-type conn struct {
-	cli   *esdb.Client
-	users sync.WaitGroup
-}
-
 // Open connects to the KurrentDB server or cluster that connString names:
 // esdb://, esdb+discover://, kurrentdb:// or kurrentdb+discover://, with the
 // client's options for TLS, credentials and node preference (see
@@ -106,6 +98,10 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	}
 	opts = opts.withDefaults()
 	cfg.Logger = clientLogger(opts.Logger)
+	// The client gives up looking for a node after a number of attempts,
+	// and then strands the calls waiting for it, for good (see conn): it
+	// must never give up.
+	cfg.MaxDiscoverAttempts = math.MaxInt32
 	cli, err := esdb.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kurrentdb: %w", err)
@@ -141,75 +137,21 @@ func ParseConnString(connString string) (*esdb.Configuration, error) {
 	return cfg, nil
 }
 
-// clientLogger passes the client's diagnostics to log: its errors are
-// mostly ones the store handles and reports itself, so they are debug.
+// clientLogger passes the client's diagnostics to log, at debug level:
+// they are mostly failures that the store handles and reports itself, and
+// while no node answers the client logs every attempt to find one.
 func clientLogger(log *slog.Logger) esdb.LoggingFunc {
-	return func(level esdb.LogLevel, format string, args ...any) {
-		l := slog.LevelDebug
-		if level == esdb.LogWarn {
-			l = slog.LevelInfo
-		}
-		if log.Enabled(context.Background(), l) {
-			log.Log(context.Background(), l, "kurrentdb client: "+fmt.Sprintf(format, args...))
+	return func(_ esdb.LogLevel, format string, args ...any) {
+		if log.Enabled(context.Background(), slog.LevelDebug) {
+			log.Debug("kurrentdb client: " + fmt.Sprintf(format, args...))
 		}
 	}
-}
-
-// call runs fn with the current client, under ctx bounded by the call
-// timeout and by Close. A client that has shut down for good (it does
-// after a failed discovery) is replaced, so that the next call dials
-// again.
-func (s *Store) call(ctx context.Context, fn func(ctx context.Context, cli *esdb.Client) error) error {
-	c, err := s.acquire()
-	if err != nil {
-		return err
-	}
-	defer c.users.Done()
-	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
-	defer cancel()
-	stop := context.AfterFunc(s.closing, cancel)
-	defer stop()
-	err = fn(ctx, c.cli)
-	if isCode(err, esdb.ErrorCodeConnectionClosed) {
-		s.replace(c)
-	}
-	return err
-}
-
-// acquire returns the current client, counted as in use.
-func (s *Store) acquire() (*conn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, eventstore.ErrClosed
-	}
-	s.conn.users.Add(1)
-	return s.conn, nil
-}
-
-// replace swaps old for a new client, unless another call did already,
-// and closes old once its calls are done.
-func (s *Store) replace(old *conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || s.conn != old {
-		return
-	}
-	cli, err := esdb.NewClient(s.cfg)
-	if err != nil {
-		s.log.Error("kurrentdb: cannot make a new client", "err", err)
-		return
-	}
-	s.conn = &conn{cli: cli}
-	s.log.Info("kurrentdb: the client closed its connection for good; a new client dials again")
-	go func() {
-		old.users.Wait()
-		_ = old.cli.Close()
-	}()
 }
 
 // Close ends every call in flight, closes the client and makes every later
-// call fail with [eventstore.ErrClosed]. It is idempotent.
+// call fail with [eventstore.ErrClosed]. It is idempotent. A call stuck in
+// the client (see call) keeps the client open: it is left behind, as
+// closing it would crash that call.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -221,9 +163,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	close(s.done)
-	s.live.Wait()
-	c.users.Wait()
-	return c.cli.Close()
+	return s.closeConn(c)
 }
 
 // isClosed reports whether Close was called.

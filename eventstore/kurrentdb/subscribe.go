@@ -75,13 +75,15 @@ func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter
 // follow runs one server subscription to $all after *after, yielding what
 // matches filter and moving *after past every record received. It returns
 // when yield asks to stop (stopped), or with the reason the subscription
-// ended, and whether it received anything.
+// ended, and whether it received anything. The subscription is received
+// in a goroutine of its own (see receive), so that a subscriber whose
+// context ends, or whose store closes, returns even while the client
+// holds the subscription inside (see conn).
 func (s *Store) follow(ctx context.Context, after *eventstore.Position, filter eventstore.Filter, yield func(eventstore.Event, error) bool) (stopped, progressed bool, err error) {
 	c, err := s.acquire()
 	if err != nil {
 		return false, false, err
 	}
-	defer c.users.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.closing, cancel)()
@@ -89,34 +91,72 @@ func (s *Store) follow(ctx context.Context, after *eventstore.Position, filter e
 	if !after.IsZero() {
 		opts.From = esdb.Position{Commit: after.Major, Prepare: after.Minor}
 	}
+	records := make(chan received, 64)
+	go receive(ctx, c, opts, records)
+	for {
+		var r received
+		select {
+		case r = <-records:
+		case <-ctx.Done():
+			return false, progressed, ctx.Err()
+		}
+		if r.err != nil {
+			return false, progressed, r.err
+		}
+		pos := position(r.rec)
+		if !after.Before(pos) {
+			continue // the server starts after a position; a repeat is dropped all the same
+		}
+		*after, progressed = pos, true
+		if !cairns(r.rec) {
+			continue
+		}
+		e, err := toEvent(r.rec)
+		if err != nil {
+			return false, progressed, err
+		}
+		if filter.Match(&e) && !yield(e, nil) {
+			return true, progressed, nil
+		}
+	}
+}
+
+// received is a record a subscription received, or why it ended.
+type received struct {
+	rec *esdb.RecordedEvent
+	err error
+}
+
+// receive subscribes to $all with opts on c's client and sends what it
+// receives to out, until the subscription ends (the last thing sent is
+// why) or ctx does.
+func receive(ctx context.Context, c *conn, opts esdb.SubscribeToAllOptions, out chan<- received) {
+	send := func(r received) bool {
+		select {
+		case out <- r:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	defer recovered(c, func(err error) { send(received{err: err}) })
 	sub, err := c.cli.SubscribeToAll(ctx, opts)
 	if err != nil {
-		return false, false, err
+		send(received{err: err})
+		return
 	}
 	defer sub.Close()
 	for {
 		ev := sub.Recv()
 		switch {
 		case ev.SubscriptionDropped != nil:
-			return false, progressed, ev.SubscriptionDropped.Error
+			send(received{err: ev.SubscriptionDropped.Error})
+			return
 		case ev.EventAppeared == nil || ev.EventAppeared.Event == nil:
 			continue // checkpoints, caught-up: nothing to deliver
 		}
-		rec := ev.EventAppeared.Event
-		pos := position(rec)
-		if !after.Before(pos) {
-			continue // the server starts after a position; a repeat is dropped all the same
-		}
-		*after, progressed = pos, true
-		if !cairns(rec) {
-			continue
-		}
-		e, err := toEvent(rec)
-		if err != nil {
-			return false, progressed, err
-		}
-		if filter.Match(&e) && !yield(e, nil) {
-			return true, progressed, nil
+		if !send(received{rec: ev.EventAppeared.Event}) {
+			return
 		}
 	}
 }

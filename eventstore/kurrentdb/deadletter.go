@@ -36,18 +36,44 @@ var _ storekit.DeadLetterStore = (*Store)(nil)
 //
 // The stream grows with every park and delete, so it is compacted: once it
 // holds more superseded records than live dead letters (and at least
-// compactAfter), the store appends each live dead letter again, at the
-// revisions that follow its fold, and then sets the stream's $tb (truncate
-// before) to the first of them. The records from there on fold to the
-// same dead letters, because a parked record is a whole dead letter and
-// every live one has one there; KurrentDB then leaves the older records out
-// of reads and scavenges them. A compaction costs a dead letter's record
-// for every superseded record since the last, an amortized append per
-// write at most, and it is only a cost: a compaction cut short by another
-// writer or a failure leaves records that fold to what they did.
+// compactAfter), the store appends, at the revisions that follow its fold,
+// a compacted record (a marker, which carries no state and which the fold
+// passes over) and then each live dead letter again, and only once all are
+// written sets the stream's $tb (truncate before) to the marker's revision.
+//
+// Why a marker: $tb must point at a record that exists, whatever the
+// number of live dead letters. Were it set to the first restated letter,
+// a compaction with none left would set it past the stream's end; a fold
+// from the start would then read no record and not learn the stream's
+// revision (its writes, expecting no stream, would be refused for good),
+// and a fold from before the compaction would find no record after $tb to
+// show it the gap. With the marker, every fold reads at least it: a fold
+// from the start begins at the marker with no dead letters, which the
+// letters restated after it set again; a fold whose next revision was
+// truncated reads the marker in its place, sees the gap and starts over.
+//
+// Why the fold passes over a marker instead of restarting at it: a fold
+// that reads a marker without a gap has read every record before it, and
+// the restated letters after it are whole parked records that set each
+// dead letter to what it already is, so passing over the marker folds to
+// the same state however much of the restatement was written. A reset
+// there would drop the letters a compaction cut short had yet to restate.
+// A fold begins at a marker (empty, then the restatement) only when $tb
+// points at it, and $tb is set only after the whole restatement is
+// written. The appends of a compaction are compare-and-sets like every
+// write, so no other record comes between the marker and its letters; one
+// that does stops the compaction, which leaves records that fold to what
+// they did, as does a compaction cut short by a failure.
+//
+// A compaction costs a dead letter's record for every superseded record
+// since the last, plus the marker (which rides in the first append) and
+// the write of $tb: an amortized append per write at most.
 const (
 	parkedRecord  = "cairn.deadletter.parked"
 	deletedRecord = "cairn.deadletter.deleted"
+	// compactedRecord is the marker a compaction begins with (see
+	// above).
+	compactedRecord = "cairn.deadletter.compacted"
 	// letterPage is how many records a read of a dead-letter stream asks
 	// for at once: records carry whole events, up to a MiB each.
 	letterPage = 128
@@ -86,6 +112,12 @@ type letterEvent struct {
 // deletedFields is a deleted record.
 type deletedFields struct {
 	ID       string `json:"id"`
+	Consumer string `json:"consumer"`
+}
+
+// compactedFields is a compacted record: it says only whose stream it is
+// in; the restated letters follow it.
+type compactedFields struct {
 	Consumer string `json:"consumer"`
 }
 
@@ -184,6 +216,15 @@ func (f *letterFold) apply(r *esdb.RecordedEvent) error {
 			return corruptRecord(f.stream, r, fmt.Sprintf("deletes a dead letter of consumer %q", fields.Consumer))
 		}
 		f.remove(fields.ID)
+	case compactedRecord:
+		// Nothing to fold: see the doc of the dead-letter streams above.
+		var fields compactedFields
+		if err := decodeRecord(f.stream, r, compactedRecord, &fields); err != nil {
+			return err
+		}
+		if fields.Consumer != f.consumer {
+			return corruptRecord(f.stream, r, fmt.Sprintf("is a compaction of consumer %q", fields.Consumer))
+		}
 	default:
 		return corruptRecord(f.stream, r, fmt.Sprintf("is a %q, which a dead-letter stream does not hold", r.EventType))
 	}
@@ -522,12 +563,14 @@ func (s *Store) compact(ctx context.Context, f *letterFold) {
 		return
 	}
 	letters := slices.SortedFunc(maps.Values(f.byID), func(a, b eventstore.DeadLetter) int { return cmp.Compare(a.ID, b.ID) })
+	// The marker first, in the first append: $tb is set to it, so that a
+	// record exists at $tb even when no letter is left to restate.
 	from := f.next
-	for len(letters) > 0 {
-		var recs []record
-		size := 0
-		for len(letters) > 0 && len(recs) < compactRecords && (len(recs) == 0 || size+len(letters[0].Event.Data) <= compactBytes) {
-			size += len(letters[0].Event.Data)
+	recs := []record{{typ: compactedRecord, fields: compactedFields{Consumer: f.consumer}}}
+	for {
+		size, n := 0, 0 // of this append's letters; the first goes in whatever its size
+		for len(letters) > 0 && len(recs) < compactRecords && (n == 0 || size+len(letters[0].Event.Data) <= compactBytes) {
+			size, n = size+len(letters[0].Event.Data), n+1
 			recs = append(recs, parkedOf(&letters[0]))
 			letters = letters[1:]
 		}
@@ -539,7 +582,13 @@ func (s *Store) compact(ctx context.Context, f *letterFold) {
 			s.compacted(f, from, err)
 			return
 		}
+		if len(letters) == 0 {
+			break
+		}
+		recs = nil
 	}
+	// Only now that every live letter follows the marker: a fold that
+	// begins at the marker must find them all.
 	err := s.truncateBefore(ctx, f.stream, from)
 	s.compacted(f, from, err)
 }

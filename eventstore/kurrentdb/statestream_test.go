@@ -315,6 +315,155 @@ func TestDeadLetterCompaction(t *testing.T) {
 	require.Equal(t, 3, n)
 }
 
+// A compaction with no live dead letter left (found by review): it
+// restates none, so $tb goes to its marker, the one record left. A store
+// that folds the stream afresh (another process, a restart, an evicted
+// fold) learns the stream's revision from the marker, and one whose fold
+// the compaction overtook sees the gap at the marker and starts over:
+// every process can still write. Before the marker, $tb went past the
+// stream's end, and every store but the compacting one was refused for
+// good ("lost the race to other writers 64 times").
+func TestDeadLettersCompactedToNone(t *testing.T) {
+	srv := testserver.New(t)
+	a, late := openStore(t, srv), openStore(t, srv)
+	ctx := context.Background()
+	consumer := unique("empty-compaction")
+	stream := stateStream(deadLetterKind, consumer)
+	letter := func(i int) eventstore.DeadLetter {
+		return eventstore.DeadLetter{Consumer: consumer, Error: "boom", Attempts: 1,
+			Event: eventstore.Event{EventData: eventstore.EventData{ID: uuid.New(), Type: "t", Data: []byte(`{}`)},
+				StreamID: "orders", Version: uint64(i), Position: eventstore.Position{Major: uint64(i + 1)}}}
+	}
+	d, err := a.ParkDeadLetter(ctx, letter(0))
+	require.NoError(t, err)
+	n, err := late.CountDeadLetters(ctx, consumer) // late folds now: 1 letter
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoError(t, a.DeleteDeadLetter(ctx, consumer, d.ID))
+	for i := 1; i < defaultCompactAfter/2; i++ { // 256 records, none live: a compaction
+		d, err := a.ParkDeadLetter(ctx, letter(i))
+		require.NoError(t, err)
+		require.NoError(t, a.DeleteDeadLetter(ctx, consumer, d.ID))
+	}
+	n, err = a.CountDeadLetters(ctx, consumer)
+	require.NoError(t, err)
+	require.Equal(t, 0, n)
+
+	records := raw(t, a, stream)
+	require.Equal(t, 1, len(records), "compacted to its marker")
+	require.Equal(t, compactedRecord, records[0].EventType)
+	require.Equal(t, uint64(defaultCompactAfter), records[0].EventNumber)
+	tb := metadata(t, a, stream).TruncateBefore()
+	require.NotNil(t, tb)
+	require.Equal(t, records[0].EventNumber, *tb, "$tb is the marker's")
+
+	n, err = late.CountDeadLetters(ctx, consumer)
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "a fold from before the compaction lists no deleted letter")
+
+	cold := openStore(t, srv)
+	_, err = cold.ParkDeadLetter(ctx, letter(1000))
+	require.NoError(t, err, "another process parks after the compaction")
+	_, err = late.ParkDeadLetter(ctx, letter(1001))
+	require.NoError(t, err, "a process whose fold the compaction overtook parks")
+	_, err = a.ParkDeadLetter(ctx, letter(1002))
+	require.NoError(t, err, "the compacting process parks")
+	want := letters(t, openStore(t, srv), consumer)
+	require.Len(t, want, 3)
+	for _, s := range []*Store{a, late, cold} {
+		require.Equal(t, want, letters(t, s, consumer))
+	}
+}
+
+// A compaction cut short, after its marker and part of the restated
+// letters or before its $tb, leaves records that fold to the dead letters
+// it found, for the store that compacted, for one whose fold is older and
+// for one that folds afresh; they all write on, and the next compaction
+// completes.
+func TestDeadLetterCompactionCutShort(t *testing.T) {
+	const live = compactRecords + 6 // the restatement takes two appends
+	for _, c := range []struct {
+		name string
+		// passed is how many appends of the write that makes the
+		// compaction due (its own, then the compaction's) get through
+		// before the connection is lost.
+		passed int
+		// kept is how many records the compaction leaves.
+		kept int
+	}{
+		{"after the marker's append", 2, compactRecords},
+		{"before $tb", 3, 1 + live},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := testserver.New(t)
+			a, late := openStore(t, srv), openStore(t, srv)
+			a.caches().compactAfter = 8
+			ctx := context.Background()
+			consumer := unique("cut")
+			stream := stateStream(deadLetterKind, consumer)
+
+			var keep []eventstore.DeadLetter
+			for v := range uint64(live) {
+				d, err := a.ParkDeadLetter(ctx, deadLetter(consumer, v))
+				require.NoError(t, err)
+				keep = append(keep, d)
+			}
+			require.Len(t, letters(t, late, consumer), live, "late folds now, before the compaction")
+			// A compaction is due once superseded records are as many as
+			// the live letters: at the live-th update.
+			for i := range live {
+				if i == live-1 {
+					for range c.passed {
+						srv.DisconnectNextAppend(0) // a zero Disconnect lets the append through
+					}
+					srv.DisconnectNextAppend(testserver.BeforeCommit)
+				}
+				keep[0].Attempts = i + 2
+				var err error
+				keep[0], err = a.ParkDeadLetter(ctx, keep[0])
+				require.NoError(t, err, "a compaction's failure is not its write's")
+			}
+
+			records := raw(t, a, stream)
+			require.Equal(t, 2*live+c.kept, len(records), "the compaction was cut where planned")
+			require.Equal(t, compactedRecord, records[2*live].EventType)
+			require.Nil(t, metadata(t, a, stream).TruncateBefore(), "the compaction was cut before its $tb")
+
+			want := letters(t, a, consumer)
+			require.Len(t, want, live)
+			require.Equal(t, live+1, want[0].Attempts)
+			cold := openStore(t, srv)
+			require.Equal(t, want, letters(t, cold, consumer), "a fold from the start")
+			require.Equal(t, want, letters(t, late, consumer), "a fold from before the compaction")
+
+			// Every store writes on, and a's writes complete a compaction.
+			for i, s := range []*Store{late, cold, a} {
+				d, err := s.ParkDeadLetter(ctx, deadLetter(consumer, uint64(1000+i)))
+				require.NoError(t, err)
+				require.NoError(t, s.DeleteDeadLetter(ctx, consumer, keep[i+1].ID))
+				require.NoError(t, s.DeleteDeadLetter(ctx, consumer, d.ID))
+			}
+			for i := 0; metadata(t, a, stream).TruncateBefore() == nil; i++ {
+				require.Less(t, i, 4*live, "the stream was never compacted")
+				keep[0].Attempts = 1000 + i
+				var err error
+				keep[0], err = a.ParkDeadLetter(ctx, keep[0])
+				require.NoError(t, err)
+			}
+			tb := *metadata(t, a, stream).TruncateBefore()
+			records = raw(t, a, stream)
+			require.Equal(t, tb, records[0].EventNumber)
+			require.Equal(t, compactedRecord, records[0].EventType, "$tb is at a marker")
+
+			want = letters(t, a, consumer)
+			require.Len(t, want, live-3)
+			for _, s := range []*Store{late, cold, openStore(t, srv)} {
+				require.Equal(t, want, letters(t, s, consumer))
+			}
+		})
+	}
+}
+
 // A record the store cannot read is ErrCorrupt, naming its stream; so is
 // one in the right stream that says it belongs to another.
 func TestStateCorrupt(t *testing.T) {

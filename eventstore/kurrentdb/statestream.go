@@ -212,15 +212,39 @@ func (s *Store) limitStream(ctx context.Context, stream string, maxCount uint64)
 
 // truncateBefore makes KurrentDB leave the records of the state stream
 // before revision rev out of every read (and scavenge them). The store
-// owns its streams' metadata, so it writes all of it.
+// owns its streams' metadata, so it writes all of it, and only ever raises
+// the truncation: the metadata is written at the revision it was read at,
+// so that a compaction that comes late never lowers the truncation of a
+// later one below records that a scavenge may already have removed.
 func (s *Store) truncateBefore(ctx context.Context, stream string, rev uint64) error {
-	var meta esdb.StreamMetadata
-	meta.SetTruncateBefore(rev)
-	err := s.call(ctx, func(ctx context.Context, cli *esdb.Client) error {
-		_, err := cli.SetStreamMetadata(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: esdb.Any{}}, meta)
-		return err
-	})
-	return s.fail(ctx, fmt.Sprintf("truncate %q before %d", stream, rev), err)
+	metastream := "$$" + stream
+	for attempt := 1; ; attempt++ {
+		last, err := s.lastRecord(ctx, metastream)
+		if err != nil {
+			return err
+		}
+		var meta esdb.StreamMetadata
+		expected := after(last)
+		if last != nil {
+			current, err := esdb.StreamMetadataFromJson(last.Data)
+			if err != nil {
+				return fmt.Errorf("%w: kurrentdb: the metadata of %q: %v", eventstore.ErrCorrupt, stream, err)
+			}
+			if tb := current.TruncateBefore(); tb != nil && *tb >= rev {
+				return nil // truncated as far already
+			}
+			meta = *current
+		}
+		meta.SetTruncateBefore(rev)
+		err = s.call(ctx, func(ctx context.Context, cli *esdb.Client) error {
+			_, err := cli.SetStreamMetadata(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: expected}, meta)
+			return err
+		})
+		if isWrongVersion(err) && attempt < raceAttempts && !s.isClosed() {
+			continue // another write of the metadata came between: read it again
+		}
+		return s.fail(ctx, fmt.Sprintf("truncate %q before %d", stream, rev), err)
+	}
 }
 
 // decodeRecord reads the fields of r, a record of the state stream that

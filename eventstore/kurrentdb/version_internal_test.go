@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -42,4 +43,26 @@ func TestActualVersionFromTheTextOrTheStream(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, got, "%s, text says %q", c.stream, c.got)
 	}
+}
+
+// A compaction that comes late never lowers the truncation of a later one,
+// and keeps the stream's other metadata.
+func TestTruncationOnlyRises(t *testing.T) {
+	srv := testserver.New(t)
+	s, err := Open(context.Background(), srv.URL(), Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	stream := stateStream(deadLetterKind, "late")
+	require.NoError(t, s.limitStream(ctx, stream, 99))
+	require.NoError(t, s.truncateBefore(ctx, stream, 10))
+	require.NoError(t, s.truncateBefore(ctx, stream, 5))
+	last, err := s.lastRecord(ctx, "$$"+stream)
+	require.NoError(t, err)
+	meta, err := esdb.StreamMetadataFromJson(last.Data)
+	require.NoError(t, err)
+	require.NotNil(t, meta.TruncateBefore())
+	assert.Equal(t, uint64(10), *meta.TruncateBefore())
+	require.NotNil(t, meta.MaxCount())
+	assert.Equal(t, uint64(99), *meta.MaxCount())
 }

@@ -31,6 +31,11 @@ var (
 	// locked by another process for longer than the store waits
 	// (sqlite.ErrBusy). Trying again later may succeed; a projection's or
 	// saga runner's Run starts over after a pause instead of returning.
+	// An append to a server that lost the connection before its reply is
+	// the one exception: it may have been written, and no one can tell.
+	// Sending it again with the same event IDs stores it once either way
+	// (the command bus's IDs are fixed per command); with zero IDs, which
+	// the store fills in anew, it may be stored twice.
 	ErrUnavailable = errors.New("eventstore: store temporarily unavailable")
 )
 

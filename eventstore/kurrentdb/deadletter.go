@@ -450,13 +450,7 @@ func (s *Store) ParkDeadLetter(ctx context.Context, d eventstore.DeadLetter) (ev
 // DeleteDeadLetter implements [storekit.DeadLetterStore.DeleteDeadLetter]:
 // as a park, an append at the revision read.
 func (s *Store) DeleteDeadLetter(ctx context.Context, consumer, id string) error {
-	if err := storekit.CheckDeadLetterLookup(consumer, id); err != nil {
-		return err
-	}
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
-	f, unlock, err := s.letters(ctx, consumer)
+	f, unlock, err := s.lockedLetters(ctx, consumer, storekit.CheckDeadLetterLookup(consumer, id))
 	if err != nil {
 		return err
 	}
@@ -538,19 +532,26 @@ func (s *Store) CountDeadLetters(ctx context.Context, consumer string) (int, err
 // withLetters runs fn on the fold of consumer's dead letters, read up to
 // the stream's end.
 func (s *Store) withLetters(ctx context.Context, consumer string, fn func(*letterFold)) error {
-	if err := storekit.ValidateConsumerName(consumer); err != nil {
-		return err
-	}
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
-	f, unlock, err := s.letters(ctx, consumer)
+	f, unlock, err := s.lockedLetters(ctx, consumer, storekit.ValidateConsumerName(consumer))
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	fn(f)
 	return nil
+}
+
+// lockedLetters returns the fold of consumer's dead letters, read up to
+// the stream's end and locked until unlock, once the caller's check of its
+// arguments (invalid, nil when they are fine) and the store's state allow.
+func (s *Store) lockedLetters(ctx context.Context, consumer string, invalid error) (f *letterFold, unlock func(), err error) {
+	if invalid != nil {
+		return nil, nil, invalid
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, nil, err
+	}
+	return s.letters(ctx, consumer)
 }
 
 // compact compacts f's stream when it is due (see letterFold). It is part

@@ -134,13 +134,7 @@ func (s *subscription) all(st *store, o *streams.ReadReq_Options_AllOptions, f *
 				}
 			}
 		}
-		if !caughtUp {
-			caughtUp = true
-			if err := s.caughtUp(); err != nil {
-				return err
-			}
-		}
-		if err := s.wait(changed); err != nil {
+		if err := s.idle(&caughtUp, changed); err != nil {
 			return err
 		}
 	}
@@ -190,14 +184,20 @@ func (s *subscription) stream(st *store, o *streams.ReadReq_Options_StreamOption
 				}
 			}
 		}
-		if !caughtUp {
-			caughtUp = true
-			if err := s.caughtUp(); err != nil {
-				return err
-			}
-		}
-		if err := s.wait(changed); err != nil {
+		if err := s.idle(&caughtUp, changed); err != nil {
 			return err
 		}
 	}
+}
+
+// idle tells the client, the first time, that the subscription has caught
+// up, then waits for the log to change.
+func (s *subscription) idle(caughtUp *bool, changed <-chan struct{}) error {
+	if !*caughtUp {
+		*caughtUp = true
+		if err := s.caughtUp(); err != nil {
+			return err
+		}
+	}
+	return s.wait(changed)
 }

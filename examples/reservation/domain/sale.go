@@ -69,10 +69,7 @@ func NewSale(reg *codec.Registry, opts SaleOptions) (*saga.Type[Sale], error) {
 		out.Complete()
 	}
 	return sale, errors.Join(
-		saga.Sends[Sale, MakeReservation](sale),
-		saga.Sends[Sale, CancelReservation](sale),
-		saga.Sends[Sale, ConfirmOrder](sale),
-		saga.Sends[Sale, RejectOrder](sale),
+		SendsTickets(sale),
 		saga.On(sale, saga.Event[Sale, OrderPlaced]{
 			Instance: byOrder(func(e OrderPlaced) string { return e.OrderID }),
 			Starts:   true,
@@ -129,5 +126,17 @@ func NewSale(reg *codec.Registry, opts SaleOptions) (*saga.Type[Sale], error) {
 		// Refused: the payment was taken in time, and its PaymentAccepted
 		// confirms the order.
 		saga.OnRejected(sale, func(context.Context, *Sale, CancelPayment, error, *saga.Output) error { return nil }),
+	)
+}
+
+// SendsTickets declares that sale, a sale of any version of the model,
+// sends the commands of the orders and seat reservations: the part that
+// every version keeps.
+func SendsTickets[S any](sale *saga.Type[S]) error {
+	return errors.Join(
+		saga.Sends[S, MakeReservation](sale),
+		saga.Sends[S, CancelReservation](sale),
+		saga.Sends[S, ConfirmOrder](sale),
+		saga.Sends[S, RejectOrder](sale),
 	)
 }

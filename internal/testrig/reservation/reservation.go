@@ -161,10 +161,7 @@ func NewSale(reg *codec.Registry) (*saga.Type[Sale], error) {
 		out.Complete()
 	}
 	return sale, errors.Join(
-		saga.Sends[Sale, domain.MakeReservation](sale),
-		saga.Sends[Sale, domain.CancelReservation](sale),
-		saga.Sends[Sale, domain.ConfirmOrder](sale),
-		saga.Sends[Sale, domain.RejectOrder](sale),
+		domain.SendsTickets(sale),
 		saga.On(sale, saga.Event[Sale, domain.OrderPlaced]{
 			Instance: func(e domain.OrderPlaced, _ eventstore.Metadata) string { return byOrder(e.OrderID) },
 			Starts:   true,

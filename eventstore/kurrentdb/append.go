@@ -39,11 +39,8 @@ const raceAttempts = 64
 // An append of fresh IDs (zero IDs, which the store fills in) cannot be a
 // repeat, and writes at once.
 func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
-	if err := ctx.Err(); err != nil {
+	if err := s.usable(ctx); err != nil {
 		return eventstore.AppendResult{}, err
-	}
-	if s.isClosed() {
-		return eventstore.AppendResult{}, eventstore.ErrClosed
 	}
 	chosen := false
 	for i := range events {
@@ -84,7 +81,7 @@ func checkNames(stream string, events []eventstore.EventData) error {
 // stream already.
 func (s *Store) appendFresh(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData) (eventstore.AppendResult, error) {
 	res, err := s.write(ctx, stream, revision(expected), events, "")
-	if isCode(err, esdb.ErrorCodeWrongExpectedVersion) {
+	if isWrongVersion(err) {
 		actual, rerr := s.actualVersion(ctx, stream, err)
 		if rerr != nil {
 			return eventstore.AppendResult{}, rerr
@@ -141,10 +138,10 @@ func (s *Store) appendChosen(ctx context.Context, stream string, expected events
 		}
 		nonce := newNonce()
 		res, err := s.write(ctx, stream, wire, events, nonce)
-		if isCode(err, esdb.ErrorCodeWrongExpectedVersion) && attempt < raceAttempts {
+		if isWrongVersion(err) && attempt < raceAttempts {
 			continue // another writer came between: look again
 		}
-		if isCode(err, esdb.ErrorCodeWrongExpectedVersion) {
+		if isWrongVersion(err) {
 			actual, rerr := s.actualVersion(ctx, stream, err)
 			if rerr != nil {
 				return eventstore.AppendResult{}, rerr
@@ -208,18 +205,29 @@ func (s *Store) write(ctx context.Context, stream string, wire esdb.ExpectedRevi
 		}
 		out[i] = esdb.EventData{EventID: e.ID, EventType: e.Type, ContentType: ct, Data: e.Data, Metadata: md}
 	}
+	return s.appendToStream(ctx, stream, wire, out, false)
+}
+
+// appendToStream appends out to stream at the expected revision through
+// the client. A wrong expected version comes back as the client's error
+// (match it with isWrongVersion), for the caller to decide. A refusal of
+// the append as malformed is an [*eventstore.InvalidArgumentError] naming
+// the server's MaxAppendSize when the server says the append is too large,
+// or when sizeOnly says that the store wrote everything else itself, so
+// that only the size can be wrong. Other errors are the store's.
+func (s *Store) appendToStream(ctx context.Context, stream string, expected esdb.ExpectedRevision, out []esdb.EventData, sizeOnly bool) (*esdb.WriteResult, error) {
 	var res *esdb.WriteResult
 	err := s.call(ctx, func(ctx context.Context, cli *esdb.Client) error {
 		var err error
-		res, err = cli.AppendToStream(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: wire}, out...)
+		res, err = cli.AppendToStream(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: expected}, out...)
 		return err
 	})
-	if isCode(err, esdb.ErrorCodeWrongExpectedVersion) {
+	if isWrongVersion(err) {
 		return nil, err
 	}
 	if st, ok := grpcStatus(err); ok && st.Code() == codes.InvalidArgument {
 		reason := "refused by KurrentDB: " + st.Message()
-		if strings.Contains(st.Message(), "Maximum Append Size") {
+		if sizeOnly || strings.Contains(st.Message(), "Maximum Append Size") {
 			reason += " (the server's MaxAppendSize setting bounds the bytes of one append)"
 		}
 		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "append size", Reason: reason}

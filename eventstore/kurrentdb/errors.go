@@ -73,3 +73,13 @@ func transient(err error) bool {
 	}
 	return false
 }
+
+// isWrongVersion reports whether err is KurrentDB's refusal of a write
+// whose expected revision is not the stream's.
+func isWrongVersion(err error) bool { return isCode(err, esdb.ErrorCodeWrongExpectedVersion) }
+
+// isCode reports whether err is the client's error with code.
+func isCode(err error, code esdb.ErrorCode) bool {
+	var e *esdb.Error
+	return errors.As(err, &e) && e.Code() == code
+}

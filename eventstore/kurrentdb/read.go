@@ -95,7 +95,7 @@ func toEvent(r *esdb.RecordedEvent) (eventstore.Event, error) {
 		},
 		StreamID:   r.StreamID,
 		Version:    r.EventNumber,
-		Position:   eventstore.Position{Major: r.Position.Commit, Minor: r.Position.Prepare},
+		Position:   position(r),
 		RecordedAt: r.CreatedDate.UTC(),
 	}, nil
 }
@@ -158,7 +158,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		return drain(r, func(re *esdb.ResolvedEvent) (bool, error) {
 			read++
 			rec := re.Event
-			pos := eventstore.Position{Major: rec.Position.Commit, Minor: rec.Position.Prepare}
+			pos := position(rec)
 			if !after.Before(pos) {
 				return true, nil
 			}

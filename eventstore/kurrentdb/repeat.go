@@ -19,7 +19,6 @@ import (
 // used streams are forgotten first.
 type repeatCache struct {
 	streams *lru.Cache[*streamIDs]
-	mu      sync.Mutex // makes the lookup-or-insert of a stream's entry atomic
 }
 
 // streamIDs is what the store knows of one stream's event IDs.
@@ -55,15 +54,11 @@ func newRepeatCache(streams int) *repeatCache {
 
 // entry returns the entry of stream, making it if needed.
 func (c *repeatCache) entry(stream string) *streamIDs {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.streams.Get(stream); ok {
+	return c.streams.GetOrAdd(stream, func() *streamIDs {
+		e := &streamIDs{}
+		e.reset()
 		return e
-	}
-	e := &streamIDs{}
-	e.reset()
-	c.streams.Put(stream, e)
-	return e
+	})
 }
 
 // record notes the IDs of events just written to stream from version

@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
-	"google.golang.org/grpc/codes"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -68,8 +67,6 @@ type stateCaches struct {
 	// limited holds the snapshot streams whose $maxCount this process has
 	// set, or found set: a snapshot is saved without reading first.
 	limited *lru.Cache[struct{}]
-	// mu makes the lookup-or-insert of a consumer's dead letters atomic.
-	mu      sync.Mutex
 	letters *lru.Cache[*letterFold]
 	// compactAfter is how many superseded records a dead-letter stream
 	// gathers before it is compacted; tests lower it.
@@ -165,31 +162,18 @@ func (s *Store) appendRecords(ctx context.Context, stream string, expected esdb.
 		out[i] = esdb.EventData{EventID: eventstore.NewEventID(), EventType: r.typ, ContentType: esdb.ContentTypeBinary,
 			Data: r.payload, Metadata: meta}
 	}
-	var res *esdb.WriteResult
-	err := s.call(ctx, func(ctx context.Context, cli *esdb.Client) error {
-		var err error
-		res, err = cli.AppendToStream(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: expected}, out...)
-		return err
-	})
+	// The store wrote every record itself, so a refusal is of its size: a
+	// snapshot or a parked event near storekit.MaxEventSize, with its
+	// record, on a server with a small MaxAppendSize.
+	res, err := s.appendToStream(ctx, stream, expected, out, true)
 	switch {
 	case err == nil:
 		return res.NextExpectedVersion, nil
-	case isWrongVersion(err) && !s.isClosed():
-		return 0, err
+	case isWrongVersion(err) && s.isClosed():
+		return 0, eventstore.ErrClosed
 	}
-	if st, ok := grpcStatus(err); ok && st.Code() == codes.InvalidArgument {
-		// What the store writes is well formed, so it is the size: a
-		// snapshot or a parked event near storekit.MaxEventSize, with its
-		// record, on a server with a small MaxAppendSize.
-		return 0, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "append size",
-			Reason: "refused by KurrentDB: " + st.Message() + " (the server's MaxAppendSize setting bounds the bytes of one append)"}
-	}
-	return 0, s.fail(ctx, fmt.Sprintf("append to %q", stream), err)
+	return 0, err
 }
-
-// isWrongVersion reports whether err is KurrentDB's refusal of a write
-// whose expected revision is not the stream's.
-func isWrongVersion(err error) bool { return isCode(err, esdb.ErrorCodeWrongExpectedVersion) }
 
 // limitStream sets the $maxCount of a state stream that is about to be
 // written for the first time, so that KurrentDB keeps only its last

@@ -2,7 +2,6 @@ package kurrentdb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -174,10 +173,4 @@ func (s *Store) isClosed() bool {
 	default:
 		return false
 	}
-}
-
-// isCode reports whether err is the client's error with code.
-func isCode(err error, code esdb.ErrorCode) bool {
-	var e *esdb.Error
-	return errors.As(err, &e) && e.Code() == code
 }

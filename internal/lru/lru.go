@@ -62,10 +62,35 @@ func (c *Cache[V]) Put(key string, value V) {
 		return
 	}
 	c.items[key] = c.order.PushFront(&entry[V]{key: key, value: value})
+	c.trim()
+}
+
+// trim drops the least recently used values past the cache's size; the
+// caller holds c.mu.
+func (c *Cache[V]) trim() {
 	for c.order.Len() > c.size {
 		old := c.order.Remove(c.order.Back()).(*entry[V])
 		delete(c.items, old.key)
 	}
+}
+
+// GetOrAdd returns the value of key, adding add() first when there is
+// none, in one step: two callers asking for a missing key get one value.
+// A nil *Cache returns add() and keeps nothing.
+func (c *Cache[V]) GetOrAdd(key string, add func() V) V {
+	if c == nil {
+		return add()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.items[key]; el != nil {
+		c.order.MoveToFront(el)
+		return el.Value.(*entry[V]).value
+	}
+	v := add()
+	c.items[key] = c.order.PushFront(&entry[V]{key: key, value: v})
+	c.trim()
+	return v
 }
 
 // Evict drops the value of key.

@@ -1,6 +1,7 @@
 package kurrentdb
 
 import (
+	"context"
 	"time"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
@@ -35,33 +36,30 @@ func (s *Store) subscribeOnce() (live bool) {
 	if err != nil {
 		return false
 	}
-	defer recovered(c, func(err error) { live = false })
-	sub, err := c.cli.SubscribeToAll(s.closing, esdb.SubscribeToAllOptions{
-		From:   esdb.End{},
-		Filter: esdb.ExcludeSystemEventsFilter(),
-	})
-	if err != nil {
-		if s.closing.Err() == nil {
-			s.log.Debug("kurrentdb: live subscription failed; subscribers poll until it is back", "err", err)
-		}
-		return false
-	}
-	defer sub.Close()
+	ctx, cancel := context.WithCancel(s.closing)
+	defer cancel()
+	records := make(chan received, 64)
+	go receive(ctx, c, esdb.SubscribeToAllOptions{From: esdb.End{}, Filter: esdb.ExcludeSystemEventsFilter()}, records)
 	for {
-		ev := sub.Recv()
+		var r received
+		select {
+		case r = <-records:
+		case <-ctx.Done():
+			return live
+		}
 		switch {
-		case ev.SubscriptionDropped != nil:
+		case r.err != nil:
 			if s.closing.Err() == nil {
-				s.log.Debug("kurrentdb: live subscription dropped; subscribing again", "err", ev.SubscriptionDropped.Error)
+				s.log.Debug("kurrentdb: live subscription ended; subscribers poll until it is back", "err", r.err)
 			}
 			return live
-		case ev.EventAppeared != nil:
+		case r.caughtUp:
 			live = true
-			if e := ev.EventAppeared.Event; e == nil || !isState(e.StreamID) {
+		default:
+			live = true
+			if !isState(r.rec.StreamID) {
 				s.changes.Notify()
 			}
-		case ev.CaughtUp != nil:
-			live = true
 		}
 	}
 }

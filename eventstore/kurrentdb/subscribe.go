@@ -103,6 +103,9 @@ func (s *Store) follow(ctx context.Context, after *eventstore.Position, filter e
 		if r.err != nil {
 			return false, progressed, r.err
 		}
+		if r.caughtUp {
+			continue
+		}
 		pos := position(r.rec)
 		if !after.Before(pos) {
 			continue // the server starts after a position; a repeat is dropped all the same
@@ -121,15 +124,19 @@ func (s *Store) follow(ctx context.Context, after *eventstore.Position, filter e
 	}
 }
 
-// received is a record a subscription received, or why it ended.
+// received is a record a subscription received, the news that it has
+// caught up, or why it ended.
 type received struct {
-	rec *esdb.RecordedEvent
-	err error
+	rec      *esdb.RecordedEvent
+	caughtUp bool
+	err      error
 }
 
 // receive subscribes to $all with opts on c's client and sends what it
 // receives to out, until the subscription ends (the last thing sent is
-// why) or ctx does.
+// why) or ctx does. It runs in a goroutine of its own, so that its reader
+// can leave when its context ends even while the client holds the
+// subscription inside (see conn).
 func receive(ctx context.Context, c *conn, opts esdb.SubscribeToAllOptions, out chan<- received) {
 	send := func(r received) bool {
 		select {
@@ -152,8 +159,13 @@ func receive(ctx context.Context, c *conn, opts esdb.SubscribeToAllOptions, out 
 		case ev.SubscriptionDropped != nil:
 			send(received{err: ev.SubscriptionDropped.Error})
 			return
+		case ev.CaughtUp != nil:
+			if !send(received{caughtUp: true}) {
+				return
+			}
+			continue
 		case ev.EventAppeared == nil || ev.EventAppeared.Event == nil:
-			continue // checkpoints, caught-up: nothing to deliver
+			continue // checkpoints, links: nothing to deliver
 		}
 		if !send(received{rec: ev.EventAppeared.Event}) {
 			return

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -28,12 +27,6 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-// rvServer is a test server with no $stats noise unless asked.
-func rvServer(t *testing.T) *testserver.Server {
-	t.Helper()
-	return testserver.New(t)
-}
-
 func rvOpen(t *testing.T, srv *testserver.Server, opts kurrentdb.Options) *kurrentdb.Store {
 	t.Helper()
 	if opts.PollInterval == 0 {
@@ -50,16 +43,6 @@ func rvEvents(n int, cmd string) []eventstore.EventData {
 	for i := range out {
 		out[i] = eventstore.EventData{ID: uuid.New(), Type: "t", SchemaVersion: 1, Data: []byte(fmt.Sprintf(`{"i":%d}`, i)),
 			Metadata: eventstore.Metadata{CommandID: cmd}}
-	}
-	return out
-}
-
-func rvStream(t *testing.T, s eventstore.Store, stream string) []eventstore.Event {
-	t.Helper()
-	var out []eventstore.Event
-	for e, err := range s.ReadStream(context.Background(), stream, eventstore.Forward(0)) {
-		require.NoError(t, err)
-		out = append(out, e)
 	}
 	return out
 }
@@ -85,17 +68,6 @@ func rvPositionOf(t *testing.T, s eventstore.Store, id uuid.UUID) eventstore.Pos
 	}
 	t.Fatalf("event %s not in $all", id)
 	return eventstore.Position{}
-}
-
-func rvRaw(t *testing.T, srv *testserver.Server) *esdb.Client {
-	t.Helper()
-	cfg, err := esdb.ParseConnectionString(srv.URL())
-	require.NoError(t, err)
-	cfg.Logger = esdb.NoopLogging()
-	cli, err := esdb.NewClient(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cli.Close() })
-	return cli
 }
 
 // rvRetry retries an append that fails as unavailable (the client
@@ -125,7 +97,7 @@ func rvRetry(t *testing.T, fn func() (eventstore.AppendResult, error)) (eventsto
 // (append.go:122-124 returns CheckRepeat's error on the first, unfresh,
 // attempt).
 func TestCrossStoreSplitRepeatWithStaleCacheIsDuplicate(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	a, b := rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})
 	mem := memory.New()
 	t.Cleanup(func() { _ = mem.Close() })
@@ -149,7 +121,7 @@ func TestCrossStoreSplitRepeatWithStaleCacheIsDuplicate(t *testing.T) {
 	assert.True(t, got.Duplicate)
 	assert.Equal(t, uint64(0), got.FirstVersion)
 	assert.Equal(t, uint64(1), got.LastVersion)
-	assert.Len(t, rvStream(t, a, "split"), 2)
+	assert.Len(t, readStream(t, a, "split"), 2)
 
 	// A store that never saw the stream answers right: only the cache is wrong.
 	fresh := rvOpen(t, srv, kurrentdb.Options{})
@@ -163,7 +135,7 @@ func TestCrossStoreSplitRepeatWithStaleCacheIsDuplicate(t *testing.T) {
 // racer says it wrote, the others say Duplicate with the same versions and
 // the position ReadAll gives the last event.
 func TestCrossStoreTwoStoresRaceTheSameAppend(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	stores := []*kurrentdb.Store{rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})}
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -207,7 +179,7 @@ func TestCrossStoreTwoStoresRaceTheSameAppend(t *testing.T) {
 				assert.Equal(t, uint64(c.prefill+2), results[i].LastVersion, stream)
 			}
 			assert.Equal(t, 1, wrote, "%s: exactly one racer wrote", stream)
-			got := rvStream(t, stores[0], stream)
+			got := readStream(t, stores[0], stream)
 			require.Len(t, got, c.prefill+3, stream)
 			for i := range racers {
 				assert.Equal(t, got[len(got)-1].Position, results[i].Position, "%s: the result's position is the last event's", stream)
@@ -220,7 +192,7 @@ func TestCrossStoreTwoStoresRaceTheSameAppend(t *testing.T) {
 // Two stores append different events with chosen IDs to one stream with
 // Any: every append lands, once, none is called a duplicate.
 func TestCrossStoreTwoStoresRaceDifferentAppends(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	stores := []*kurrentdb.Store{rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})}
 	ctx := context.Background()
 	const racers, each = 6, 8
@@ -243,7 +215,7 @@ func TestCrossStoreTwoStoresRaceDifferentAppends(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	got := rvStream(t, stores[0], "diff")
+	got := readStream(t, stores[0], "diff")
 	require.Len(t, got, racers*each*2)
 	for _, e := range got {
 		assert.True(t, ids[e.ID])
@@ -256,7 +228,7 @@ func TestCrossStoreTwoStoresRaceDifferentAppends(t *testing.T) {
 // by the same store or by another, is stored once; Duplicate says whether
 // the first attempt wrote.
 func TestCrossStoreRetryAfterLossForgetAndRestart(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	ctx := context.Background()
 	a := rvOpen(t, srv, kurrentdb.Options{})
 	b := rvOpen(t, srv, kurrentdb.Options{})
@@ -296,7 +268,7 @@ func TestCrossStoreRetryAfterLossForgetAndRestart(t *testing.T) {
 					res, err := rvRetry(t, func() (eventstore.AppendResult, error) { return retrier.Append(ctx, stream, expected, evs...) })
 					require.NoError(t, err, "%s %v %s %s", stream, when, then, exp)
 					assert.Equal(t, when == testserver.AfterCommit, res.Duplicate, "%s %v %s %s", stream, when, then, exp)
-					got := rvStream(t, a, stream)
+					got := readStream(t, a, stream)
 					require.Len(t, got, prefill+2, "%s %v %s %s: stored once", stream, when, then, exp)
 					assert.Equal(t, evs[1].ID, got[len(got)-1].ID)
 					assert.Equal(t, got[len(got)-1].Position, res.Position)
@@ -314,7 +286,7 @@ func TestCrossStoreRetryAfterLossForgetAndRestart(t *testing.T) {
 // Partial and displaced repeats are EventIDConflictErrors, from a store
 // that knows the stream and from one that does not; nothing is written.
 func TestCrossStorePartialRepeatsConflict(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	a := rvOpen(t, srv, kurrentdb.Options{})
 	ctx := context.Background()
 	evs := rvEvents(3, "")
@@ -343,7 +315,7 @@ func TestCrossStorePartialRepeatsConflict(t *testing.T) {
 			require.ErrorAs(t, err, &conflict, "%v %v", c.expected, c.events)
 			assert.Equal(t, "partial", conflict.Stream)
 		}
-		assert.Len(t, rvStream(t, a, "partial"), 2, "nothing written")
+		assert.Len(t, readStream(t, a, "partial"), 2, "nothing written")
 	}
 }
 
@@ -351,7 +323,7 @@ func TestCrossStorePartialRepeatsConflict(t *testing.T) {
 // still find their repeats; a third store's raw writes in between do not
 // fool it.
 func TestCrossStoreRepeatCacheOfOneStream(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	s := rvOpen(t, srv, kurrentdb.Options{RepeatStreams: 1})
 	other := rvOpen(t, srv, kurrentdb.Options{RepeatStreams: 1})
 	ctx := context.Background()
@@ -390,7 +362,7 @@ func TestCrossStoreRepeatCacheOfOneStream(t *testing.T) {
 // on this store says c2 appended A and c1 appended nothing, while the
 // stream and any other store say the opposite.
 func TestCrossStoreCommandIndexAfterAbsorbedTwinWithOtherCommand(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	a, b := rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})
 	ctx := context.Background()
 	_, err := a.Append(ctx, "twin-cmd", eventstore.NoStream, rvEvents(1, "c0")...)
@@ -405,7 +377,7 @@ func TestCrossStoreCommandIndexAfterAbsorbedTwinWithOtherCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Duplicate)
 
-	got := rvStream(t, a, "twin-cmd")
+	got := readStream(t, a, "twin-cmd")
 	require.Len(t, got, 2)
 	require.Equal(t, "c1", got[1].Metadata.CommandID, "the stream holds c1's event")
 
@@ -423,9 +395,9 @@ func TestCrossStoreCommandIndexAfterAbsorbedTwinWithOtherCommand(t *testing.T) {
 // A store that cached a stream answers CommandResult and repeats right
 // after other writers (another store, a raw client) appended to it.
 func TestCrossStoreCommandResultAfterOtherWriters(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	a, b := rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})
-	cli := rvRaw(t, srv)
+	cli := rawClient(t, srv)
 	ctx := context.Background()
 	_, err := a.Append(ctx, "cmd-other", eventstore.NoStream, rvEvents(2, "first")...)
 	require.NoError(t, err)
@@ -463,540 +435,13 @@ func TestCrossStoreCommandResultAfterOtherWriters(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// 3. Reads and subscriptions
-
-// ReadAll and Subscribe resume exactly after every position, inside
-// multi-event appends too (commit shared, prepares growing), between
-// system events and the store's own state records, with and without a
-// filter.
-func TestCrossStoreResumeAfterEveryPosition(t *testing.T) {
-	srv := rvServer(t)
-	s := rvOpen(t, srv, kurrentdb.Options{})
-	cli := rvRaw(t, srv)
-	ctx := context.Background()
-	for i := range 12 {
-		_, err := s.Append(ctx, fmt.Sprintf("res-%d", i%3), eventstore.Any, rvEvents(1+i%4, "")...)
-		require.NoError(t, err)
-		if i%4 == 0 {
-			require.NoError(t, s.SaveSnapshot(ctx, storekit.Snapshot{Stream: "res-0", Version: 0, Type: "snap", Data: []byte(`{}`)}))
-			_, err = cli.AppendToStream(ctx, "$sys-noise", esdb.AppendToStreamOptions{},
-				esdb.EventData{EventType: "$noise", ContentType: esdb.ContentTypeJson, Data: []byte(`{}`)})
-			require.NoError(t, err)
-			_, err = cli.AppendToStream(ctx, "user-noise", esdb.AppendToStreamOptions{},
-				esdb.EventData{EventType: "$typed-noise", ContentType: esdb.ContentTypeJson, Data: []byte(`{}`)})
-			require.NoError(t, err)
-		}
-	}
-	for _, f := range []eventstore.Filter{{}, {StreamPrefixes: []string{"res-1"}}, {Types: []string{"t"}}} {
-		all := rvAll(t, s, eventstore.Start, f)
-		require.NotEmpty(t, all)
-		for _, e := range all {
-			require.False(t, strings.HasPrefix(e.StreamID, "$") || strings.HasPrefix(e.Type, "$") || strings.HasPrefix(e.StreamID, kurrentdb.StatePrefix), "leak: %s %s", e.StreamID, e.Type)
-		}
-		for i := range all {
-			if i > 0 {
-				require.True(t, all[i-1].Position.Before(all[i].Position))
-			}
-			tail := rvAll(t, s, all[i].Position, f)
-			require.Equal(t, len(all)-i-1, len(tail), "after %s", all[i].Position)
-			for j := range tail {
-				require.Equal(t, all[i+1+j].ID, tail[j].ID)
-			}
-			// Subscribe from there reads the same tail.
-			sctx, cancel := context.WithCancel(ctx)
-			got := 0
-			if len(tail) > 0 {
-				for e, err := range s.Subscribe(sctx, all[i].Position, f) {
-					require.NoError(t, err)
-					require.Equal(t, tail[got].ID, e.ID)
-					if got++; got == len(tail) {
-						break
-					}
-				}
-			}
-			cancel()
-		}
-	}
-	// Positions between events: after a position one past, and one before.
-	all := rvAll(t, s, eventstore.Start, eventstore.Filter{})
-	for i := 1; i < len(all); i++ {
-		p := all[i].Position
-		before := eventstore.Position{Major: p.Major, Minor: p.Minor - 1}
-		if all[i-1].Position.Before(before) {
-			tail := rvAll(t, s, before, eventstore.Filter{})
-			require.NotEmpty(t, tail)
-			require.Equal(t, all[i].ID, tail[0].ID, "after just before %s", p)
-		}
-	}
-	// Head is the last event of Cairn's, whatever came after.
-	h, err := s.Head(ctx)
-	require.NoError(t, err)
-	require.Equal(t, all[len(all)-1].Position, h)
-}
-
-// A subscriber across dropped subscriptions and a server restart keeps
-// every event once, in order; appends by another store wake it.
-func TestCrossStoreSubscribeAcrossRestart(t *testing.T) {
-	srv := rvServer(t)
-	s := rvOpen(t, srv, kurrentdb.Options{CallTimeout: time.Second})
-	w := rvOpen(t, srv, kurrentdb.Options{CallTimeout: time.Second})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	const total = 60
-	got := make(chan eventstore.Event, total*2)
-	errc := make(chan error, 1)
-	go func() {
-		for e, err := range s.Subscribe(ctx, eventstore.Start, eventstore.Filter{StreamPrefixes: []string{"rs-"}}) {
-			if err != nil {
-				errc <- err
-				return
-			}
-			got <- e
-		}
-	}()
-	for i := range total / 2 {
-		_, err := rvRetry(t, func() (eventstore.AppendResult, error) {
-			return w.Append(ctx, "rs-a", eventstore.Any, eventstore.EventData{ID: uuid.NewSHA1(uuid.Nil, []byte(fmt.Sprint(i))), Type: "x", Data: []byte(fmt.Sprint(2 * i))},
-				eventstore.EventData{ID: uuid.NewSHA1(uuid.Nil, []byte(fmt.Sprint(i, "b"))), Type: "x", Data: []byte(fmt.Sprint(2*i + 1))})
-		})
-		require.NoError(t, err)
-		switch i % 10 {
-		case 3:
-			require.NoError(t, srv.Restart())
-		case 7:
-			srv.DropSubscriptions()
-		}
-	}
-	for i := range total {
-		select {
-		case e := <-got:
-			require.Equal(t, fmt.Sprint(i), string(e.Data))
-		case err := <-errc:
-			t.Fatalf("subscription ended: %v", err)
-		case <-time.After(4 * time.Second):
-			t.Fatalf("event %d never came", i)
-		}
-	}
-	select {
-	case e := <-got:
-		t.Fatalf("doubled: %s", e.Data)
-	case err := <-errc:
-		t.Fatalf("subscription ended: %v", err)
-	case <-time.After(150 * time.Millisecond):
-	}
-}
-
-// Close while appends, reads, subscriptions and state calls run: no panic,
-// every call ends with nil or ErrClosed, and every later call returns
-// ErrClosed.
-func TestCrossStoreCloseUnderLoad(t *testing.T) {
-	for round := range 4 {
-		srv := rvServer(t)
-		s, err := kurrentdb.Open(context.Background(), srv.URL(), kurrentdb.Options{PollInterval: 20 * time.Millisecond})
-		require.NoError(t, err)
-		ctx := context.Background()
-		_, err = s.Append(ctx, "cl", eventstore.Any, rvEvents(3, "")...)
-		require.NoError(t, err)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var bad []error
-		note := func(what string, err error) {
-			if err != nil && !errors.Is(err, eventstore.ErrClosed) {
-				mu.Lock()
-				bad = append(bad, fmt.Errorf("%s: %w", what, err))
-				mu.Unlock()
-			}
-		}
-		stop := make(chan struct{})
-		for i := range 4 {
-			wg.Go(func() {
-				for {
-					_, err := s.Append(ctx, fmt.Sprintf("cl-%d", i), eventstore.Any, rvEvents(2, "x")...)
-					note("append chosen", err)
-					_, err = s.Append(ctx, fmt.Sprintf("cl-%d", i), eventstore.Any, ev("y", `{}`))
-					note("append fresh", err)
-					if err != nil {
-						return
-					}
-				}
-			})
-			wg.Go(func() {
-				for {
-					for _, err := range s.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
-						if err != nil {
-							note("readall", err)
-							return
-						}
-					}
-					for _, err := range s.ReadStream(ctx, "cl", eventstore.Forward(0)) {
-						if err != nil {
-							note("readstream", err)
-							return
-						}
-					}
-				}
-			})
-			wg.Go(func() {
-				for _, err := range s.Subscribe(ctx, eventstore.Start, eventstore.Filter{}) {
-					if err != nil {
-						note("subscribe", err)
-						return
-					}
-				}
-				note("subscribe", errors.New("ended without an error"))
-			})
-			wg.Go(func() {
-				name := fmt.Sprintf("cons-%d", i)
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if _, _, err := s.AcquireLease(ctx, name, "h", time.Second); err != nil {
-						note("lease", err)
-						return
-					}
-					if _, err := s.ParkDeadLetter(ctx, eventstore.DeadLetter{Consumer: name, Error: "e", Attempts: 1,
-						Event: eventstore.Event{EventData: rvEvents(1, "")[0], StreamID: "cl", Position: eventstore.Position{Major: 1}}}); err != nil {
-						note("park", err)
-						return
-					}
-					if _, _, err := s.CommandResult(ctx, "cl", "x"); err != nil {
-						_ = err
-					}
-				}
-			})
-		}
-		time.Sleep(time.Duration(50+round*40) * time.Millisecond)
-		require.NoError(t, s.Close())
-		close(stop)
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(4 * time.Second):
-			t.Fatal("calls still running after Close")
-		}
-		require.Empty(t, bad)
-		_, err = s.Append(ctx, "cl", eventstore.Any, ev("z", `{}`))
-		require.ErrorIs(t, err, eventstore.ErrClosed)
-		_, err = s.Checkpoint(ctx, "c")
-		require.ErrorIs(t, err, eventstore.ErrClosed)
-		_, _, err = s.CommandResult(ctx, "cl", "x")
-		require.ErrorIs(t, err, eventstore.ErrClosed)
-		_, err = s.Head(ctx)
-		require.ErrorIs(t, err, eventstore.ErrClosed)
-		require.NoError(t, s.Close())
-	}
-}
-
-// Opening and closing stores (each with its live subscription and
-// subscribers) leaves no goroutine behind.
-func TestCrossStoreNoGoroutineLeak(t *testing.T) {
-	srv := rvServer(t)
-	warm := rvOpen(t, srv, kurrentdb.Options{})
-	_, err := warm.Append(context.Background(), "leak", eventstore.Any, ev("x", `{}`))
-	require.NoError(t, err)
-	base := rvSettle()
-	for i := range 10 {
-		s, err := kurrentdb.Open(context.Background(), srv.URL(), kurrentdb.Options{PollInterval: 20 * time.Millisecond})
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() {
-			for range s.Subscribe(ctx, eventstore.Start, eventstore.Filter{}) {
-			}
-		}()
-		_, err = s.Append(ctx, "leak", eventstore.Any, rvEvents(1, "")...)
-		require.NoError(t, err)
-		_, _, err = s.AcquireLease(ctx, "leak", "h", time.Second)
-		require.NoError(t, err)
-		if i%2 == 0 {
-			cancel()
-		}
-		require.NoError(t, s.Close())
-		cancel()
-	}
-	rvNoMoreGoroutines(t, base, 2)
-}
-
-func rvSettle() int {
-	runtime.GC()
-	time.Sleep(300 * time.Millisecond)
-	return runtime.NumGoroutine()
-}
-
-// rvNoMoreGoroutines fails t unless the goroutines come back to base (and
-// slack) within ten seconds: other tests' clients (those an outage test
-// leaves to end once a node answers) come and go meanwhile, so one count
-// is not enough.
-func rvNoMoreGoroutines(t *testing.T, base, slack int) {
-	t.Helper()
-	after := rvSettle()
-	for deadline := time.Now().Add(10 * time.Second); after > base+slack && time.Now().Before(deadline); {
-		after = rvSettle()
-	}
-	if after > base+slack {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		var created []string
-		for _, line := range strings.Split(string(buf[:n]), "\n") {
-			if strings.HasPrefix(line, "created by ") {
-				created = append(created, strings.Fields(line)[2])
-			}
-		}
-		t.Fatalf("goroutines: %d before, %d after; created by: %v", base, after, created)
-	}
-}
-
-// ---------------------------------------------------------------------------
-// 4. Consumer state
-
-// Racing checkpoint saves from two stores: of saves from one expected
-// position exactly one wins, the others get ErrCheckpointMoved; a stale
-// fence is ErrFenced even when the position matches.
-func TestCrossStoreCheckpointCASAcrossStores(t *testing.T) {
-	srv := rvServer(t)
-	stores := []*kurrentdb.Store{rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})}
-	ctx := context.Background()
-	cur := eventstore.Start
-	for round := range 20 { // more than the stream's $maxCount of 16
-		const racers = 6
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Go(func() {
-				errs[i] = stores[i%2].SaveCheckpoint(ctx, "cp", cur, eventstore.Position{Major: uint64(round*100 + i + 1)}, 0)
-			})
-		}
-		wg.Wait()
-		winner := -1
-		for i, err := range errs {
-			if err == nil {
-				require.Equal(t, -1, winner, "round %d: two saves won", round)
-				winner = i
-				continue
-			}
-			require.ErrorIs(t, err, eventstore.ErrCheckpointMoved, "round %d", round)
-		}
-		require.NotEqual(t, -1, winner, "round %d: no save won", round)
-		cur = eventstore.Position{Major: uint64(round*100 + winner + 1)}
-		for _, s := range stores {
-			cp, err := s.Checkpoint(ctx, "cp")
-			require.NoError(t, err)
-			require.Equal(t, cur, cp.Position)
-		}
-	}
-	// Fencing.
-	require.NoError(t, stores[0].SaveCheckpoint(ctx, "cp", cur, cur, 5))
-	err := stores[1].SaveCheckpoint(ctx, "cp", cur, eventstore.Position{Major: 1}, 4)
-	require.ErrorIs(t, err, eventstore.ErrFenced)
-	cp, err := stores[1].Checkpoint(ctx, "cp")
-	require.NoError(t, err)
-	require.Equal(t, storekit.Fence(5), cp.Fence)
-	require.NoError(t, stores[1].SaveCheckpoint(ctx, "cp", cur, eventstore.Position{Major: 1}, 6))
-}
-
-// A lease handed over between two stores: one holder at a time, the fence
-// grows at every change of hands, never repeats, and the old holder's
-// renewals, releases and fenced saves fail.
-func TestCrossStoreLeaseHandoverAcrossStores(t *testing.T) {
-	srv := rvServer(t)
-	a, b := rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})
-	ctx := context.Background()
-	const ttl = 150 * time.Millisecond
-	var last storekit.Fence
-	holders := []struct {
-		s    *kurrentdb.Store
-		name string
-	}{{a, "A"}, {b, "B"}}
-	var prev storekit.Lease
-	for round := range 22 { // past the stream's $maxCount of 16
-		h := holders[round%2]
-		other := holders[(round+1)%2]
-		// Racing acquires: one wins.
-		var wg sync.WaitGroup
-		oks := make([]bool, 4)
-		leases := make([]storekit.Lease, 4)
-		errs := make([]error, 4)
-		for i := range 4 {
-			wg.Go(func() {
-				hh := holders[(round+i)%2]
-				leases[i], oks[i], errs[i] = hh.s.AcquireLease(ctx, "ls", fmt.Sprintf("%s-%d", hh.name, round), ttl)
-			})
-		}
-		wg.Wait()
-		var won []storekit.Lease
-		for i := range 4 {
-			require.NoError(t, errs[i])
-			if oks[i] {
-				won = append(won, leases[i])
-			}
-		}
-		require.NotEmpty(t, won, "round %d", round)
-		holder := won[0].Holder
-		for _, l := range won {
-			require.Equal(t, holder, l.Holder, "round %d: two holders", round)
-		}
-		l := won[0]
-		require.Greater(t, l.Fence, last, "round %d: the fence grows", round)
-		last = l.Fence
-		if round > 0 {
-			_, err := h.s.RenewLease(ctx, prev, ttl)
-			var lost *storekit.LeaseLostError
-			require.ErrorAs(t, err, &lost, "round %d: the old holder cannot renew", round)
-			require.ErrorAs(t, other.s.ReleaseLease(ctx, prev), &lost)
-		}
-		prev = l
-		if round%3 == 0 {
-			s := a
-			if strings.HasPrefix(l.Holder, "B") {
-				s = b
-			}
-			require.NoError(t, s.ReleaseLease(ctx, l))
-		} else {
-			time.Sleep(ttl + 20*time.Millisecond)
-		}
-	}
-}
-
-// Dead letters raced between two stores: parks of one key make one letter;
-// updates by generation let exactly one of the racers through; deletes of
-// one letter succeed once.
-func TestCrossStoreDeadLetterRacesAcrossStores(t *testing.T) {
-	srv := rvServer(t)
-	stores := []*kurrentdb.Store{rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})}
-	ctx := context.Background()
-	const consumer = "dl-race"
-	base := eventstore.DeadLetter{Consumer: consumer, Error: "boom", Attempts: 1,
-		Event: eventstore.Event{EventData: eventstore.EventData{ID: uuid.New(), Type: "t", Data: []byte(`{"x":1}`)},
-			StreamID: "orders", Version: 3, Position: eventstore.Position{Major: 9}}}
-	const racers = 6
-	got := make([]eventstore.DeadLetter, racers)
-	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Go(func() { got[i], errs[i] = stores[i%2].ParkDeadLetter(ctx, base) })
-	}
-	wg.Wait()
-	for i := range racers {
-		require.NoError(t, errs[i])
-		require.Equal(t, got[0].ID, got[i].ID, "one letter per key")
-	}
-	for _, s := range stores {
-		n, err := s.CountDeadLetters(ctx, consumer)
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
-	}
-	cur, err := stores[0].DeadLetter(ctx, consumer, got[0].ID)
-	require.NoError(t, err)
-	require.Equal(t, uint64(racers), cur.Generation, "each park of the key is a new generation")
-
-	// Generation races.
-	for round := range 5 {
-		cur, err := stores[round%2].DeadLetter(ctx, consumer, got[0].ID)
-		require.NoError(t, err)
-		for i := range racers {
-			wg.Go(func() {
-				d := cur
-				d.Attempts = 10 + i
-				d.ClaimedUntil = time.Now().Add(time.Minute)
-				_, errs[i] = stores[i%2].ParkDeadLetter(ctx, d)
-			})
-		}
-		wg.Wait()
-		ok := 0
-		for i := range racers {
-			if errs[i] == nil {
-				ok++
-				continue
-			}
-			var changed *storekit.DeadLetterChangedError
-			require.ErrorAs(t, errs[i], &changed, "round %d", round)
-		}
-		require.Equal(t, 1, ok, "round %d: one claim wins", round)
-	}
-	for i := range racers {
-		wg.Go(func() { errs[i] = stores[i%2].DeleteDeadLetter(ctx, consumer, got[0].ID) })
-	}
-	wg.Wait()
-	ok := 0
-	for i := range racers {
-		if errs[i] == nil {
-			ok++
-			continue
-		}
-		var nf *storekit.DeadLetterNotFoundError
-		require.ErrorAs(t, errs[i], &nf)
-	}
-	require.Equal(t, 1, ok)
-}
-
-// Snapshots: the last save wins whatever its version, across stores; long
-// and odd stream names are kept apart.
-func TestCrossStoreSnapshotsAcrossStores(t *testing.T) {
-	srv := rvServer(t)
-	a, b := rvOpen(t, srv, kurrentdb.Options{}), rvOpen(t, srv, kurrentdb.Options{})
-	ctx := context.Background()
-	long := strings.Repeat("ö", storekit.MaxStreamLen/2)
-	long2 := long[:len(long)-2] + "x"
-	for _, stream := range []string{"snap-1", long, long2, "snap-ünï-😀"} {
-		for i, s := range []*kurrentdb.Store{a, b, a, b} {
-			version := uint64(10 - i)
-			require.NoError(t, s.SaveSnapshot(ctx, storekit.Snapshot{Stream: stream, Version: version, Type: "st",
-				Data: []byte(stream[:4] + fmt.Sprint(i))}))
-			for _, r := range []*kurrentdb.Store{a, b} {
-				got, ok, err := r.LoadSnapshot(ctx, stream)
-				require.NoError(t, err)
-				require.True(t, ok)
-				require.Equal(t, version, got.Version, "last save wins")
-				require.Equal(t, stream, got.Stream)
-				require.Equal(t, stream[:4]+fmt.Sprint(i), string(got.Data))
-			}
-		}
-	}
-}
-
-// Long and odd consumer names: names that share their first 64 bytes (the
-// part a hashed stream name keeps) and differ after it, names at the
-// limit, and names with "#", "-" and "/" get checkpoints of their own.
-func TestCrossStoreLongAndOddConsumerNames(t *testing.T) {
-	srv := rvServer(t)
-	s := rvOpen(t, srv, kurrentdb.Options{})
-	ctx := context.Background()
-	long := strings.Repeat("n", storekit.MaxStreamLen-1)
-	names := []string{
-		long + "a", long + "b", strings.Repeat("€", storekit.MaxStreamLen/3),
-		"checkpoint-x", "x#y", "#" + strings.Repeat("0", 64) + "/a", "a/b-c", "lease-x", "ü",
-		strings.Repeat("x", storekit.MaxStreamLen-len(kurrentdb.StatePrefix+"checkpoint-")),
-		strings.Repeat("x", storekit.MaxStreamLen-len(kurrentdb.StatePrefix+"checkpoint-")+1),
-	}
-	for i, name := range names {
-		require.NoError(t, s.SaveCheckpoint(ctx, name, eventstore.Start, eventstore.Position{Major: uint64(i + 1)}, 0), name)
-		_, ok, err := s.AcquireLease(ctx, name, "h", time.Minute)
-		require.NoError(t, err)
-		require.True(t, ok, "%q: a lease of its own", name)
-	}
-	for i, name := range names {
-		cp, err := s.Checkpoint(ctx, name)
-		require.NoError(t, err)
-		require.Equal(t, eventstore.Position{Major: uint64(i + 1)}, cp.Position, name)
-	}
-	// Too long a name is refused, naming it.
-	err := s.SaveCheckpoint(ctx, long+"ab", eventstore.Start, eventstore.Start, 0)
-	require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
-	// None of it shows in reads.
-	require.Empty(t, rvAll(t, s, eventstore.Start, eventstore.Filter{}))
-}
-
-// ---------------------------------------------------------------------------
-// 5. Bad input
+// 2. Bad input
 
 // Bad input never panics, never writes, and its error names the stream,
 // the event's index and the field; with IDs chosen or not, on a stream
 // the store knows and on one it does not.
 func TestCrossStoreBadInputWritesNothing(t *testing.T) {
-	srv := rvServer(t)
+	srv := testserver.New(t)
 	s := rvOpen(t, srv, kurrentdb.Options{})
 	ctx := context.Background()
 	_, err := s.Append(ctx, "bad-known", eventstore.NoStream, rvEvents(1, "")...)
@@ -1040,8 +485,8 @@ func TestCrossStoreBadInputWritesNothing(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, rvStream(t, s, "bad-known"), 1)
-	require.Empty(t, rvStream(t, s, "bad-new"))
+	require.Len(t, readStream(t, s, "bad-known"), 1)
+	require.Empty(t, readStream(t, s, "bad-new"))
 	for _, stream := range []string{"", "$bad", kurrentdb.StatePrefix + "x", "a\x00b", strings.Repeat("s", storekit.MaxStreamLen+1)} {
 		require.NotPanics(t, func() { _, err = s.Append(ctx, stream, eventstore.Any, good()) })
 		require.ErrorIs(t, err, eventstore.ErrInvalidArgument, "%q", stream)

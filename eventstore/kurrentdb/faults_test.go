@@ -33,8 +33,8 @@ func withID(e eventstore.EventData) eventstore.EventData {
 	return e
 }
 
-// readAll returns the events of stream.
-func readAll(t *testing.T, s eventstore.Store, stream string) []eventstore.Event {
+// readStream returns the events of stream.
+func readStream(t *testing.T, s eventstore.Store, stream string) []eventstore.Event {
 	var out []eventstore.Event
 	for e, err := range s.ReadStream(context.Background(), stream, eventstore.Forward(0)) {
 		require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestStreamNamesAreKeptAsTheyAre(t *testing.T) {
 	for _, name := range names {
 		_, err := s.Append(ctx, name, eventstore.NoStream, ev("named", `{}`))
 		require.NoError(t, err, name)
-		got := readAll(t, s, name)
+		got := readStream(t, s, name)
 		require.Len(t, got, 1, name)
 		assert.Equal(t, name, got[0].StreamID)
 	}
@@ -104,7 +104,7 @@ func TestReservedNamesAreRefused(t *testing.T) {
 	var bad *eventstore.InvalidArgumentError
 	require.ErrorAs(t, err, &bad)
 	assert.Equal(t, 1, bad.Index)
-	assert.Empty(t, readAll(t, s, "order-1"))
+	assert.Empty(t, readStream(t, s, "order-1"))
 }
 
 // A refused append reports the stream's actual version, whether the
@@ -156,7 +156,7 @@ func TestAppendRetriedAfterALostConnectionIsStoredOnce(t *testing.T) {
 			return err == nil
 		}, 10*time.Second, 20*time.Millisecond, "the client reconnects")
 		assert.Equal(t, when == testserver.AfterCommit, res.Duplicate, "the retry of a written append is a duplicate")
-		got := readAll(t, s, stream)
+		got := readStream(t, s, stream)
 		require.Len(t, got, 2)
 		assert.Equal(t, events[0].ID, got[0].ID)
 		assert.Equal(t, got[1].Position, res.Position)
@@ -286,7 +286,7 @@ func TestForeignEvents(t *testing.T) {
 	_, err := cli.AppendToStream(ctx, "foreign-plain", esdb.AppendToStreamOptions{},
 		esdb.EventData{EventType: "imported", ContentType: esdb.ContentTypeJson, Data: []byte(`{"a":1}`)})
 	require.NoError(t, err)
-	got := readAll(t, s, "foreign-plain")
+	got := readStream(t, s, "foreign-plain")
 	require.Len(t, got, 1)
 	assert.Equal(t, eventstore.Metadata{}, got[0].Metadata)
 	assert.Equal(t, uint32(0), got[0].SchemaVersion)
@@ -404,7 +404,7 @@ func TestStoreRecoversAfterAnOutage(t *testing.T) {
 		_, err := s.Append(context.Background(), "back", eventstore.Any, ev("x", `{}`))
 		return err == nil
 	}, liveWithin, 50*time.Millisecond, "appends work again once the node is back")
-	got := readAll(t, s, "back")
+	got := readStream(t, s, "back")
 	assert.GreaterOrEqual(t, len(got), 2)
 }
 

@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test bench lint demo demo-v2 fuzz sim torture soak clean
+.PHONY: all build test test-main test-kurrentdb bench lint demo demo-v2 fuzz sim torture soak clean
 
 all: build lint test
 
@@ -30,7 +30,15 @@ build:
 # protocol-level test server, and a real server as well when CAIRN_KURRENTDB_URL names one.
 # go vet's whole set runs in `make lint` (CI runs both); `go test` runs its
 # high-confidence checks on every package it tests.
+#
+# The KurrentDB module's tests run beside the main module's: the main
+# module's packages leave a core idle for long stretches (a PostgreSQL
+# server's fsyncs, SQLite's), and the two share nothing. Each go test's
+# output is printed whole when it ends (--output-sync=line).
 test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-main test-kurrentdb
+
+test-main:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@# The projection crash tests at the issue's full size (50k events, 30
 	@# SIGKILLs): under the race detector above they run 5k events and 10
@@ -46,6 +54,8 @@ test:
 	@# SQLite x seeds 1-2, three on PostgreSQL x seed 1) need a test binary
 	@# built with the failpoints tag; its children run without -race.
 	$(GO) test -tags cairnfailpoints -count=1 -timeout $(TEST_TIMEOUT) ./internal/failpoint/ ./internal/testrig/crashmatrix/
+
+test-kurrentdb:
 	@# The KurrentDB store, against its protocol-level test server (and a
 	@# real server too when CAIRN_KURRENTDB_URL names one).
 	cd $(KURRENTDB) && $(GO) test -race -timeout $(TEST_TIMEOUT) ./...

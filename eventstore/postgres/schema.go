@@ -127,6 +127,30 @@ var migrations = []string{
 // and expects.
 var SchemaVersion = len(migrations)
 
+// checkSchemaVersion refuses a schema that holds no store, or one at
+// another version than [SchemaVersion], for a store opened read-only,
+// which cannot migrate it.
+func checkSchemaVersion(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{schema, "schema_version"}.Sanitize()).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: checking schema %q: %w", schema, err)
+	}
+	if !exists {
+		return fmt.Errorf("postgres: schema %q holds no Cairn store (opened read-only, so it was not created)", schema)
+	}
+	var current int
+	if err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(max(version), 0) FROM %s.schema_version`, pgx.Identifier{schema}.Sanitize())).Scan(&current); err != nil {
+		return fmt.Errorf("postgres: checking schema %q: %w", schema, err)
+	}
+	switch {
+	case current > len(migrations):
+		return fmt.Errorf("postgres: schema %q is at version %d, newer than this build of Cairn knows (%d): upgrade Cairn", schema, current, len(migrations))
+	case current < len(migrations):
+		return fmt.Errorf("postgres: schema %q is at version %d, older than this build's %d, and a store opened read-only does not migrate it: open it once read-write", schema, current, len(migrations))
+	}
+	return nil
+}
+
 // migrate creates the schema or brings it up to [SchemaVersion]. Several
 // processes may start at once: an advisory lock on the schema's name lets
 // one migrate while the others wait, then find nothing left to do.

@@ -78,6 +78,14 @@ type Options struct {
 	// or a login sending them) makes each subscriber read at most once
 	// per interval. Zero means [DefaultWakeInterval].
 	WakeInterval time.Duration
+	// ReadOnly opens an existing store only to read it, as a look from
+	// outside does (the cairn command line): Open neither creates nor
+	// migrates the schema, refuses one that is not at this version's
+	// [SchemaVersion], and runs every transaction read-only
+	// (default_transaction_read_only), so that any write fails in the
+	// server. [New] on a pool of the caller's leaves the pool's settings
+	// as they are, and only skips the migration.
+	ReadOnly bool
 }
 
 // DefaultWakeInterval is the [Options.WakeInterval] of a zero Options: at
@@ -149,7 +157,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	if err := checkSchemaName(opts.schema()); err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.New(ctx, connString)
+	pool, err := newPool(ctx, connString, opts.ReadOnly)
 	if err != nil {
 		// pgx's parse error may quote the string as given, password and
 		// all: it is not kept in the chain, only its masked text.
@@ -181,7 +189,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := migrate(ctx, pool, schema); err != nil {
+	prepare := migrate
+	if opts.ReadOnly {
+		prepare = checkSchemaVersion
+	}
+	if err := prepare(ctx, pool, schema); err != nil {
 		return nil, err
 	}
 	if err := checkTransactionIDs(ctx, pool, schema); err != nil {
@@ -274,6 +286,19 @@ var ErrForeignTransactionIDs = errors.New("postgres: events carry transaction ID
 
 // checkTransactionIDs makes sure that every event's transaction ID is below
 // the cluster's next one, so that new events sort after all stored events.
+// newPool opens a pool on connString; read-only, every transaction of its
+// connections is.
+func newPool(ctx context.Context, connString string, readOnly bool) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	if readOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
 func checkTransactionIDs(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	var newest, next uint64
 	err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce((SELECT tx_id FROM %s.events ORDER BY tx_id DESC LIMIT 1), '0'::xid8),

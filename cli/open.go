@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/sqlite"
+)
+
+// Mode says what a command will do with the store it opens.
+type Mode int
+
+const (
+	// ReadOnly: the command only reads. Stores that can open read-only do
+	// (SQLite opens the file read-only, PostgreSQL in read-only
+	// transactions), so that a look can never change anything.
+	ReadOnly Mode = iota
+	// ReadWrite: the command changes the state of an existing store.
+	ReadWrite
+	// Create: the command writes, and may create the store (the target of
+	// a copy).
+	Create
+)
+
+// Opener opens the store a URL names, in mode. A URL it cannot parse, or
+// a store that does not exist when mode is not Create, is a
+// [*UsageError]; an error from the store is returned as it is.
+type Opener func(ctx context.Context, url string, mode Mode) (eventstore.Store, error)
+
+// open opens the store rawURL names, with the opener of its scheme.
+func open(ctx context.Context, rawURL string, mode Mode, extra map[string]Opener) (eventstore.Store, error) {
+	scheme, _, ok := strings.Cut(rawURL, ":")
+	if !ok || scheme == "" {
+		return nil, usagef("store URL %q has no scheme: write sqlite:///path/to/events.db, postgres://host/db or kurrentdb://host:2113", rawURL)
+	}
+	scheme = strings.ToLower(scheme)
+	openers := map[string]Opener{"sqlite": openSQLite, "postgres": openPostgres, "postgresql": openPostgres}
+	for k, o := range extra {
+		openers[strings.ToLower(k)] = o
+	}
+	o, ok := openers[scheme]
+	if !ok {
+		known := make([]string, 0, len(openers))
+		for k := range openers {
+			known = append(known, k)
+		}
+		return nil, usagef("store URL %q: no store opens the scheme %q here (this binary knows %s)", rawURL, scheme, strings.Join(sorted(known), ", "))
+	}
+	return o(ctx, rawURL, mode)
+}
+
+// openSQLite opens sqlite:///absolute/path or sqlite:relative/path. Only a
+// copy's target is created; any other command refuses a missing file
+// rather than leave an empty store behind a typing mistake.
+func openSQLite(ctx context.Context, rawURL string, mode Mode) (eventstore.Store, error) {
+	path, err := sqlitePath(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if mode != Create {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, usagef("no SQLite store at %s (store URL %q)", path, rawURL)
+		}
+	}
+	s, err := sqlite.Open(ctx, path, sqlite.Options{ReadOnly: mode == ReadOnly})
+	if err != nil {
+		return nil, explainSQLite(path, err)
+	}
+	return s, nil
+}
+
+func sqlitePath(rawURL string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", &UsageError{Msg: fmt.Sprintf("store URL %q", rawURL), Err: err}
+	}
+	path := u.Path
+	if u.Opaque != "" {
+		path = u.Opaque // sqlite:relative/path
+	}
+	if u.Host != "" && u.Host != "localhost" {
+		return "", usagef("store URL %q: a SQLite URL names a file, sqlite:///absolute/path or sqlite:relative/path, not a host (%q)", rawURL, u.Host)
+	}
+	if path == "" {
+		return "", usagef("store URL %q names no file", rawURL)
+	}
+	return path, nil
+}
+
+// explainSQLite adds what a person can do to the errors of opening a file.
+func explainSQLite(path string, err error) error {
+	switch {
+	case errors.Is(err, sqlite.ErrNewerSchema):
+		return fmt.Errorf("%w (use a cairn built with that version of Cairn or a later one)", err)
+	case errors.Is(err, sqlite.ErrBusy):
+		return fmt.Errorf("%s is locked by another process, which held it past the busy timeout: retry, or stop the process that holds it: %w", path, err)
+	case errors.Is(err, sqlite.ErrNotEventStore):
+		return &UsageError{Msg: fmt.Sprintf("%s is not a Cairn event store", path), Err: err}
+	}
+	return err
+}
+
+// openPostgres opens postgres://...; the query parameter schema names the
+// store's schema (default cairn) and is not passed to the server.
+func openPostgres(ctx context.Context, rawURL string, mode Mode) (eventstore.Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, &UsageError{Msg: "store URL is not a URL", Err: err}
+	}
+	q := u.Query()
+	schema := q.Get("schema")
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	s, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema, ReadOnly: mode == ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -165,12 +165,9 @@ func (s *Store) Close() error {
 	return s.closeConn(c)
 }
 
-// isClosed reports whether Close was called.
+// isClosed reports whether Close was called. Close cancels closing before
+// it closes done, and a call that closing ended must find the store closed
+// already, or it would report the cancellation as its own failure.
 func (s *Store) isClosed() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
+	return s.closing.Err() != nil
 }

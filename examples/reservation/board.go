@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
@@ -30,25 +29,24 @@ const boardSchema = `CREATE TABLE IF NOT EXISTS sales_board (
 )`
 
 func newBoard(ctx context.Context, svc *service) (*board, error) {
-	if err := svc.store.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, boardSchema)
-		return err
+	if err := svc.rm.inTx(ctx, func(ctx context.Context, tx rmTx) error {
+		return tx.exec(ctx, boardSchema)
 	}); err != nil {
 		return nil, err
 	}
-	handle := func(ctx context.Context, tx *sql.Tx, d codec.Decoded) error {
+	handle := func(ctx context.Context, tx rmTx, d codec.Decoded) error {
 		var err error
 		switch e := d.Value.(type) {
 		case domain.OrderPlaced:
-			_, err = tx.ExecContext(ctx, `INSERT INTO sales_board (order_id, customer, status) VALUES (?, ?, 'placed')`, e.OrderID, e.Customer)
+			err = tx.exec(ctx, `INSERT INTO sales_board (order_id, customer, status) VALUES (?, ?, 'placed')`, e.OrderID, e.Customer)
 		case domain.OrderConfirmed:
-			_, err = tx.ExecContext(ctx, `UPDATE sales_board SET status = 'confirmed' WHERE order_id = ?`, e.OrderID)
+			err = tx.exec(ctx, `UPDATE sales_board SET status = 'confirmed' WHERE order_id = ?`, e.OrderID)
 		case domain.OrderRejected:
-			_, err = tx.ExecContext(ctx, `UPDATE sales_board SET status = 'rejected', reason = ? WHERE order_id = ?`, e.Reason, e.OrderID)
+			err = tx.exec(ctx, `UPDATE sales_board SET status = 'rejected', reason = ? WHERE order_id = ?`, e.Reason, e.OrderID)
 		}
 		return err
 	}
-	consumer, err := projection.NewTx[*sql.Tx]("sales-board", svc.store, svc.reg, svc.store, handle, projection.Options{
+	consumer, err := svc.rm.consumer("sales-board", svc.reg, handle, projection.Options{
 		Filter:     eventstore.Filter{StreamPrefixes: []string{eventstore.Category(domain.Orders.Name())}},
 		Exclusive:  true,
 		Logger:     svc.log,
@@ -63,10 +61,11 @@ func newBoard(ctx context.Context, svc *service) (*board, error) {
 // counts reads the board's totals.
 func (b *board) counts(ctx context.Context) (boardCounts, error) {
 	var c boardCounts
-	err := b.svc.store.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT count(*),
-			coalesce(sum(status = 'confirmed'), 0), coalesce(sum(status = 'rejected'), 0) FROM sales_board`).
-			Scan(&c.placed, &c.confirmed, &c.rejected)
+	err := b.svc.rm.inTx(ctx, func(ctx context.Context, tx rmTx) error {
+		return tx.each(ctx, `SELECT count(*),
+			coalesce(sum(CASE WHEN status = 'confirmed' THEN 1 ELSE 0 END), 0),
+			coalesce(sum(CASE WHEN status = 'rejected' THEN 1 ELSE 0 END), 0) FROM sales_board`,
+			func(scan func(...any) error) error { return scan(&c.placed, &c.confirmed, &c.rejected) })
 	})
 	return c, err
 }
@@ -74,20 +73,14 @@ func (b *board) counts(ctx context.Context) (boardCounts, error) {
 // open returns the IDs of the orders that have not ended, at most limit.
 func (b *board) open(ctx context.Context, limit int) ([]string, error) {
 	var ids []string
-	err := b.svc.store.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT order_id FROM sales_board WHERE status = 'placed' ORDER BY order_id LIMIT ?`, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+	err := b.svc.rm.inTx(ctx, func(ctx context.Context, tx rmTx) error {
+		return tx.each(ctx, `SELECT order_id FROM sales_board WHERE status = 'placed' ORDER BY order_id LIMIT ?`,
+			func(scan func(...any) error) error {
+				var id string
+				err := scan(&id)
+				ids = append(ids, id)
 				return err
-			}
-			ids = append(ids, id)
-		}
-		return rows.Err()
+			}, limit)
 	})
 	return ids, err
 }

@@ -17,6 +17,8 @@
 //
 //	go run ./examples/reservation [-data data] [-orders 300]
 //	go run ./examples/reservation -v2 [-orders 100]
+//	go run ./examples/reservation -store postgres://localhost/app?schema=reservation
+//	go run ./examples/reservation admin --store sqlite:///path/to/data/reservation.db sagas ls
 package main
 
 import (
@@ -36,13 +38,20 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "admin" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		code := admin(ctx, os.Args[2:])
+		stop()
+		os.Exit(code)
+	}
 	cfg := config{out: os.Stdout}
-	flag.StringVar(&cfg.data, "data", "data", "folder of the SQLite store; created when missing, added to when present")
+	flag.StringVar(&cfg.data, "data", "data", "folder of the SQLite store (unless -store names one) and of the saved history; created when missing, added to when present")
+	flag.StringVar(&cfg.store, "store", "", "the store's URL, sqlite:///path/events.db or postgres://host/db?schema=name; default the SQLite file in -data")
 	flag.IntVar(&cfg.orders, "orders", 300, "orders to place")
 	flag.IntVar(&cfg.clients, "clients", 8, "clients placing orders at once")
 	flag.IntVar(&cfg.workers, "workers", 8, "queue workers dispatching the clients' messages")
 	flag.DurationVar(&cfg.pace, "pace", 40*time.Millisecond, "time between two orders of one client")
-	flag.DurationVar(&cfg.window, "payment-window", 2*time.Second, "how long a sale waits for its payment")
+	flag.DurationVar(&cfg.window, "payment-window", defaultWindow, "how long a sale waits for its payment")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the orders and of the queue's faults; 0 for a new one")
 	flag.BoolVar(&cfg.kill, "kill", true, "kill the sale process once mid-way, and restart it")
 	useV2 := flag.Bool("v2", false, "run version 2 of the code: payments belong to a Finance aggregate")

@@ -109,7 +109,7 @@ func TestVersion1ThenVersion2(t *testing.T) {
 	assert.Equal(t, two.queue.SentTwice+two.queue.Crashed, two.queue.Duplicates)
 
 	// A v1 payment, read by v2's code, is Finance's event.
-	svc, err := openService(ctx, dir, modelV2)
+	svc, err := openService(ctx, dir, "", modelV2)
 	require.NoError(t, err)
 	defer svc.close()
 	var accepted []any

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"database/sql"
+	"slices"
+	"strings"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
@@ -31,17 +33,19 @@ const notReservedSchema = `CREATE TABLE IF NOT EXISTS not_reserved (
 )`
 
 func newNotReserved(ctx context.Context, svc *service) (*notReserved, error) {
-	if err := svc.store.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, notReservedSchema)
-		return err
+	if err := svc.rm.inTx(ctx, func(ctx context.Context, tx rmTx) error {
+		return tx.exec(ctx, notReservedSchema)
 	}); err != nil {
 		return nil, err
 	}
-	handle := projection.TypedTx(func(ctx context.Context, tx *sql.Tx, e domain.SeatsNotReserved, _ codec.Decoded) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO not_reserved (order_id, customer, seats) VALUES (?, ?, ?)`, e.OrderID, e.Customer, e.Seats)
-		return err
-	})
-	consumer, err := projection.NewTx[*sql.Tx]("not-reserved", svc.store, svc.reg, svc.store, handle, projection.Options{
+	handle := func(ctx context.Context, tx rmTx, d codec.Decoded) error {
+		e, ok := d.Value.(domain.SeatsNotReserved)
+		if !ok {
+			return nil
+		}
+		return tx.exec(ctx, `INSERT INTO not_reserved (order_id, customer, seats) VALUES (?, ?, ?)`, e.OrderID, e.Customer, e.Seats)
+	}
+	consumer, err := svc.rm.consumer("not-reserved", svc.reg, handle, projection.Options{
 		Filter:     eventstore.Filter{StreamPrefixes: []string{eventstore.Category(domain.Reservations.Name())}},
 		Exclusive:  true,
 		Logger:     svc.log,
@@ -56,20 +60,19 @@ func newNotReserved(ctx context.Context, svc *service) (*notReserved, error) {
 // list returns the orders whose seats were not reserved, by customer.
 func (n *notReserved) list(ctx context.Context) ([]refusal, error) {
 	var out []refusal
-	err := n.svc.store.InTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT order_id, customer, seats FROM not_reserved ORDER BY customer, order_id`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r refusal
-			if err := rows.Scan(&r.OrderID, &r.Customer, &r.Seats); err != nil {
+	err := n.svc.rm.inTx(ctx, func(ctx context.Context, tx rmTx) error {
+		return tx.each(ctx, `SELECT order_id, customer, seats FROM not_reserved ORDER BY customer, order_id`,
+			func(scan func(...any) error) error {
+				var r refusal
+				err := scan(&r.OrderID, &r.Customer, &r.Seats)
+				out = append(out, r)
 				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
+			})
+	})
+	// Sorted here, not by ORDER BY, whose text order is the database's
+	// collation: byte order on SQLite, the locale's on PostgreSQL.
+	slices.SortFunc(out, func(a, b refusal) int {
+		return cmp.Or(strings.Compare(a.Customer, b.Customer), strings.Compare(a.OrderID, b.OrderID))
 	})
 	return out, err
 }

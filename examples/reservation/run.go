@@ -15,7 +15,9 @@ import (
 
 // config is what one run of the example does.
 type config struct {
-	data  string
+	data string
+	// store is the URL of the store; "" for the SQLite file in data.
+	store string
 	model model
 	// orders are placed by clients at once through the queue, whose
 	// workers dispatch them; each client places one every pace.
@@ -55,7 +57,7 @@ type result struct {
 // run places cfg.orders orders through the queue, with the sale in a
 // process of its own, and waits until every order has ended.
 func run(ctx context.Context, cfg config) (*result, error) {
-	svc, err := openService(ctx, cfg.data, cfg.model)
+	svc, err := openService(ctx, cfg.data, cfg.store, cfg.model)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +87,7 @@ func run(ctx context.Context, cfg config) (*result, error) {
 		res.savedBy = saved.Model
 	}
 	cfg.progress.printf("%s: %d orders in %s already; placing %d more from %d clients\n",
-		cfg.model.name, res.earlier.Orders, svc.path, cfg.orders, cfg.clients)
+		cfg.model.name, res.earlier.Orders, svc.where, cfg.orders, cfg.clients)
 
 	// The read models follow the store while the orders run.
 	board, err := newBoard(ctx, svc)
@@ -113,7 +115,7 @@ func run(ctx context.Context, cfg config) (*result, error) {
 	res.orders = newOrders(cfg.orders, cfg.model.name+strconv.FormatUint(rng.Uint64()%(36*36*36*36), 36)+"x", rng)
 	sends, planned := plan(res.orders, cfg.model.messages, rng)
 
-	sale, err := startSale(saleConfig{Data: cfg.data, Model: cfg.model.name, Window: cfg.window})
+	sale, err := startSale(saleConfig{Data: cfg.data, Store: cfg.store, Model: cfg.model.name, Window: cfg.window})
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ const (
 // saleConfig is what the sale process needs to know, passed in configEnv.
 type saleConfig struct {
 	Data   string        `json:"data"`
+	Store  string        `json:"store"`
 	Model  string        `json:"model"`
 	Window time.Duration `json:"window"`
 }
@@ -172,7 +173,7 @@ func serveSale(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	svc, err := openService(ctx, cfg.Data, m)
+	svc, err := openService(ctx, cfg.Data, cfg.Store, m)
 	if err != nil {
 		return err
 	}

@@ -2,21 +2,30 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
 )
 
-// service is one process's view of the reservation service: the store in
-// the data folder, and a model's registry.
+// service is one process's view of the reservation service: its store
+// (the SQLite file in the data folder, or the store -store names), the
+// read models in it, and a model's registry.
 type service struct {
-	path  string
-	store *sqlite.Store
+	// where names the store for people: a path, or a URL without its
+	// password.
+	where string
+	store eventstore.Store
+	rm    readModels
 	reg   *codec.Registry
 	model model
 	log   *slog.Logger
@@ -25,9 +34,11 @@ type service struct {
 // storeFile is the SQLite file in the data folder.
 const storeFile = "reservation.db"
 
-// openService opens (creating it when missing) the store in folder dir
-// for model m.
-func openService(ctx context.Context, dir string, m model) (*service, error) {
+// openService opens the store for model m: the one storeURL names
+// (sqlite:///path or postgres://..., as the cairn command line names
+// stores), or when it is "" the SQLite file in folder dir, created when
+// missing.
+func openService(ctx context.Context, dir, storeURL string, m model) (*service, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -36,21 +47,70 @@ func openService(ctx context.Context, dir string, m model) (*service, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	path := filepath.Join(dir, storeFile)
-	// Two processes write the file: the sale's appends reach this one's
-	// subscribers by polling, so poll more often than the default.
-	store, err := sqlite.Open(ctx, path, sqlite.Options{PollInterval: 20 * time.Millisecond, Logger: log})
+	store, where, err := openStore(ctx, dir, storeURL, log)
 	if err != nil {
 		return nil, err
 	}
-	return &service{path: path, store: store, reg: reg, model: m, log: log}, nil
+	rm := readModelsOf(store)
+	if rm == nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("%s: the example keeps its read models in a SQLite or PostgreSQL store", where)
+	}
+	return &service{where: where, store: store, rm: rm, reg: reg, model: m, log: log}, nil
+}
+
+// openStore opens the store of storeURL, or the SQLite file in dir. Two
+// processes write it: the sale's appends reach this one's subscribers by
+// polling (SQLite) or a notification (PostgreSQL, which polls too when one
+// is lost), so poll more often than the default.
+func openStore(ctx context.Context, dir, storeURL string, log *slog.Logger) (eventstore.Store, string, error) {
+	const poll = 20 * time.Millisecond
+	scheme, _, _ := strings.Cut(storeURL, ":")
+	switch strings.ToLower(scheme) {
+	case "":
+		path := filepath.Join(dir, storeFile)
+		s, err := sqlite.Open(ctx, path, sqlite.Options{PollInterval: poll, Logger: log})
+		return s, path, err
+	case "sqlite":
+		u, err := url.Parse(storeURL)
+		if err != nil {
+			return nil, "", err
+		}
+		path := u.Path
+		if u.Opaque != "" {
+			path = u.Opaque // sqlite:relative/path
+		}
+		if path == "" {
+			return nil, "", fmt.Errorf("store URL %q names no file", storeURL)
+		}
+		s, err := sqlite.Open(ctx, path, sqlite.Options{PollInterval: poll, Logger: log})
+		return s, path, err
+	case "postgres", "postgresql":
+		// The schema is the store's, not the server's: the cairn command
+		// line reads ?schema= so, and the example names stores alike.
+		u, err := url.Parse(storeURL)
+		if err != nil {
+			return nil, "", err
+		}
+		q := u.Query()
+		schema := q.Get("schema")
+		q.Del("schema")
+		u.RawQuery = q.Encode()
+		s, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema, PollInterval: poll, Logger: log})
+		return s, u.Redacted(), err
+	}
+	return nil, "", fmt.Errorf("store URL %q: want sqlite:///path or postgres://... (not %q)", storeURL, scheme)
 }
 
 // newBus returns a command bus for the model's commands that tells
 // observe what each dispatch did.
 func (s *service) newBus(observe func(context.Context, command.Observation)) (*command.Bus, error) {
-	bus := command.New(s.store, s.reg, command.Options{Logger: s.log, Middleware: []command.Middleware{command.Observing(observe)}})
-	return bus, s.model.route(bus)
+	return newBus(s.store, s.reg, s.log, s.model, observe)
+}
+
+func newBus(store eventstore.Store, reg *codec.Registry, log *slog.Logger, m model, observe func(context.Context, command.Observation)) (*command.Bus, error) {
+	bus := command.New(store, reg, command.Options{Logger: log, Middleware: []command.Middleware{command.Observing(observe)}})
+	return bus, m.route(bus)
 }
 
 func (s *service) close() { _ = s.store.Close() }

@@ -186,7 +186,7 @@ func refuseLiveLease(name, what string, holder string, expires time.Time) error 
 		what, name, holder, when(expires))
 }
 
-var errNoPosition = errors.New("give --to-start or --after POSITION")
+var errNoPosition = errors.New("give one of --to-start and --after POSITION")
 
 func (a *app) projectionsCommand() *cobra.Command {
 	c := &cobra.Command{

@@ -456,9 +456,9 @@ the binary of a service that mounts its projections (docs/cli.md).`,
 			if info, err := a.findConsumer(ctx, store, name); err == nil && liveLease(info, time.Now()) {
 				return refuseLiveLease(name, "rebuild", info.Lease.Holder, info.Lease.Expires)
 			}
-			plan := fmt.Sprintf("Rebuild projection %s: drop its read model (the service's reset), move its checkpoint to the start and apply every event again.", name)
+			plan := fmt.Sprintf("Rebuild projection %s: drop its read model (the service's reset), move its checkpoint to the start and apply every event again; the dead letters of events that now succeed are deleted.", name)
 			if !p.resets() {
-				plan = fmt.Sprintf("Rebuild projection %s: move its checkpoint to the start and apply every event again; the service gave no reset, so its read model is not dropped and the events are applied on top of it.", name)
+				plan = fmt.Sprintf("Rebuild projection %s: move its checkpoint to the start and apply every event again; the service gave no reset, so its read model is not dropped and the events are applied on top of it; the dead letters of events that now succeed are deleted.", name)
 			}
 			if err := a.confirm(plan); err != nil {
 				return err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -230,4 +232,62 @@ func (a *app) lookAt(ctx context.Context) (eventstore.Store, *Service, error) {
 	}
 	svc, store, err := a.serviceOn(ctx, "")
 	return store, svc, err
+}
+
+// statsRow is a mounted projection's own figures ([projection.Stats]).
+type statsRow struct {
+	Head           eventstore.Position `json:"head"`
+	Pending        int                 `json:"pending"`
+	TimeLagSeconds float64             `json:"time_lag_seconds"`
+	Handled        uint64              `json:"handled"`
+	Rate           float64             `json:"rate"`
+	Parked         int                 `json:"parked"`
+	Leader         bool                `json:"leader"`
+}
+
+// markMounted marks the rows of the service's projections and adds their
+// figures, and rows for those the store keeps nothing for yet (never run).
+func markMounted(ctx context.Context, store eventstore.Store, svc *Service, rows []consumerRow) ([]consumerRow, error) {
+	m, err := mounted(svc)
+	if err != nil {
+		return nil, err
+	}
+	listed := map[string]bool{}
+	for _, r := range rows {
+		listed[r.Name] = true
+	}
+	var absent []storekit.ConsumerInfo
+	for name := range m {
+		if !listed[name] {
+			absent = append(absent, storekit.ConsumerInfo{Name: name})
+		}
+	}
+	if len(absent) > 0 {
+		head, err := readHead(ctx, store)
+		if err != nil {
+			return nil, fmt.Errorf("reading the newest event: %w", err)
+		}
+		for _, c := range absent {
+			r, err := consumerRowOf(ctx, store, c, head, time.Now())
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, r)
+		}
+		slices.SortFunc(rows, func(a, b consumerRow) int { return strings.Compare(a.Name, b.Name) })
+	}
+	for i := range rows {
+		p, ok := m[rows[i].Name]
+		if !ok {
+			continue
+		}
+		rows[i].Mounted = true
+		s, err := p.consumer().Stats(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("projection %q: reading its figures: %w", rows[i].Name, err)
+		}
+		rows[i].Stats = &statsRow{Head: s.Head, Pending: s.Pending, TimeLagSeconds: s.TimeLag.Seconds(),
+			Handled: s.Handled, Rate: s.Rate, Parked: s.Parked, Leader: s.Leader}
+	}
+	return rows, nil
 }

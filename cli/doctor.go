@@ -133,7 +133,7 @@ func (a *app) diagnose(ctx context.Context, store eventstore.Store, svc *Service
 	if r.Consumers, err = consumerRows(ctx, store); err != nil {
 		return r, err
 	}
-	if err := markMounted(ctx, svc, r.Consumers); err != nil {
+	if r.Consumers, err = markMounted(ctx, store, svc, r.Consumers); err != nil {
 		return r, err
 	}
 	if r.Sagas, err = sagaCounts(ctx, store); err != nil {

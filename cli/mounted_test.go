@@ -110,6 +110,7 @@ func TestGoldenMounted(t *testing.T) {
 			}
 			do("mounted-projections-ls", "projections", "ls")
 			do("mounted-projections-status", "projections", "status", "tally")
+			do("mounted-doctor", "doctor")
 			do("mounted-retry-saga", "deadletters", "retry", sagaDL, "--consumer", "saga:sale", "--yes")
 			do("mounted-retry-missing", "deadletters", "retry", missing, "--consumer", "tally", "--yes")
 			do("mounted-retry-not-confirmed", "deadletters", "retry", tallyRetryDL, "--consumer", "tally")

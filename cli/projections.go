@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,40 +144,6 @@ func (a *app) mountedProjection(svc *Service, name, what string) (ProjectionCons
 	return nil, fmt.Errorf("consumer %q is not one of this service's projections (it mounts %s): %s it from the binary of the service that runs it", name, mountedList, what)
 }
 
-// statsRow is a mounted projection's own figures ([projection.Stats]).
-type statsRow struct {
-	Head           eventstore.Position `json:"head"`
-	Pending        int                 `json:"pending"`
-	TimeLagSeconds float64             `json:"time_lag_seconds"`
-	Handled        uint64              `json:"handled"`
-	Rate           float64             `json:"rate"`
-	Parked         int                 `json:"parked"`
-	Leader         bool                `json:"leader"`
-}
-
-// markMounted marks the rows of the service's projections and adds their
-// figures.
-func markMounted(ctx context.Context, svc *Service, rows []consumerRow) error {
-	m, err := mounted(svc)
-	if err != nil {
-		return err
-	}
-	for i := range rows {
-		p, ok := m[rows[i].Name]
-		if !ok {
-			continue
-		}
-		rows[i].Mounted = true
-		s, err := p.consumer().Stats(ctx)
-		if err != nil {
-			return fmt.Errorf("projection %q: reading its figures: %w", rows[i].Name, err)
-		}
-		rows[i].Stats = &statsRow{Head: s.Head, Pending: s.Pending, TimeLagSeconds: s.TimeLag.Seconds(),
-			Handled: s.Handled, Rate: s.Rate, Parked: s.Parked, Leader: s.Leader}
-	}
-	return nil
-}
-
 // refuseLiveLease refuses to move a consumer's checkpoint while another
 // process holds its lease: the holder would overwrite the move with its
 // next save, or (when the move raised the fence) be stopped mid-batch.
@@ -218,7 +185,7 @@ func (a *app) projectionsLs() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := markMounted(ctx, svc, rows); err != nil {
+			if rows, err = markMounted(ctx, store, svc, rows); err != nil {
 				return err
 			}
 			return a.emit(rows, func(t *tableWriter) {
@@ -262,7 +229,13 @@ func (a *app) projectionsStatus() *cobra.Command {
 			}
 			info, err := a.findConsumer(ctx, store, name)
 			if err != nil {
-				return err
+				// A mounted projection that never ran has nothing stored
+				// yet, and is no mistake.
+				m, merr := mounted(svc)
+				if _, ok := m[name]; merr != nil || !ok {
+					return err
+				}
+				info.Name = name
 			}
 			head, err := readHead(ctx, store)
 			if err != nil {
@@ -272,10 +245,11 @@ func (a *app) projectionsStatus() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := []consumerRow{r}
-			if err := markMounted(ctx, svc, rows); err != nil {
+			rows, err := markMounted(ctx, store, svc, []consumerRow{r})
+			if err != nil {
 				return err
 			}
+			rows = slices.DeleteFunc(rows, func(x consumerRow) bool { return x.Name != name })
 			s := statusRow{consumerRow: rows[0]}
 			if r.DeadLetters > 0 {
 				src, err := a.deadLettersOf(ctx, store, svc, name)

@@ -239,3 +239,35 @@ func TestDoctorHealthy(t *testing.T) {
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "healthy: nothing needs attention")
 }
+
+// Past the cap, the events after a checkpoint are not counted further:
+// the count says so ("3+"), and doctor takes it as too far behind.
+func TestPendingCap(t *testing.T) {
+	defer cli.SetPendingCap(3)()
+	url, _ := consumerFixture(t, backends()[0])
+
+	r := run(t, cli.Options{}, "", "--store", url, "projections", "ls")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^stalled .* 3\+ `, r.stdout)
+	assert.Regexp(t, `(?m)^orders-view .* 2 `, r.stdout, "under the cap, the count is exact")
+
+	r = run(t, cli.Options{}, "", "--store", url, "doctor", "--json")
+	require.Equal(t, cli.ExitAttention, r.code, r.stderr)
+	var report struct {
+		Consumers []struct {
+			Name          string `json:"name"`
+			Pending       int    `json:"pending"`
+			PendingCapped bool   `json:"pending_capped"`
+		} `json:"consumers"`
+		Findings []struct {
+			What  string `json:"what"`
+			Where string `json:"where"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+	stalled := report.Consumers[3]
+	assert.Equal(t, "stalled", stalled.Name)
+	assert.Equal(t, 3, stalled.Pending)
+	assert.True(t, stalled.PendingCapped)
+	assert.Contains(t, report.Findings[len(report.Findings)-1].What, "3+ events behind")
+}

@@ -2,6 +2,9 @@ package cli_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/cli"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/projection"
 )
@@ -134,4 +138,63 @@ func TestGoldenMounted(t *testing.T) {
 			assert.Zero(t, n, "retried and skipped")
 		})
 	}
+}
+
+// A transactional projection mounted with TxProjection is rebuilt through
+// projection.RebuildTx: its reset runs in the transaction that moves the
+// checkpoint back, after the service's other reset, if any.
+func TestTxProjectionRebuild(t *testing.T) {
+	ctx := context.Background()
+	url, store := backends()[0].create(t)
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[tallyAdded](reg, "tally.added", 1))
+	for i := range 2 {
+		e, err := reg.Encode(tallyAdded{N: i})
+		require.NoError(t, err)
+		_, err = store.Append(ctx, "tally-1", eventstore.Any, e)
+		require.NoError(t, err)
+	}
+	require.NoError(t, store.Close())
+
+	var count atomic.Int64
+	var resets []string
+	opts := cli.Options{Service: func(_ context.Context, store eventstore.Store) (*cli.Service, error) {
+		s := store.(*sqlite.Store)
+		h := projection.TypedTx(func(context.Context, *sql.Tx, tallyAdded, codec.Decoded) error {
+			count.Add(1)
+			return nil
+		})
+		c, err := projection.NewTx[*sql.Tx]("tally", s, reg, s, h, projection.Options{
+			Filter: eventstore.Filter{Types: []string{"tally.added"}}, NoStatsLog: true,
+		})
+		if err != nil {
+			return nil, err
+		}
+		resetTx := func(_ context.Context, tx *sql.Tx) error {
+			if tx == nil {
+				return errors.New("no transaction")
+			}
+			resets = append(resets, "in the transaction")
+			count.Store(0)
+			return nil
+		}
+		first := func(context.Context) error { resets = append(resets, "first"); return nil }
+		return &cli.Service{Projections: []cli.ProjectionConsumer{
+			cli.TxProjection(c, resetTx, cli.ProjectionOptions{Reset: first}),
+		}}, nil
+	}}
+	count.Store(7)
+	r := run(t, opts, "", "--store", url, "projections", "rebuild", "tally", "--yes", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Equal(t, []string{"first", "in the transaction"}, resets)
+	assert.Equal(t, int64(2), count.Load())
+	var rebuilt struct {
+		Consumer string `json:"consumer"`
+		Replayed int    `json:"replayed"`
+		Reset    bool   `json:"reset"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rebuilt))
+	assert.Equal(t, "tally", rebuilt.Consumer)
+	assert.Equal(t, 2, rebuilt.Replayed)
+	assert.True(t, rebuilt.Reset)
 }

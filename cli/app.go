@@ -51,6 +51,9 @@ func newApp(opts Options) *app {
 var commands = []func(a *app) *cobra.Command{
 	(*app).streamsCommand,
 	(*app).eventsCommand,
+	(*app).projectionsCommand,
+	(*app).deadLettersCommand,
+	(*app).doctorCommand,
 	(*app).sagasCommand,
 }
 
@@ -107,7 +110,9 @@ func (a *app) reportError(err error) {
 		hint = fmt.Sprintf(" (see %s --help)", a.name)
 	}
 	fmt.Fprintf(a.stderr, "%s: %v%s\n", a.name, err, hint)
-	if a.asJSON {
+	// doctor's findings are its JSON already: a second object would
+	// break a script reading stdout as one document.
+	if a.asJSON && !errors.Is(err, ErrAttention) {
 		_ = writeJSON(a.stdout, struct {
 			Error    string `json:"error"`
 			ExitCode int    `json:"exit_code"`

@@ -98,6 +98,14 @@ var normalizations = []struct {
 	{regexp.MustCompile(`[0-9A-HJKMNP-TV-Z]{26}`), "<ULID>"},
 	{regexp.MustCompile(`(sqlite://|postgres://)\S*`), "<STORE>"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b`), "<DURATION>"},
+	// doctor names the store and its schema version (checked by
+	// TestSagasDoctorNamesStore), a rebuild its rate, ls a time lag.
+	{regexp.MustCompile(`(sqlite|postgres), schema version \d+`), "<KIND>, schema version <N>"},
+	{regexp.MustCompile(`"store": "(sqlite|postgres)"`), `"store": "<KIND>"`},
+	{regexp.MustCompile(`"schema_version": \d+`), `"schema_version": <N>`},
+	{regexp.MustCompile(`\d+ events/s`), "<RATE> events/s"},
+	{regexp.MustCompile(`"rate": [0-9.e+-]+`), `"rate": <RATE>`},
+	{regexp.MustCompile(`"time_lag_seconds": [0-9.e+-]+`), `"time_lag_seconds": <SECONDS>`},
 	{regexp.MustCompile(` {2,}`), "  "},
 	{regexp.MustCompile(` +\n`), "\n"},
 }

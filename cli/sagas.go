@@ -34,7 +34,7 @@ type SagaRunner interface {
 	deadLetters(ctx context.Context) iter.Seq2[eventstore.DeadLetter, error]
 	retryDeadLetter(ctx context.Context, d eventstore.DeadLetter) error
 	skipDeadLetter(ctx context.Context, d eventstore.DeadLetter) error
-	sagaFindings(ctx context.Context) ([]sagaFinding, error)
+	doctor(ctx context.Context) ([]finding, error)
 }
 
 // Saga makes a saga runner into what the sagas commands use. The runner
@@ -357,20 +357,11 @@ func (s *sagaAdapter[S]) skipDeadLetter(ctx context.Context, d eventstore.DeadLe
 	return s.r.SkipDeadLetter(ctx, d)
 }
 
-// sagaFinding is something doctor reports about a saga type: What is
-// wrong, Where (the saga type, an instance), Since when, and what to Do.
-// The lead joins it with doctor's own finding type.
-type sagaFinding struct {
-	What, Where string
-	Since       time.Time
-	Do          string
-}
-
-// sagaFindings is doctor's look at the saga type: parked instances and
+// doctor is doctor's look at the saga type: parked instances and
 // gaps (with the oldest), records this code cannot read, event types the
 // saga read before and no longer reads. It loads the records first, so
 // that it sees what the production runners left.
-func (s *sagaAdapter[S]) sagaFindings(ctx context.Context) ([]sagaFinding, error) {
+func (s *sagaAdapter[S]) doctor(ctx context.Context) ([]finding, error) {
 	if err := s.load(ctx); err != nil {
 		return nil, err
 	}
@@ -379,21 +370,21 @@ func (s *sagaAdapter[S]) sagaFindings(ctx context.Context) ([]sagaFinding, error
 		return nil, err
 	}
 	where := "saga " + s.name
-	var out []sagaFinding
+	var out []finding
 	if st.ParkedInstances > 0 {
-		out = append(out, sagaFinding{fmt.Sprintf("%d instance(s) parked on a message", st.ParkedInstances), where, st.OldestParked,
+		out = append(out, finding{fmt.Sprintf("%d instance(s) parked on a message", st.ParkedInstances), where, st.OldestParked,
 			fmt.Sprintf("sagas parked %s, then sagas explain, fix the cause, and sagas retry or sagas skip each", s.name)})
 	}
 	if st.Gaps > 0 {
-		out = append(out, sagaFinding{fmt.Sprintf("%d gap(s): held deliveries wait for a missing message", st.Gaps), where, st.OldestGap,
+		out = append(out, finding{fmt.Sprintf("%d gap(s): held deliveries wait for a missing message", st.Gaps), where, st.OldestGap,
 			fmt.Sprintf("sagas gaps %s; wait for the source, or sagas release a gap that will never fill", s.name)})
 	}
 	if st.Unreadable > 0 {
-		out = append(out, sagaFinding{fmt.Sprintf("%d step record(s) this code cannot read", st.Unreadable), where, time.Time{},
+		out = append(out, finding{fmt.Sprintf("%d step record(s) this code cannot read", st.Unreadable), where, time.Time{},
 			"deploy the upcaster the runner's log names, then sagas retry the parked messages"})
 	}
 	if len(st.ForgottenTypes) > 0 {
-		out = append(out, sagaFinding{"event types the saga read before and this code no longer reads: " + strings.Join(st.ForgottenTypes, ", "),
+		out = append(out, finding{"event types the saga read before and this code no longer reads: " + strings.Join(st.ForgottenTypes, ", "),
 			where, time.Time{}, "register their upcast.Rename, or upcast.Drop them; Run refuses to start until then"})
 	}
 	return out, nil

@@ -107,14 +107,14 @@ bounds the listing.`,
 			if err != nil {
 				return err
 			}
-			cat, ok := store.(storekit.Catalog)
-			if !ok {
-				return fmt.Errorf("this store cannot list its streams (it is no storekit.Catalog)")
-			}
 			if len(argv) == 1 {
+				cat, err := catalogOf(store)
+				if err != nil {
+					return err
+				}
 				return a.sagaInstances(ctx, cat, svc, argv[0], after, limit)
 			}
-			return a.sagaTypes(ctx, cat, svc)
+			return a.sagaTypes(ctx, store, svc)
 		},
 	}
 	c.Flags().StringVar(&after, "after", "", "only instances whose IDs sort after this (to page)")
@@ -122,17 +122,14 @@ bounds the listing.`,
 	return c
 }
 
-func (a *app) sagaTypes(ctx context.Context, cat storekit.Catalog, svc *Service) error {
+func (a *app) sagaTypes(ctx context.Context, store eventstore.Store, svc *Service) error {
+	stored, err := sagaCounts(ctx, store)
+	if err != nil {
+		return err
+	}
 	counts := map[string]int{}
-	for s, err := range cat.Streams(ctx, saga.StreamPrefix, "") {
-		if err != nil {
-			return err
-		}
-		// A type's name has no "-" (saga.New refuses it), so the first one
-		// ends it; a stream without one holds no instance.
-		if typ, _, ok := strings.Cut(strings.TrimPrefix(s.Name, saga.StreamPrefix), "-"); ok {
-			counts[typ]++
-		}
+	for _, c := range stored {
+		counts[c.Type] = c.Instances
 	}
 	mounted := map[string]SagaRunner{}
 	if svc != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,26 +16,6 @@ import (
 // names. They are handed back through the runner, which knows which of its
 // consumers each belongs to; the deadletters command points saga
 // consumers here.
-
-// sagaDeadLetter is a row of sagas deadletters ls.
-type sagaDeadLetter struct {
-	ID           string              `json:"id"`
-	Consumer     string              `json:"consumer"`
-	Stream       string              `json:"stream"`
-	Version      uint64              `json:"version"`
-	Position     eventstore.Position `json:"position"`
-	EventID      string              `json:"event_id"`
-	EventType    string              `json:"event_type"`
-	Attempts     int                 `json:"attempts"`
-	Error        string              `json:"error"`
-	FirstFailure time.Time           `json:"first_failure"`
-	LastFailure  time.Time           `json:"last_failure"`
-}
-
-func deadLetterRow(d eventstore.DeadLetter) sagaDeadLetter {
-	e := d.Event
-	return sagaDeadLetter{d.ID, d.Consumer, e.StreamID, e.Version, e.Position, e.ID.String(), e.Type, d.Attempts, d.Error, d.FirstFailure, d.LastFailure}
-}
 
 func (a *app) sagasDeadLetters() *cobra.Command {
 	c := &cobra.Command{
@@ -58,17 +37,17 @@ instance's dead letters oldest first (ls lists them so).`,
 			if err != nil {
 				return err
 			}
-			rows := []sagaDeadLetter{}
+			rows := []deadLetterRow{}
 			for d, err := range s.deadLetters(ctx) {
 				if err != nil {
 					return err
 				}
-				rows = append(rows, deadLetterRow(d))
+				rows = append(rows, deadLetterRowOf(d, false))
 			}
 			return a.emit(rows, func(t *tableWriter) {
 				t.row("ID", "CONSUMER", "STREAM", "VERSION", "TYPE", "ATTEMPTS", "LAST FAILURE", "ERROR")
 				for _, r := range rows {
-					t.row(r.ID, r.Consumer, r.Stream, u64(r.Version), r.EventType, strconv.Itoa(r.Attempts), when(r.LastFailure), r.Error)
+					t.row(r.ID, r.Consumer, r.Stream, u64(r.Version), r.Type, strconv.Itoa(r.Attempts), when(r.LastFailure), r.Error)
 				}
 			})
 		},

@@ -186,6 +186,26 @@ func TestGoldenSagas(t *testing.T) {
 			step("sagas-parked", mounted, cli.ExitOK, "sagas", "parked", "ledger")
 			step("sagas-gaps", mounted, cli.ExitOK, "sagas", "gaps", "ledger")
 			step("sagas-unknown-type", mounted, cli.ExitUsage, "sagas", "parked", "nope")
+			// Only the service's binary sees the parked instances and gaps.
+			step("sagas-doctor-bare", cli.Options{}, cli.ExitAttention, "doctor")
+			step("sagas-doctor", mounted, cli.ExitAttention, "doctor")
+			r := run(t, mounted, "", "--store", url, "doctor", "--json")
+			var report struct {
+				Healthy  bool   `json:"healthy"`
+				Store    string `json:"store"`
+				Findings []struct {
+					What  string `json:"what"`
+					Where string `json:"where"`
+				} `json:"findings"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &report), r.stdout)
+			assert.False(t, report.Healthy)
+			assert.Equal(t, b.name, report.Store, "doctor names the store (the goldens hide it)")
+			var wheres []string
+			for _, f := range report.Findings {
+				wheres = append(wheres, f.Where)
+			}
+			assert.Contains(t, wheres, "saga ledger", "the parked instances and the gap")
 
 			// Not confirmed, stale, failing again: nothing moves.
 			step("sagas-retry-not-confirmed", mounted, cli.ExitNotConfirmed, "sagas", "retry", "ledger", "a", "e/notes/1")
@@ -235,6 +255,7 @@ func TestGoldenSagas(t *testing.T) {
 				t.Fatal("the skipped dead letter is still there")
 			}
 			step("sagas-ls-after", mounted, cli.ExitOK, "sagas", "ls")
+			step("sagas-doctor-after", mounted, cli.ExitOK, "doctor")
 		})
 	}
 }

@@ -55,9 +55,9 @@ with it (order- for the orders, saga:sale- for the sale saga's instances);
 			if len(types) > 0 {
 				list = streamsOfTypes(ctx, store, prefix, after, types)
 			} else {
-				cat, ok := store.(storekit.Catalog)
-				if !ok {
-					return fmt.Errorf("this store cannot list its streams (it is no storekit.Catalog)")
+				cat, err := catalogOf(store)
+				if err != nil {
+					return err
 				}
 				list = cat.Streams(ctx, prefix, after)
 			}

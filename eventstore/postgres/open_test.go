@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,4 +154,105 @@ func schemaExists(t *testing.T, schema string) bool {
 	err := newPoolOnce(t).QueryRow(context.Background(), `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&n)
 	require.NoError(t, err)
 	return n > 0
+}
+
+// A store opened read-only (the cairn command line's look) neither creates
+// nor migrates a schema: a fresh one is refused by name. On an existing
+// store it reads, subscribes (LISTEN works in a read-only session: the
+// subscriber below is woken by a notification, since its poll would come
+// only after the test's deadline), and every write is refused by the server.
+func TestReadOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	schema := server.NewSchema("readonly")
+	_, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema, ReadOnly: true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), schema, "the error names the schema")
+	assert.False(t, schemaExists(t, schema), "a read-only open created the schema")
+
+	rw := newStore(t, postgres.Options{Schema: schema})
+	placed, err := rw.Append(ctx, "order-1", eventstore.NoStream, event("order.placed"))
+	require.NoError(t, err)
+	ro, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema, ReadOnly: true, PollInterval: time.Hour})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, ro.Close()) }()
+
+	var read []eventstore.Event
+	for e, err := range ro.ReadStream(ctx, "order-1", eventstore.Forward(0)) {
+		require.NoError(t, err)
+		read = append(read, e)
+	}
+	require.Len(t, read, 1)
+	assert.Equal(t, placed.Position, read[0].Position)
+	head, err := ro.Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, placed.Position, head)
+
+	d := eventstore.DeadLetter{Consumer: "totals", Event: read[0], Error: "boom", Attempts: 1,
+		FirstFailure: time.Now().UTC(), LastFailure: time.Now().UTC()}
+	for name, write := range map[string]func() error{
+		"Append": func() error {
+			_, err := ro.Append(ctx, "order-2", eventstore.NoStream, event("order.placed"))
+			return err
+		},
+		"SaveCheckpoint": func() error {
+			return ro.SaveCheckpoint(ctx, "totals", eventstore.Start, placed.Position, 0)
+		},
+		"AcquireLease":   func() error { _, _, err := ro.AcquireLease(ctx, "totals", "host-1/cli", time.Minute); return err },
+		"ParkDeadLetter": func() error { _, err := ro.ParkDeadLetter(ctx, d); return err },
+		"SaveSnapshot": func() error {
+			return ro.SaveSnapshot(ctx, storekit.Snapshot{Stream: "order-1", Type: "order", SchemaVersion: 1, Data: []byte(`{}`)})
+		},
+	} {
+		err := write()
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "read-only transaction", name)
+	}
+	cp, err := ro.Checkpoint(ctx, "totals")
+	require.NoError(t, err)
+	assert.True(t, cp.Position.IsZero(), "nothing was written")
+
+	subCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	next, done := iter.Pull2(ro.Subscribe(subCtx, placed.Position, eventstore.Filter{}))
+	defer done()
+	// The first event is appended until it arrives: one appended before
+	// the subscriber's LISTEN began would be found only by the hour-long
+	// poll. The next ones are appended one at a time, each after the one
+	// before arrived, when the subscriber has nothing left to read and
+	// waits for a notification.
+	first := make(chan struct{})
+	var appender sync.WaitGroup
+	appender.Go(func() {
+		for {
+			if _, err := rw.Append(subCtx, "order-1", eventstore.Any, event("order.shipped")); err != nil {
+				return
+			}
+			select {
+			case <-first:
+				return
+			case <-subCtx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	e, err, ok := next()
+	close(first)
+	appender.Wait()
+	require.True(t, ok)
+	require.NoError(t, err, "the read-only subscription fails")
+	assert.Equal(t, "order.shipped", e.Type)
+	for range 2 {
+		r, err := rw.Append(ctx, "order-2", eventstore.Any, event("order.paid"))
+		require.NoError(t, err)
+		for {
+			e, err, ok := next()
+			require.True(t, ok)
+			require.NoError(t, err)
+			if e.Position == r.Position {
+				break
+			}
+		}
+	}
 }

@@ -1,0 +1,253 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/cli"
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// consumerGolden compares a run's output with its golden file.
+func consumerGolden(t *testing.T, name string, r result) {
+	t.Helper()
+	golden(t, name, r.stdout+"--- stderr\n"+r.stderr+"--- exit "+itoa(r.code)+"\n")
+}
+
+// TestGoldenConsumers runs the commands that look at consumers, and those
+// that would change them but are refused or not confirmed, on the
+// fixture, on every backend: nothing here changes the store.
+func TestGoldenConsumers(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"projections-ls", []string{"projections", "ls"}},
+		{"projections-ls-json", []string{"projections", "ls", "--json"}},
+		{"projections-status", []string{"projections", "status", "seats-view"}},
+		{"projections-status-leased", []string{"projections", "status", "orders-view"}},
+		{"projections-status-json", []string{"projections", "status", "stalled", "--json"}},
+		{"projections-status-unknown", []string{"projections", "status", "nobody"}},
+		{"projections-reset-leased", []string{"projections", "reset", "orders-view", "--to-start", "--yes"}},
+		{"projections-reset-unknown", []string{"projections", "reset", "nobody", "--to-start", "--yes"}},
+		{"projections-reset-no-target", []string{"projections", "reset", "stalled"}},
+		{"projections-reset-both-targets", []string{"projections", "reset", "stalled", "--to-start", "--after", "{P3}"}},
+		{"projections-reset-bad-position", []string{"projections", "reset", "stalled", "--after", "nowhere"}},
+		{"projections-reset-past-head", []string{"projections", "reset", "stalled", "--after", "999999999:0"}},
+		{"projections-reset-not-confirmed", []string{"projections", "reset", "stalled", "--after", "{P3}"}},
+		{"projections-rebuild-bare", []string{"projections", "rebuild", "orders-view", "--yes"}},
+		{"deadletters-ls", []string{"deadletters", "ls"}},
+		{"deadletters-ls-consumer", []string{"deadletters", "ls", "--consumer", "seats-view"}},
+		{"deadletters-ls-json", []string{"deadletters", "ls", "--consumer", "saga:sale", "--json"}},
+		{"deadletters-ls-none", []string{"deadletters", "ls", "--consumer", "orders-view"}},
+		{"deadletters-ls-unknown", []string{"deadletters", "ls", "--consumer", "nobody"}},
+		{"deadletters-show", []string{"deadletters", "show", seatsDL1, "--consumer", "seats-view"}},
+		{"deadletters-show-binary", []string{"deadletters", "show", seatsDL2, "--consumer", "seats-view", "--json"}},
+		{"deadletters-show-missing", []string{"deadletters", "show", missing, "--consumer", "seats-view"}},
+		{"deadletters-show-no-consumer", []string{"deadletters", "show", seatsDL1}},
+		{"deadletters-skip-not-confirmed", []string{"deadletters", "skip", seatsDL1, "--consumer", "seats-view"}},
+		{"deadletters-skip-missing", []string{"deadletters", "skip", missing, "--consumer", "seats-view", "--yes"}},
+		{"deadletters-retry-bare", []string{"deadletters", "retry", sagaDL, "--consumer", "saga:sale", "--yes"}},
+		{"doctor", []string{"doctor"}},
+		{"doctor-json", []string{"doctor", "--json"}},
+		{"doctor-max-lag", []string{"doctor", "--max-lag", "1"}},
+	}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			url, stored := consumerFixture(t, b)
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					r := run(t, cli.Options{}, "", append([]string{"--store", url}, substitute(tc.args, stored)...)...)
+					consumerGolden(t, tc.name, r)
+				})
+			}
+			// Nothing above changed the store.
+			s := reopen(t, url)
+			ctx := context.Background()
+			cp, err := s.Checkpoint(ctx, "stalled")
+			require.NoError(t, err)
+			assert.Equal(t, stored[1].Position, cp.Position, "a reset not confirmed moves nothing")
+			cp, err = s.Checkpoint(ctx, "orders-view")
+			require.NoError(t, err)
+			assert.Equal(t, stored[5].Position, cp.Position, "a leased consumer's reset is refused")
+			n, err := s.CountDeadLetters(ctx, "seats-view")
+			require.NoError(t, err)
+			assert.Equal(t, 2, n, "a skip not confirmed deletes nothing")
+		})
+	}
+}
+
+// TestGoldenConsumerChanges makes the changes, with --yes, and checks them
+// through the store.
+func TestGoldenConsumerChanges(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			url, stored := consumerFixture(t, b)
+			do := func(name string, args ...string) {
+				t.Helper()
+				r := run(t, cli.Options{}, "", append([]string{"--store", url}, substitute(args, stored)...)...)
+				consumerGolden(t, name, r)
+				require.Equal(t, cli.ExitOK, r.code, r.stderr)
+			}
+			do("projections-reset-after", "projections", "reset", "stalled", "--after", "{P3}", "--yes")
+			do("projections-reset-to-start", "projections", "reset", "seats-view", "--to-start", "--yes", "--json")
+			do("deadletters-skip", "deadletters", "skip", seatsDL1, "--consumer", "seats-view", "--yes")
+
+			s := reopen(t, url)
+			ctx := context.Background()
+			cp, err := s.Checkpoint(ctx, "stalled")
+			require.NoError(t, err)
+			assert.Equal(t, stored[3].Position, cp.Position)
+			cp, err = s.Checkpoint(ctx, "seats-view")
+			require.NoError(t, err)
+			assert.Equal(t, eventstore.Start, cp.Position)
+			_, err = s.DeadLetter(ctx, "seats-view", seatsDL1)
+			require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound, "skipped")
+			_, err = s.DeadLetter(ctx, "seats-view", seatsDL2)
+			require.NoError(t, err, "the other dead letter stays")
+		})
+	}
+}
+
+// TestConsumersJSON parses --json back: the field names scripts rely on.
+func TestConsumersJSON(t *testing.T) {
+	url, stored := consumerFixture(t, backends()[0])
+
+	r := run(t, cli.Options{}, "", "--store", url, "projections", "ls", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var consumers []struct {
+		Name          string `json:"name"`
+		Checkpoint    string `json:"checkpoint"`
+		LeaseHolder   string `json:"lease_holder"`
+		LeaseLive     bool   `json:"lease_live"`
+		DeadLetters   int    `json:"dead_letters"`
+		Pending       int    `json:"pending"`
+		PendingCapped bool   `json:"pending_capped"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &consumers))
+	require.Len(t, consumers, 4)
+	byName := map[string]int{}
+	for i, c := range consumers {
+		byName[c.Name] = i
+	}
+	orders := consumers[byName["orders-view"]]
+	assert.Equal(t, stored[5].Position.String(), orders.Checkpoint)
+	assert.Equal(t, "host-1/orders-view", orders.LeaseHolder)
+	assert.True(t, orders.LeaseLive)
+	assert.Equal(t, 2, orders.Pending)
+	stalled := consumers[byName["stalled"]]
+	assert.False(t, stalled.LeaseLive)
+	assert.Equal(t, 6, stalled.Pending)
+	assert.Equal(t, 2, consumers[byName["seats-view"]].DeadLetters)
+
+	r = run(t, cli.Options{}, "", "--store", url, "projections", "status", "seats-view", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var status struct {
+		Name   string `json:"name"`
+		Oldest struct {
+			ID     string `json:"id"`
+			Stream string `json:"stream"`
+		} `json:"oldest"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &status))
+	assert.Equal(t, "seats-view", status.Name)
+	assert.Equal(t, seatsDL1, status.Oldest.ID)
+	assert.Equal(t, "seats-1", status.Oldest.Stream)
+
+	r = run(t, cli.Options{}, "", "--store", url, "deadletters", "ls", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var dls []struct {
+		Consumer string `json:"consumer"`
+		ID       string `json:"id"`
+		Attempts int    `json:"attempts"`
+		Error    string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &dls))
+	require.Len(t, dls, 3)
+	assert.Equal(t, "saga:sale", dls[0].Consumer)
+	assert.Equal(t, sagaDL, dls[0].ID)
+	assert.Equal(t, seatsDL2, dls[2].ID)
+	assert.Equal(t, 3, dls[1].Attempts)
+
+	r = run(t, cli.Options{}, "", "--store", url, "doctor", "--json")
+	require.Equal(t, cli.ExitAttention, r.code, r.stderr)
+	var report struct {
+		Healthy       bool `json:"healthy"`
+		SchemaVersion int  `json:"schema_version"`
+		Consumers     []struct {
+			Name string `json:"name"`
+		} `json:"consumers"`
+		Sagas []struct {
+			Type      string `json:"type"`
+			Instances int    `json:"instances"`
+		} `json:"sagas"`
+		Findings []struct {
+			What  string `json:"what"`
+			Where string `json:"where"`
+			Do    string `json:"do"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report), "one JSON document, without an error object after it")
+	assert.False(t, report.Healthy)
+	assert.Positive(t, report.SchemaVersion)
+	assert.Len(t, report.Consumers, 4)
+	assert.Equal(t, []struct {
+		Type      string `json:"type"`
+		Instances int    `json:"instances"`
+	}{{"sale", 1}}, report.Sagas)
+	var where []string
+	for _, f := range report.Findings {
+		where = append(where, f.Where)
+	}
+	assert.Equal(t, []string{"consumer saga:sale", "consumer seats-view", "consumer stalled"}, where)
+}
+
+// A store whose consumers are all caught up, without dead letters, is
+// healthy: exit code 0.
+func TestDoctorHealthy(t *testing.T) {
+	url, store := backends()[0].create(t)
+	stored := buildFixture(t, store)
+	ctx := context.Background()
+	require.NoError(t, store.(consumerStores).SaveCheckpoint(ctx, "orders-view", eventstore.Start, stored[7].Position, 0))
+	require.NoError(t, store.Close())
+
+	r := run(t, cli.Options{}, "", "--store", url, "doctor")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "healthy: nothing needs attention")
+}
+
+// Past the cap, the events after a checkpoint are not counted further:
+// the count says so ("3+"), and doctor takes it as too far behind.
+func TestPendingCap(t *testing.T) {
+	defer cli.SetPendingCap(3)()
+	url, _ := consumerFixture(t, backends()[0])
+
+	r := run(t, cli.Options{}, "", "--store", url, "projections", "ls")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Regexp(t, `(?m)^stalled .* 3\+ `, r.stdout)
+	assert.Regexp(t, `(?m)^orders-view .* 2 `, r.stdout, "under the cap, the count is exact")
+
+	r = run(t, cli.Options{}, "", "--store", url, "doctor", "--json")
+	require.Equal(t, cli.ExitAttention, r.code, r.stderr)
+	var report struct {
+		Consumers []struct {
+			Name          string `json:"name"`
+			Pending       int    `json:"pending"`
+			PendingCapped bool   `json:"pending_capped"`
+		} `json:"consumers"`
+		Findings []struct {
+			What  string `json:"what"`
+			Where string `json:"where"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+	stalled := report.Consumers[3]
+	assert.Equal(t, "stalled", stalled.Name)
+	assert.Equal(t, 3, stalled.Pending)
+	assert.True(t, stalled.PendingCapped)
+	assert.Contains(t, report.Findings[len(report.Findings)-1].What, "3+ events behind")
+}

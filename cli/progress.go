@@ -27,7 +27,10 @@ type progress struct {
 const plainEvery = 5 * time.Second
 
 func (a *app) newProgress(what string) *progress {
-	p := &progress{w: a.stderr, what: what, every: plainEvery, started: time.Now()}
+	now := time.Now()
+	// Off a terminal the first line comes after plainEvery, so that a
+	// short run prints only its last.
+	p := &progress{w: a.stderr, what: what, every: plainEvery, started: now, lastLine: now}
 	switch {
 	case a.asJSON:
 		p.w = nil

@@ -265,7 +265,7 @@ func (c *consumers) AcquireLease(ctx context.Context, name, holder string, ttl t
 	if held && l.Holder != holder && now.Before(l.Expires) {
 		return l, false, nil
 	}
-	if !held || l.Holder != holder {
+	if !held || l.Holder != holder || released(l) {
 		c.fences[name]++
 		l = storekit.Lease{Name: name, Holder: holder, Fence: c.fences[name]}
 	}
@@ -294,7 +294,7 @@ func (c *consumers) RenewLease(ctx context.Context, l storekit.Lease, ttl time.D
 // held now (lapsed or not, while nobody else acquired it).
 func (c *consumers) heldLocked(l storekit.Lease) error {
 	cur, held := c.leases[l.Name]
-	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence {
+	if !held || cur.Holder != l.Holder || cur.Fence != l.Fence || released(cur) {
 		return &storekit.LeaseLostError{Name: l.Name, Holder: l.Holder, Fence: l.Fence}
 	}
 	return nil
@@ -321,6 +321,16 @@ func (c *consumers) ReleaseLease(ctx context.Context, l storekit.Lease) error {
 	if err := c.heldLocked(l); err != nil {
 		return err
 	}
-	delete(c.leases, l.Name)
+	// The lease stays, lapsed, as SQL stores keep its row: the catalog
+	// lists it (see [Store.Consumers]), and its next holder's fence is
+	// one more, as a change of hands' always is.
+	cur := c.leases[l.Name]
+	cur.Expires = time.Time{}
+	c.leases[l.Name] = cur
 	return nil
 }
+
+// released reports a lease given up by [consumers.ReleaseLease]: it
+// expires at the zero time, as a released lease reads in SQL stores, and
+// nobody holds it, not even its last holder.
+func released(l storekit.Lease) bool { return l.Expires.IsZero() }

@@ -24,7 +24,7 @@ import (
 )
 
 // Store is an in-memory event store that implements every interface of
-// package storekit: [storekit.CommandIndex], [storekit.SnapshotStore],
+// package storekit: [storekit.CommandIndex], [storekit.SnapshotStore], [storekit.Catalog],
 // [storekit.DeadLetterStore], [storekit.LeaseStore], and
 // [storekit.TxCheckpointStore] and [storekit.TxLeaseStore] with [*Tx]. The
 // zero value is not usable; call [New].

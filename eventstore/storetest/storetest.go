@@ -125,6 +125,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 	runIf[storekit.CheckpointStore](parts, "Checkpoints", "storekit.CheckpointStore", probe, newStore, checkpointTests)
 	runIf[storekit.DeadLetterStore](parts, "DeadLetters", "storekit.DeadLetterStore", probe, newStore, deadLetterTests)
 	runIf[storekit.LeaseStore](parts, "Leases", "storekit.LeaseStore", probe, newStore, leaseTests)
+	runIf[catalogStore](parts, "Catalog", "storekit.Catalog", probe, newStore, catalogTests)
 	if opts.ReadModel != nil {
 		opts.ReadModel.run(parts, newStore, opts, probe)
 	} else {

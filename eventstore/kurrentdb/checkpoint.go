@@ -90,15 +90,25 @@ func (s *Store) storedCheckpoint(ctx context.Context, name string) (storekit.Che
 	if err != nil || last == nil {
 		return storekit.Checkpoint{}, after(last), err
 	}
+	cp, err := decodeCheckpoint(stream, name, last)
+	if err != nil {
+		return storekit.Checkpoint{}, nil, err
+	}
+	return cp, after(last), nil
+}
+
+// decodeCheckpoint returns the checkpoint of consumer name that last, the
+// last record of its stream, keeps.
+func decodeCheckpoint(stream, name string, last *esdb.RecordedEvent) (storekit.Checkpoint, error) {
 	var f checkpointFields
 	if err := decodeRecord(stream, last, checkpointRecord, &f); err != nil {
-		return storekit.Checkpoint{}, nil, err
+		return storekit.Checkpoint{}, err
 	}
 	switch {
 	case f.Consumer != name:
-		return storekit.Checkpoint{}, nil, corruptRecord(stream, last, fmt.Sprintf("is the checkpoint of consumer %q", f.Consumer))
+		return storekit.Checkpoint{}, corruptRecord(stream, last, fmt.Sprintf("is the checkpoint of consumer %q", f.Consumer))
 	case f.Fence > math.MaxInt64:
-		return storekit.Checkpoint{}, nil, corruptRecord(stream, last, fmt.Sprintf("has fence %d, which no lease hands out", f.Fence))
+		return storekit.Checkpoint{}, corruptRecord(stream, last, fmt.Sprintf("has fence %d, which no lease hands out", f.Fence))
 	}
-	return storekit.Checkpoint{Position: f.Position, Fence: f.Fence}, after(last), nil
+	return storekit.Checkpoint{Position: f.Position, Fence: f.Fence}, nil
 }

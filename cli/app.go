@@ -51,6 +51,7 @@ func newApp(opts Options) *app {
 var commands = []func(a *app) *cobra.Command{
 	(*app).streamsCommand,
 	(*app).eventsCommand,
+	(*app).copyCommand,
 }
 
 func (a *app) root() *cobra.Command {

@@ -87,8 +87,8 @@ func (c *copier) loadConsumers(ctx context.Context) error {
 // copy without Consumers never does.
 func (c *copier) scanCopied(ctx context.Context) error {
 	resumed := c.report.ResumedAfter
-	if resumed.IsZero() {
-		return nil
+	if resumed.IsZero() || !c.translator.unresolvedBefore(nil) {
+		return nil // a first run, or no checkpoint to translate
 	}
 	// A checkpoint before the first event after the resume point maps to
 	// an event already copied.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -76,6 +77,32 @@ func (c *copier) loadConsumers(ctx context.Context) error {
 		}
 	}
 	c.translator = newTranslator(checkpoints)
+	return c.refuseLeased(ctx)
+}
+
+// refuseLeased refuses to copy consumers' state into a target where one of
+// the consumers holds a live lease: it runs there, and a translated
+// checkpoint would move it back to where the source's stands, making it
+// apply again what it applied. A target that lists no consumers (no
+// storekit.Catalog) is not checked.
+func (c *copier) refuseLeased(ctx context.Context) error {
+	cat, ok := c.to.(storekit.Catalog)
+	if !ok {
+		return nil
+	}
+	copied := make(map[string]bool, len(c.consumers))
+	for _, ci := range c.consumers {
+		copied[ci.Name] = true
+	}
+	now := time.Now()
+	for ci, err := range cat.Consumers(ctx) {
+		if err != nil {
+			return fmt.Errorf("storecopy: list the target's consumers: %w", err)
+		}
+		if copied[ci.Name] && ci.HasLease && ci.Lease.Expires.After(now) {
+			return &LeasedError{Consumer: ci.Name, Holder: ci.Lease.Holder, Expires: ci.Lease.Expires}
+		}
+	}
 	return nil
 }
 

@@ -285,3 +285,22 @@ func TestConsumersNeedACatalog(t *testing.T) {
 	assert.Equal(t, "storekit.SnapshotStore", unsupported.Missing)
 	assert.Empty(t, readAll(t, to), "nothing copied")
 }
+
+// TestConsumersRunningOnTheTarget refuses to copy consumer state over a
+// consumer that holds a lease in the target: it runs there.
+func TestConsumersRunningOnTheTarget(t *testing.T) {
+	ctx := context.Background()
+	from, to := memory.New(), memory.New()
+	appendItems(t, from, 0, 3)
+	require.NoError(t, from.SaveCheckpoint(ctx, "view", eventstore.Start, readAll(t, from)[1].Position, 0))
+	_, ok, err := to.AcquireLease(ctx, "view", "service-1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = storecopy.Copy(ctx, from, to, storecopy.Options{Consumers: true})
+	var leased *storecopy.LeasedError
+	require.ErrorAs(t, err, &leased)
+	require.ErrorIs(t, err, storecopy.ErrLeased)
+	assert.Equal(t, "view", leased.Consumer)
+	assert.Equal(t, "service-1", leased.Holder)
+	assert.Empty(t, readAll(t, to), "nothing copied")
+}

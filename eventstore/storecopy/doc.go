@@ -42,6 +42,9 @@
 // processes. The copies' own checkpoints (named CheckpointPrefix...) are
 // not copied either.
 //
+// A copy refuses to carry the state of a consumer that holds a live
+// lease in the target ([*LeasedError]): it runs there.
+//
 // Consumer state is copied as it is when the copy reads it: the
 // checkpoints when the run begins, the dead letters when its events are
 // copied. A consumer that runs meanwhile moves on in the source only. To

@@ -3,6 +3,7 @@ package storecopy
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -90,3 +91,25 @@ func (e *MissingEventError) Error() string {
 
 // Is makes errors.Is(err, ErrMissingEvent) true.
 func (e *MissingEventError) Is(target error) bool { return target == ErrMissingEvent }
+
+// ErrLeased matches every [*LeasedError].
+var ErrLeased = errors.New("storecopy: a consumer runs on the target")
+
+// LeasedError reports a consumer that holds a live lease in the target of
+// a copy with Options.Consumers: it runs there, so its state there is its
+// own, and the copy, which would move it back to the source's, copies
+// nothing. Stop it and rerun the copy, or copy without Consumers.
+type LeasedError struct {
+	Consumer, Holder string
+	// Expires is when the lease lapses unless renewed, by the target's
+	// clock.
+	Expires time.Time
+}
+
+func (e *LeasedError) Error() string {
+	return fmt.Sprintf("storecopy: consumer %q runs on the target (%q holds its lease until %s): copying its state would move it back to the source's",
+		e.Consumer, e.Holder, e.Expires.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrLeased) true.
+func (e *LeasedError) Is(target error) bool { return target == ErrLeased }

@@ -47,6 +47,17 @@ func TestGoldenCopy(t *testing.T) {
 	require.NoError(t, s.Close())
 	conflicting := "sqlite://" + conflictPath
 
+	// A target that holds one more event in order-1 than the source, after
+	// a first copy: the rerun's verification finds it.
+	mismatchPath := filepath.Join(t.TempDir(), "mismatch.db")
+	mismatching := "sqlite://" + mismatchPath
+	require.Equal(t, cli.ExitOK, run(t, cli.Options{}, "", "copy", "--from", from, "--to", mismatching, "--yes").code)
+	s, err = sqlite.Open(context.Background(), mismatchPath, sqlite.Options{})
+	require.NoError(t, err)
+	_, err = s.Append(context.Background(), "order-1", eventstore.Exact(2), eventstore.EventData{ID: eventID(1001), Type: "extra", Data: []byte(`{}`)})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
 	cases := []struct {
 		name string
 		args []string
@@ -55,6 +66,7 @@ func TestGoldenCopy(t *testing.T) {
 		{"copy-rerun", []string{"copy", "--from", from, "--to", to, "--consumers", "--yes"}},
 		{"copy-not-confirmed", []string{"copy", "--from", from, "--to", to}},
 		{"copy-conflict", []string{"copy", "--from", from, "--to", conflicting, "--yes"}},
+		{"copy-mismatch", []string{"copy", "--from", from, "--to", mismatching, "--yes"}},
 		{"copy-no-to", []string{"copy", "--from", from}},
 		{"copy-same", []string{"copy", "--from", from, "--to", from}},
 	}

@@ -142,6 +142,12 @@ type Report struct {
 // copied after each append (see [Options.Name]), and a rerun continues
 // from there.
 //
+// With Options.Consumers and Options.Snapshots, Copy also carries the
+// consumers' checkpoints (translated into the target's positions) and dead
+// letters, and the aggregates' snapshots: see the package documentation.
+// A store that lacks what they need is an [*UnsupportedError], a consumer
+// that runs on the target a [*LeasedError], and Copy then copies nothing.
+//
 // Copy stops at the end of ctx, with whole appends in the target, and
 // returns ctx's error. nil stores, or the same store as from and to, are
 // an *eventstore.InvalidArgumentError. When the verification pass finds

@@ -46,7 +46,7 @@
 // lease in the target ([*LeasedError]): it runs there.
 //
 // Consumer state is copied as it is when the copy reads it: the
-// checkpoints when the run begins, the dead letters when its events are
+// checkpoints when the run begins, the dead letters after its events are
 // copied. A consumer that runs meanwhile moves on in the source only. To
 // move a service, copy while it runs (the bulk of the events), stop it,
 // then run the copy again: the rerun carries the events appended since,

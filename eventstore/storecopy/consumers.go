@@ -207,9 +207,8 @@ func (c *copier) targetEvent(ctx context.Context, ref eventRef) (eventstore.Even
 // copied, as they belong to running retries.
 func (c *copier) copyDeadLetters(ctx context.Context) error {
 	for _, ci := range c.consumers {
-		if ci.DeadLetters == 0 {
-			continue
-		}
+		// Read even when the catalog counted none at the start: the
+		// consumer may have parked one since.
 		for d, err := range c.state.fromLetters.DeadLetters(ctx, ci.Name) {
 			if err != nil {
 				return fmt.Errorf("storecopy: read the dead letters of consumer %q in the source: %w", ci.Name, err)

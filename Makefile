@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test test-main test-kurrentdb bench lint demo demo-v2 fuzz sim torture soak clean
+.PHONY: all build test test-main test-kurrentdb test-cmd bench lint demo demo-v2 fuzz sim torture soak clean
 
 all: build lint test
 
@@ -20,10 +20,14 @@ all: build lint test
 # go.work, so that every go command in it works the same on a clean clone
 # and in CI, with no workspace file to keep in step.
 KURRENTDB     := eventstore/kurrentdb
+# The cairn binary is a module of its own too, since it takes the KurrentDB
+# store, and builds the same way, against both (two replace directives).
+CAIRN_CMD     := cmd/cairn
 
 build:
 	$(GO) build ./...
 	cd $(KURRENTDB) && $(GO) build ./...
+	cd $(CAIRN_CMD) && $(GO) build ./...
 
 # The PostgreSQL tests start a throwaway server of their own (internal/testrig/pgtest)
 # unless CAIRN_POSTGRES_URL names one; the KurrentDB store runs against its own
@@ -60,6 +64,14 @@ test-kurrentdb:
 	@# real server too when CAIRN_KURRENTDB_URL names one).
 	cd $(KURRENTDB) && $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@[ -n "$$CAIRN_KURRENTDB_URL" ] || echo "kurrentdb: CAIRN_KURRENTDB_URL is not set, so its suites ran against the protocol-level test server only (docs/kurrentdb.md: running them against a real KurrentDB)"
+	@# The cairn binary after the KurrentDB store, in this lane rather than
+	@# a third: make test runs on two cores, and its tests are short.
+	@$(MAKE) --no-print-directory test-cmd
+
+test-cmd:
+	@# The cairn binary, built and run as a child process, on SQLite and
+	@# on the KurrentDB test server run as a process of its own.
+	cd $(CAIRN_CMD) && $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 # Full-size checks that take too long for every test run; each suite reads
 # CAIRN_TORTURE=1 and runs at its issue's full size. Figures: docs/reliability.md.
@@ -80,6 +92,7 @@ torture:
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)
 	cd $(KURRENTDB) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m ./...
+	cd $(CAIRN_CMD) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m ./...
 
 lint:
 	@.ci/no-build-outputs
@@ -89,15 +102,17 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	cd $(KURRENTDB) && $(GO) vet ./...
+	cd $(CAIRN_CMD) && $(GO) vet ./...
 	$(GO) vet -tags cairnfailpoints ./internal/failpoint/ ./internal/testrig/crashmatrix/
 	$(GO) run $(STATICCHECK) ./...
 	cd $(KURRENTDB) && $(GO) run $(STATICCHECK) ./...
+	cd $(CAIRN_CMD) && $(GO) run $(STATICCHECK) ./...
 	@# Programs on SQLite, PostgreSQL or memory get no gRPC.
 	@if $(GO) mod graph | grep -q 'google.golang.org/grpc@'; then \
 		echo "the main module's graph has gRPC in it: only $(KURRENTDB) may"; exit 1; fi
 	@# govulncheck cannot reach its database here: known advisories are
 	@# pinned as minimum versions instead (internal/tools/depaudit/minimums.txt).
-	$(GO) run ./internal/tools/depaudit internal/tools/depaudit/minimums.txt . $(KURRENTDB)
+	$(GO) run ./internal/tools/depaudit internal/tools/depaudit/minimums.txt . $(KURRENTDB) $(CAIRN_CMD)
 
 # The soak (issue 14): the reservation flow on SQLite at a steady rate for
 # SOAK, its saga runner SIGKILLed at random; memory, goroutines and lag must

@@ -55,6 +55,7 @@ var commands = []func(a *app) *cobra.Command{
 	(*app).deadLettersCommand,
 	(*app).doctorCommand,
 	(*app).sagasCommand,
+	(*app).copyCommand,
 }
 
 func (a *app) root() *cobra.Command {

@@ -34,7 +34,8 @@ func benchBatchOf(stream int) []eventstore.EventData {
 
 // BenchmarkCopySQLiteToPostgres copies 10,000 events from a SQLite file
 // into a fresh PostgreSQL schema per iteration: "copy" without the
-// counting and verification passes, "full" with them. Compare its
+// counting and verification passes, "full" with them, "consumers" as
+// "copy" carrying 20 consumers' checkpoints spread over the log. Compare its
 // events/s with BenchmarkPostgresAppend100's, run in the same go test.
 func BenchmarkCopySQLiteToPostgres(b *testing.B) {
 	ctx := context.Background()
@@ -43,12 +44,21 @@ func BenchmarkCopySQLiteToPostgres(b *testing.B) {
 		_, err := src.Append(ctx, fmt.Sprint("bench-", s), eventstore.NoStream, benchBatchOf(s)...)
 		require.NoError(b, err)
 	}
+	i := 0
+	for e, err := range src.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
+		require.NoError(b, err)
+		if i%(benchEvents/20) == 0 {
+			require.NoError(b, src.SaveCheckpoint(ctx, fmt.Sprint("consumer-", i), eventstore.Start, e.Position, 0))
+		}
+		i++
+	}
 	for _, c := range []struct {
 		name string
 		opts storecopy.Options
 	}{
 		{"copy", storecopy.Options{NoCount: true, NoVerify: true}},
 		{"full", storecopy.Options{}},
+		{"consumers", storecopy.Options{NoCount: true, NoVerify: true, Consumers: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

@@ -58,6 +58,16 @@ type Options struct {
 	// NoVerify skips the pass that compares both stores after the copy;
 	// Report.Verification is then nil.
 	NoVerify bool
+	// Consumers copies the consumers' state as well: each checkpoint,
+	// translated into the target's positions, and the dead letters. The
+	// source must be a storekit.Catalog and a storekit.DeadLetterStore,
+	// the target a storekit.CheckpointStore and a storekit.DeadLetterStore
+	// (every store of Cairn is all of them); otherwise Copy copies nothing
+	// and returns an [*UnsupportedError]. See the package documentation.
+	Consumers bool
+	// Snapshots copies the aggregates' snapshots as well. The source must
+	// be a storekit.Catalog, the target a storekit.SnapshotStore.
+	Snapshots bool
 }
 
 // Progress is how far a running [Copy] is.
@@ -102,6 +112,16 @@ type Report struct {
 	Duplicates int64
 	// Appends counts the appends that wrote events.
 	Appends int64
+	// Consumers counts the consumers' checkpoints that this run saved in
+	// the target, translated (Options.Consumers): a rerun that finds them
+	// in place saves, and counts, none.
+	Consumers int64
+	// DeadLetters counts the dead letters this run parked in the target
+	// (Options.Consumers); those the target held already are not counted.
+	DeadLetters int64
+	// Snapshots counts the snapshots this run saved in the target
+	// (Options.Snapshots); those the target held alike are not counted.
+	Snapshots int64
 	// Elapsed is the time the copy took, verification included.
 	Elapsed time.Duration
 	// Verification is the result of the verification pass; nil when it
@@ -122,6 +142,12 @@ type Report struct {
 // copied after each append (see [Options.Name]), and a rerun continues
 // from there.
 //
+// With Options.Consumers and Options.Snapshots, Copy also carries the
+// consumers' checkpoints (translated into the target's positions) and dead
+// letters, and the aggregates' snapshots: see the package documentation.
+// A store that lacks what they need is an [*UnsupportedError], a consumer
+// that runs on the target a [*LeasedError], and Copy then copies nothing.
+//
 // Copy stops at the end of ctx, with whole appends in the target, and
 // returns ctx's error. nil stores, or the same store as from and to, are
 // an *eventstore.InvalidArgumentError. When the verification pass finds
@@ -131,11 +157,15 @@ func Copy(ctx context.Context, from, to eventstore.Store, opts Options) (Report,
 	if err := checkStores(from, to); err != nil {
 		return Report{}, err
 	}
-	c := &copier{from: from, to: to, opts: opts, began: time.Now()}
+	state, err := checkState(from, to, opts)
+	if err != nil {
+		return Report{}, err
+	}
+	c := &copier{from: from, to: to, opts: opts, state: state, began: time.Now()}
 	if c.opts.ProgressEvery <= 0 {
 		c.opts.ProgressEvery = DefaultProgressEvery
 	}
-	err := c.run(ctx)
+	err = c.run(ctx)
 	c.report.Elapsed = time.Since(c.began)
 	return c.report, err
 }
@@ -150,6 +180,10 @@ type copier struct {
 	fence       storekit.Fence
 	saved       eventstore.Position // the checkpoint as stored
 
+	state      stateStores
+	consumers  []storekit.ConsumerInfo // the source's, with Options.Consumers
+	translator *translator             // nil without Options.Consumers
+
 	total, done  int64
 	lastProgress time.Time
 	report       Report
@@ -158,6 +192,19 @@ type copier struct {
 func (c *copier) run(ctx context.Context) error {
 	if err := c.resume(ctx); err != nil {
 		return err
+	}
+	if c.opts.Consumers {
+		if c.checkpoints == nil {
+			// An empty source: no event to copy, nothing to translate
+			// to, and no name to keep progress under.
+			return nil
+		}
+		if err := c.loadConsumers(ctx); err != nil {
+			return err
+		}
+		if err := c.scanCopied(ctx); err != nil {
+			return err
+		}
 	}
 	if !c.opts.NoCount {
 		n, err := count(ctx, c.from, c.report.ResumedAfter)
@@ -168,6 +215,12 @@ func (c *copier) run(ctx context.Context) error {
 	}
 	err := c.copyEvents(ctx)
 	c.progress(true)
+	if err == nil && c.opts.Consumers {
+		err = c.copyDeadLetters(ctx)
+	}
+	if err == nil && c.opts.Snapshots {
+		err = c.copySnapshots(ctx)
+	}
 	if err != nil || c.opts.NoVerify {
 		return err
 	}
@@ -266,6 +319,12 @@ func (c *copier) copyEvents(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("storecopy: read the source after %s: %w", c.report.Last, err)
 		}
+		if c.translator != nil {
+			// Before e joins a batch: the checkpoints it resolves map to
+			// events already in b or appended, which the next flush
+			// writes after its append.
+			c.translator.feed(&e)
+		}
 		if !b.fits(&e) {
 			if err := c.flush(ctx, &b); err != nil {
 				return err
@@ -273,8 +332,11 @@ func (c *copier) copyEvents(ctx context.Context) error {
 		}
 		b.add(&e)
 	}
+	if c.translator != nil {
+		c.translator.end()
+	}
 	if len(b.events) == 0 {
-		return nil
+		return c.writeCheckpoints(ctx)
 	}
 	return c.flush(ctx, &b)
 }
@@ -307,6 +369,9 @@ func (c *copier) flush(ctx context.Context, b *batch) error {
 	c.report.Copied += int64(len(b.events) - held)
 	if held < len(b.events) {
 		c.report.Appends++
+	}
+	if err := c.writeCheckpoints(ctx); err != nil {
+		return err
 	}
 	if c.checkpoints != nil {
 		if err := c.checkpoints.SaveCheckpoint(ctx, c.report.Checkpoint, c.saved, b.last, c.fence); err != nil {

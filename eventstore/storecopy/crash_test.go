@@ -27,8 +27,10 @@ import (
 const crashChildEnv = "CAIRN_STORECOPY_CRASH_CHILD"
 
 // TestCopyKilled copies one SQLite file into another in a child process,
-// kills it with SIGKILL part-way a few times, then copies to the end and
-// checks that the target holds every event exactly once, as the source.
+// with the consumers' state, kills it with SIGKILL part-way a few times,
+// then copies to the end and checks that the target holds every event
+// exactly once, as the source, and every consumer's checkpoint at the
+// target's copy of its event.
 func TestCopyKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes")
@@ -40,6 +42,14 @@ func TestCopyKilled(t *testing.T) {
 	require.NoError(t, err)
 	writeLog(t, src, 150)
 	want := readAll(t, src)
+	// Consumers spread over the log, so that kills land before, between
+	// and after their events.
+	consumers := map[string]eventstore.Event{}
+	for i := 0; i < len(want); i += len(want) / 9 {
+		name := fmt.Sprintf("consumer-%03d", i)
+		consumers[name] = want[i]
+		require.NoError(t, src.SaveCheckpoint(ctx, name, eventstore.Start, want[i].Position, 0))
+	}
 	require.NoError(t, src.Close())
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
@@ -59,13 +69,18 @@ func TestCopyKilled(t *testing.T) {
 
 	src = openSQLite(t, srcPath)
 	dst := openSQLite(t, dstPath)
-	r, err := storecopy.Copy(ctx, src, dst, storecopy.Options{})
+	r, err := storecopy.Copy(ctx, src, dst, storecopy.Options{Consumers: true})
 	require.NoError(t, err)
 	assert.LessOrEqual(t, r.Duplicates, int64(maxRun), "at most the one append the kill left unrecorded")
 	require.NotNil(t, r.Verification)
 	assert.Empty(t, r.Verification.Mismatches)
 	assert.Equal(t, 5, r.Verification.Streams)
 	requireSameEvents(t, want, readAll(t, dst))
+	for name, e := range consumers {
+		cp, err := dst.Checkpoint(ctx, name)
+		require.NoError(t, err)
+		assert.Equal(t, targetPosition(t, dst, e.ID), cp.Position, name)
+	}
 }
 
 // maxRun is the longest run of one stream in writeLog's log:
@@ -137,7 +152,7 @@ func TestHelperCopyChild(t *testing.T) {
 		return s
 	}
 	src, dst := open(paths[0]), open(paths[1])
-	_, err := storecopy.Copy(ctx, src, dst, storecopy.Options{NoVerify: true, ProgressEvery: 20 * time.Millisecond,
+	_, err := storecopy.Copy(ctx, src, dst, storecopy.Options{NoVerify: true, Consumers: true, ProgressEvery: 20 * time.Millisecond,
 		Progress: func(p storecopy.Progress) {
 			// One write per line: the parent sees whole lines or none.
 			_, _ = fmt.Fprintf(os.Stdout, "progress %d %d\n", p.Done, p.Total)

@@ -3,6 +3,7 @@ package storecopy
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -46,3 +47,69 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // Unwrap returns the target's refusal.
 func (e *ConflictError) Unwrap() error { return e.Err }
+
+// ErrUnsupported matches every [*UnsupportedError].
+var ErrUnsupported = errors.New("storecopy: a store cannot do what the copy was asked to")
+
+// UnsupportedError reports a store that lacks an interface an option of
+// [Options] needs: [Copy] then copies nothing.
+type UnsupportedError struct {
+	// Store is "source" or "target"; Type is its Go type.
+	Store, Type string
+	// Option is the option that needs it: "Consumers" or "Snapshots".
+	Option string
+	// Missing is the interface the store does not implement, as
+	// "storekit.Catalog".
+	Missing string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("storecopy: Options.%s needs the %s to be a %s, which %s is not", e.Option, e.Store, e.Missing, e.Type)
+}
+
+// Is makes errors.Is(err, ErrUnsupported) true.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+// ErrMissingEvent matches every [*MissingEventError].
+var ErrMissingEvent = errors.New("storecopy: an event is not in the target")
+
+// MissingEventError reports a source event that consumer state refers to
+// (a checkpoint's event, a dead letter's) and that the target does not
+// hold at its stream and version: appended to the source after the copy
+// pass read it, or the target changed meanwhile. A rerun copies it.
+type MissingEventError struct {
+	Stream  string
+	Version uint64
+	// ID is the source event's.
+	ID uuid.UUID
+}
+
+func (e *MissingEventError) Error() string {
+	return fmt.Sprintf("the target does not hold event %s at version %d of stream %q (copied after the source's events were read? a rerun copies it)",
+		e.ID, e.Version, e.Stream)
+}
+
+// Is makes errors.Is(err, ErrMissingEvent) true.
+func (e *MissingEventError) Is(target error) bool { return target == ErrMissingEvent }
+
+// ErrLeased matches every [*LeasedError].
+var ErrLeased = errors.New("storecopy: a consumer runs on the target")
+
+// LeasedError reports a consumer that holds a live lease in the target of
+// a copy with Options.Consumers: it runs there, so its state there is its
+// own, and the copy, which would move it back to the source's, copies
+// nothing. Stop it and rerun the copy, or copy without Consumers.
+type LeasedError struct {
+	Consumer, Holder string
+	// Expires is when the lease lapses unless renewed, by the target's
+	// clock.
+	Expires time.Time
+}
+
+func (e *LeasedError) Error() string {
+	return fmt.Sprintf("storecopy: consumer %q runs on the target (%q holds its lease until %s): copying its state would move it back to the source's",
+		e.Consumer, e.Holder, e.Expires.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrLeased) true.
+func (e *LeasedError) Is(target error) bool { return target == ErrLeased }

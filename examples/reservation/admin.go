@@ -31,7 +31,8 @@ func admin(ctx context.Context, args []string) int {
 }
 
 // mount builds the service on the store the command opened: the model's
-// registry, and a runner of its Sale saga with a bus that routes its
+// registry, its two read models' projections (which projections rebuild
+// empties and replays), and a runner of its Sale saga with a bus that routes its
 // commands (a retried step's commands are sent by the outbox of the sale
 // process, which runs; this runner only records them).
 func mount(ctx context.Context, store eventstore.Store) (*cli.Service, error) {
@@ -56,7 +57,23 @@ func mount(ctx context.Context, store eventstore.Store) (*cli.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cli.Service{Registry: reg, Sagas: []cli.SagaRunner{sale}}, nil
+	svc := &service{where: "admin", store: store, rm: readModelsOf(store), reg: reg, model: m, log: log}
+	if svc.rm == nil {
+		return nil, fmt.Errorf("the example keeps its read models in a SQLite or PostgreSQL store, not in a %T", store)
+	}
+	b, err := newBoard(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	nr, err := newNotReserved(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	return &cli.Service{
+		Registry:    reg,
+		Sagas:       []cli.SagaRunner{sale},
+		Projections: []cli.ProjectionConsumer{svc.rm.mount(b.consumer, "sales_board"), svc.rm.mount(nr.consumer, "not_reserved")},
+	}, nil
 }
 
 // defaultWindow is the sale's payment window unless -payment-window says

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cairn-es/cairn/cli"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
@@ -30,6 +31,10 @@ type rmTx interface {
 type readModels interface {
 	inTx(ctx context.Context, fn func(ctx context.Context, tx rmTx) error) error
 	consumer(name string, reg *codec.Registry, h func(ctx context.Context, tx rmTx, d codec.Decoded) error, opts projection.Options) (*projection.Consumer, error)
+	// mount gives the command line consumer c, whose read model is table:
+	// a rebuild empties the table in the transaction that moves c's
+	// checkpoint back.
+	mount(c *projection.Consumer, table string) cli.ProjectionConsumer
 }
 
 // readModelsOf returns the read models of store, or nil for a store that
@@ -54,6 +59,10 @@ func (m sqliteModels) consumer(name string, reg *codec.Registry, h func(ctx cont
 	return projection.NewTx[*sql.Tx](name, m.s, reg, m.s, func(ctx context.Context, tx *sql.Tx, d codec.Decoded) error {
 		return h(ctx, sqlTx{tx}, d)
 	}, opts)
+}
+
+func (m sqliteModels) mount(c *projection.Consumer, table string) cli.ProjectionConsumer {
+	return cli.TxProjection(c, func(ctx context.Context, tx *sql.Tx) error { return sqlTx{tx}.exec(ctx, emptyTable(table)) })
 }
 
 type sqlTx struct{ tx *sql.Tx }
@@ -88,6 +97,14 @@ func (m pgModels) consumer(name string, reg *codec.Registry, h func(ctx context.
 		return h(ctx, pgTx{tx}, d)
 	}, opts)
 }
+
+func (m pgModels) mount(c *projection.Consumer, table string) cli.ProjectionConsumer {
+	return cli.TxProjection(c, func(ctx context.Context, tx pgx.Tx) error { return pgTx{tx}.exec(ctx, emptyTable(table)) })
+}
+
+// emptyTable is the statement that empties a read model's table (one of
+// the example's own names, never input).
+func emptyTable(table string) string { return "DELETE FROM " + table }
 
 type pgTx struct{ tx pgx.Tx }
 

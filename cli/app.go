@@ -98,7 +98,33 @@ that needs attention, 4 a change was not confirmed.`,
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}
+	refuseUnknownCommands(root)
 	return root
+}
+
+// refuseUnknownCommands makes every command that only groups others (the
+// root, streams, sagas, ...) print its help when given no command, and
+// refuse an unknown one as a usage error (exit 2). Cobra would print the
+// help and exit 0, so that a typo in a script would look like success.
+func refuseUnknownCommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownCommands(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.SuggestionsMinimumDistance = 2 // cobra's own default, which it applies only itself
+	c.RunE = func(cmd *cobra.Command, argv []string) error {
+		if len(argv) == 0 {
+			return cmd.Help()
+		}
+		hint := ""
+		if s := cmd.SuggestionsFor(argv[0]); len(s) > 0 {
+			hint = fmt.Sprintf(" (did you mean %s?)", strings.Join(s, ", "))
+		}
+		return usagef("unknown command %q for %q%s", argv[0], cmd.CommandPath(), hint)
+	}
 }
 
 // reportError writes err for the person who ran the command; with --json,

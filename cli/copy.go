@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storecopy"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/redact"
 )
 
 // copyReport is copy's --json output: storecopy.Report with stable
@@ -79,9 +79,6 @@ appended after that stream) or when the verification finds streams that differ.`
 			if from == "" || to == "" {
 				return usagef("copy needs both --from and --to")
 			}
-			if from == to {
-				return usagef("a store cannot be copied onto itself: --from and --to are both %s", redact(from))
-			}
 			return a.runCopy(cmd.Context(), from, to, storecopy.Options{
 				Name: name, Consumers: consumers, Snapshots: snapshots, NoVerify: noVerify,
 			})
@@ -103,11 +100,9 @@ func (a *app) runCopy(ctx context.Context, fromURL, toURL string, opts storecopy
 		return err
 	}
 	defer func() { err = errors.Join(err, from.Close()) }()
-	to, err := open(ctx, toURL, Create, a.opts.Stores)
-	if err != nil {
+	if err := a.refuseSameStore(ctx, from, fromURL, toURL); err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, to.Close()) }()
 
 	n, err := countEvents(ctx, from)
 	if err != nil {
@@ -123,10 +118,17 @@ func (a *app) runCopy(ctx context.Context, fromURL, toURL string, opts storecopy
 		also = ", with snapshots"
 	}
 	plan := fmt.Sprintf("copy %d events%s\n  from %s\n  to   %s\na rerun resumes where a stopped copy left off",
-		n, also, redact(fromURL), redact(toURL))
+		n, also, redact.ConnString(fromURL), redact.ConnString(toURL))
 	if err := a.confirm(plan); err != nil {
 		return err
 	}
+	// Only now: opening the target creates it (a SQLite file, a
+	// PostgreSQL schema), which a copy not confirmed must not do.
+	to, err := open(ctx, toURL, Create, a.opts.Stores)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, to.Close()) }()
 
 	bar := a.newProgress("copy")
 	opts.Progress = func(p storecopy.Progress) { bar.set(p.Done, p.Total) }
@@ -140,7 +142,7 @@ func (a *app) runCopy(ctx context.Context, fromURL, toURL string, opts storecopy
 		// the one JSON object on stdout.
 		return err
 	}
-	rep := reportOf(redact(fromURL), redact(toURL), r)
+	rep := reportOf(redact.ConnString(fromURL), redact.ConnString(toURL), r)
 	if perr := a.emit(rep, func(t *tableWriter) { copyTable(t, &rep) }); perr != nil {
 		return errors.Join(err, perr)
 	}
@@ -220,14 +222,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// redact hides a password in a store URL, so that the plan and the report
-// can be shown and logged.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	return u.Redacted()
 }

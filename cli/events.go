@@ -160,6 +160,9 @@ search of a large store by type or prefix.`,
 		Args: args(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := notNegative("--limit", limit); err != nil {
+				return err
+			}
 			filter := eventstore.Filter{Types: types, StreamPrefixes: prefixes}
 			if err := filter.Validate(); err != nil {
 				return &UsageError{Msg: "--prefix or --type", Err: err}

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/internal/redact"
 )
 
 // Mode says what a command will do with the store it opens.
@@ -34,11 +35,15 @@ const (
 // [*UsageError]; an error from the store is returned as it is.
 type Opener func(ctx context.Context, url string, mode Mode) (eventstore.Store, error)
 
-// open opens the store rawURL names, with the opener of its scheme.
+// open opens the store rawURL names, with the opener of its scheme. What
+// it says of the URL, and what the opener's errors say, show it with its
+// passwords masked: a mistyped URL must not put a password in a terminal's
+// scrollback or a script's log.
 func open(ctx context.Context, rawURL string, mode Mode, extra map[string]Opener) (eventstore.Store, error) {
+	shown := redact.ConnString(rawURL)
 	scheme, _, ok := strings.Cut(rawURL, ":")
 	if !ok || scheme == "" {
-		return nil, usagef("store URL %q has no scheme: write sqlite:///path/to/events.db, postgres://host/db or kurrentdb://host:2113", rawURL)
+		return nil, usagef("store URL %q has no scheme: write sqlite:///path/to/events.db, postgres://host/db or kurrentdb://host:2113", shown)
 	}
 	scheme = strings.ToLower(scheme)
 	openers := map[string]Opener{"sqlite": openSQLite, "postgres": openPostgres, "postgresql": openPostgres}
@@ -51,9 +56,13 @@ func open(ctx context.Context, rawURL string, mode Mode, extra map[string]Opener
 		for k := range openers {
 			known = append(known, k)
 		}
-		return nil, usagef("store URL %q: no store opens the scheme %q here (this binary knows %s)", rawURL, scheme, strings.Join(sorted(known), ", "))
+		return nil, usagef("store URL %q: no store opens the scheme %q here (this binary knows %s)", shown, scheme, strings.Join(sorted(known), ", "))
 	}
-	return o(ctx, rawURL, mode)
+	s, err := o(ctx, rawURL, mode)
+	if err != nil {
+		return nil, redact.Error(err, rawURL)
+	}
+	return s, nil
 }
 
 // openSQLite opens sqlite:///absolute/path or sqlite:relative/path. Only a

@@ -96,6 +96,9 @@ bounds the listing.`,
 		},
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
+			if err := notNegative("--limit", limit); err != nil {
+				return err
+			}
 			var svc *Service
 			var store eventstore.Store
 			var err error

@@ -46,6 +46,9 @@ with it (order- for the orders, saga:sale- for the sale saga's instances);
 		Args: args(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := notNegative("--limit", limit); err != nil {
+				return err
+			}
 			store, err := a.openStore(ctx, ReadOnly)
 			if err != nil {
 				return err
@@ -149,6 +152,9 @@ metadata; --decode shows the data as the service's code reads it today, upcast
 		Args: args(1, "stream"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
+			if err := notNegative("--limit", limit); err != nil {
+				return err
+			}
 			stream := argv[0]
 			opts := eventstore.ReadOptions{Backward: backward, Limit: limit}
 			switch {
@@ -217,8 +223,17 @@ position (as printed, major:minor), --from-start at the beginning.`,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
 			filter := eventstore.Filter{Types: types, StreamPrefixes: prefixes}
+			if err := notNegative("--limit", limit); err != nil {
+				return err
+			}
 			stream := ""
 			if len(argv) == 1 {
+				if argv[0] == "" {
+					return usagef("the stream to tail is named \"\": name a stream, or none to tail the whole log")
+				}
+				if len(prefixes) > 0 {
+					return usagef("streams tail takes a stream or --prefix, not both")
+				}
 				stream = argv[0]
 				filter.StreamPrefixes = []string{stream}
 			}
@@ -300,14 +315,19 @@ func tailStart(ctx context.Context, store eventstore.Store, stream string, filte
 		return justBefore(ctx, store, first)
 	}
 	// The last limit events, and the one before them, whose position is
-	// where to start.
-	ring := make([]eventstore.Position, limit+1)
+	// where to start. The ring grows with what is read, never to more
+	// than the log holds, whatever -n says.
+	var ring []eventstore.Position
 	n := 0
 	for e, err := range store.ReadAll(ctx, eventstore.Start, filter) {
 		if err != nil {
 			return eventstore.Start, err
 		}
-		ring[n%len(ring)] = e.Position
+		if len(ring) <= limit {
+			ring = append(ring, e.Position)
+		} else {
+			ring[n%len(ring)] = e.Position
+		}
 		n++
 	}
 	if n <= limit {
@@ -370,4 +390,13 @@ func orEmpty[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// notNegative refuses a negative count given to flag: "at most -1" is a
+// mistake, not a request for everything.
+func notNegative(flag string, n int) error {
+	if n < 0 {
+		return usagef("%s %d: a count is 0 (no limit) or more", flag, n)
+	}
+	return nil
 }

@@ -325,11 +325,7 @@ commands.`,
 			}
 			ctx := cmd.Context()
 			id := argv[0]
-			svc, _, err := a.serviceOn(ctx, "deadletters retry")
-			if err != nil {
-				return err
-			}
-			p, err := a.mountedProjection(svc, consumer, "retry dead letters of")
+			p, svc, _, err := a.projectionOn(ctx, "deadletters retry", consumer, "retry dead letters of")
 			if err != nil {
 				return err
 			}

@@ -122,6 +122,21 @@ func mounted(svc *Service) (map[string]ProjectionConsumer, error) {
 
 // mountedProjection returns the service's projection named name, or an
 // error that says where the consumer can be worked on instead.
+// projectionOn returns the service's projection name, with the service
+// and the store it was built on, for command (which names it) to do what
+// (a verb for the error when name is not one of the service's).
+func (a *app) projectionOn(ctx context.Context, command, name, what string) (ProjectionConsumer, *Service, eventstore.Store, error) {
+	svc, store, err := a.serviceOn(ctx, command)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := a.mountedProjection(svc, name, what)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, svc, store, nil
+}
+
 func (a *app) mountedProjection(svc *Service, name, what string) (ProjectionConsumer, error) {
 	m, err := mounted(svc)
 	if err != nil {
@@ -417,11 +432,7 @@ the binary of a service that mounts its projections (docs/cli.md).`,
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			ctx := cmd.Context()
 			name := argv[0]
-			svc, store, err := a.serviceOn(ctx, "projections rebuild")
-			if err != nil {
-				return err
-			}
-			p, err := a.mountedProjection(svc, name, "rebuild")
+			p, _, store, err := a.projectionOn(ctx, "projections rebuild", name, "rebuild")
 			if err != nil {
 				return err
 			}

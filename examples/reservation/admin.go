@@ -85,23 +85,22 @@ func saleRunner(m model, reg *codec.Registry, store eventstore.Store, bus *comma
 	switch m.name {
 	case modelV2.name:
 		t, err := v2.NewSale(reg, domain.SaleOptions{PaymentWindow: window})
-		if err != nil {
-			return nil, err
-		}
-		r, err := saga.NewRunner(t, store, bus, opts)
-		if err != nil {
-			return nil, err
-		}
-		return cli.Saga(r), nil
+		return mountSale(t, err, store, bus, opts)
 	default:
 		t, err := domain.NewSale(reg, domain.SaleOptions{PaymentWindow: window})
-		if err != nil {
-			return nil, err
-		}
-		r, err := saga.NewRunner(t, store, bus, opts)
-		if err != nil {
-			return nil, err
-		}
-		return cli.Saga(r), nil
+		return mountSale(t, err, store, bus, opts)
 	}
+}
+
+// mountSale makes a runner of sale type t (whose state differs between
+// the models) for the command line, unless making t failed (err).
+func mountSale[S any](t *saga.Type[S], err error, store eventstore.Store, bus *command.Bus, opts saga.RunnerOptions) (cli.SagaRunner, error) {
+	if err != nil {
+		return nil, err
+	}
+	r, err := saga.NewRunner(t, store, bus, opts)
+	if err != nil {
+		return nil, err
+	}
+	return cli.Saga(r), nil
 }

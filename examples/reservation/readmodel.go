@@ -78,12 +78,7 @@ func (t sqlTx) each(ctx context.Context, query string, row func(scan func(dest .
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(rows, row)
 }
 
 type pgModels struct{ s *postgres.Store }
@@ -119,6 +114,16 @@ func (t pgTx) each(ctx context.Context, query string, row func(scan func(dest ..
 		return err
 	}
 	defer rows.Close()
+	return eachRow(rows, row)
+}
+
+// eachRow calls row with the Scan of each of rows, database/sql's or
+// pgx's.
+func eachRow(rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}, row func(scan func(dest ...any) error) error) error {
 	for rows.Next() {
 		if err := row(rows.Scan); err != nil {
 			return err

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/saga"
 )
 
 // pendingCap bounds how many events after a checkpoint the consumer
@@ -31,17 +33,23 @@ type consumerRow struct {
 	LeaseLive        bool                `json:"lease_live"`
 	DeadLetters      int                 `json:"dead_letters"`
 	OldestDeadLetter time.Time           `json:"oldest_dead_letter,omitzero"`
-	// Pending counts the events of the log after the checkpoint, of any
-	// type: the store does not know the consumer's filter, so it is an
-	// upper bound of what the consumer has left. PendingCapped says the
-	// count stopped at the cap (pendingCap) and there are more.
+	// Pending counts the events after the checkpoint that the consumer
+	// reads, when its filter is known here (PendingExact): a mounted
+	// projection's, a saga's. Otherwise the store does not know the
+	// consumer's filter, and Pending counts the events after the
+	// checkpoint of any type: an upper bound of what the consumer has
+	// left, as a filtered consumer's checkpoint stays at the last event
+	// it read. PendingCapped says the count stopped at the cap
+	// (pendingCap) and there are more.
 	Pending       int  `json:"pending"`
+	PendingExact  bool `json:"pending_exact"`
 	PendingCapped bool `json:"pending_capped"`
-	// TimeLagSeconds is how much older the first event after the
-	// checkpoint is than the newest event: 0 when nothing is pending.
+	// TimeLagSeconds is how much older the first pending event is than
+	// the newest event: 0 when nothing is pending; an upper bound too
+	// when Pending is.
 	TimeLagSeconds float64 `json:"time_lag_seconds"`
-	// FirstPending is when the first event after the checkpoint was
-	// recorded: since when the consumer has been behind.
+	// FirstPending is when the first pending event was recorded: since
+	// when the consumer has been behind.
 	FirstPending time.Time `json:"first_pending,omitzero"`
 	// Mounted says the consumer is one of the service's projections
 	// (only in a service's binary).
@@ -62,18 +70,27 @@ func (r consumerRow) leaseCell() (holder, expires string) {
 	return r.LeaseHolder, when(r.LeaseExpires)
 }
 
+// pendingCell is the pending count for a table: "+" after a count that
+// stopped at the cap, "?" after an upper bound (the consumer's filter is
+// unknown here, so every event after its checkpoint was counted).
 func (r consumerRow) pendingCell() string {
-	if r.PendingCapped {
-		return strconv.Itoa(r.Pending) + "+"
-	}
-	return strconv.Itoa(r.Pending)
+	return strconv.Itoa(r.Pending) + map[bool]string{true: "+"}[r.PendingCapped] + r.boundMark()
 }
 
+// lagCell is the time lag for a table, marked as pendingCell marks it.
 func (r consumerRow) lagCell() string {
 	if r.Pending == 0 {
 		return "-"
 	}
-	return lagString(r.TimeLagSeconds)
+	return lagString(r.TimeLagSeconds) + r.boundMark()
+}
+
+// boundMark is "?" when the pending figures are an upper bound.
+func (r consumerRow) boundMark() string {
+	if r.PendingExact {
+		return ""
+	}
+	return "?"
 }
 
 func lagString(seconds float64) string {
@@ -167,9 +184,9 @@ func readHead(ctx context.Context, store eventstore.Store) (logHead, error) {
 }
 
 // consumerRowOf measures c against the log: the events after its
-// checkpoint (up to pendingCap) and how far behind the newest the first of
-// them is.
-func consumerRowOf(ctx context.Context, store eventstore.Store, c storekit.ConsumerInfo, head logHead, now time.Time) (consumerRow, error) {
+// checkpoint (up to pendingCap) that filter selects, every one when filter
+// is nil (unknown), and how far behind the newest the first of them is.
+func consumerRowOf(ctx context.Context, store eventstore.Store, c storekit.ConsumerInfo, head logHead, now time.Time, filter *eventstore.Filter) (consumerRow, error) {
 	r := consumerRow{
 		Name: c.Name, HasCheckpoint: c.HasCheckpoint, Checkpoint: c.Checkpoint.Position,
 		CheckpointSaved: c.CheckpointSaved, DeadLetters: c.DeadLetters, OldestDeadLetter: c.OldestDeadLetter,
@@ -177,10 +194,18 @@ func consumerRowOf(ctx context.Context, store eventstore.Store, c storekit.Consu
 	if c.HasLease {
 		r.LeaseHolder, r.LeaseExpires, r.LeaseLive = c.Lease.Holder, c.Lease.Expires, liveLease(c, now)
 	}
+	// Nothing after the checkpoint at all is nothing pending, whatever
+	// the filter.
+	r.PendingExact = filter != nil
 	if !head.ok || !c.Checkpoint.Position.Before(head.event.Position) {
+		r.PendingExact = true
 		return r, nil
 	}
-	for e, err := range store.ReadAll(ctx, c.Checkpoint.Position, eventstore.Filter{}) {
+	f := eventstore.Filter{}
+	if filter != nil {
+		f = *filter
+	}
+	for e, err := range store.ReadAll(ctx, c.Checkpoint.Position, f) {
 		if err != nil {
 			return r, fmt.Errorf("consumer %q: reading the events after its checkpoint: %w", c.Name, err)
 		}
@@ -195,13 +220,63 @@ func consumerRowOf(ctx context.Context, store eventstore.Store, c storekit.Consu
 	}
 	if r.Pending > 0 {
 		r.TimeLagSeconds = max(0, head.event.RecordedAt.Sub(r.FirstPending).Seconds())
+	} else {
+		r.PendingExact = true
 	}
 	return r, nil
 }
 
-// consumerRows measures every consumer of the store.
-func consumerRows(ctx context.Context, store eventstore.Store) ([]consumerRow, error) {
+// consumerFilters returns the filters known here of the consumers named:
+// the service's projections' and saga runners' (in a service's binary),
+// and those the store tells of saga consumers (saga.StoredConsumerFilters:
+// a saga's outbox; its events consumer, from its subscription record).
+// The filter of a consumer not in the map is unknown. names are every
+// consumer the store lists, which tells a segmented saga's names apart.
+func consumerFilters(ctx context.Context, store eventstore.Store, svc *Service, names []string) (map[string]eventstore.Filter, error) {
+	known, err := saga.StoredConsumerFilters(ctx, store, names)
+	if err != nil {
+		return nil, fmt.Errorf("reading the sagas' subscription records: %w", err)
+	}
+	if svc == nil {
+		return known, nil
+	}
+	for i, r := range svc.Sagas {
+		if r == nil {
+			return nil, fmt.Errorf("the service's saga runner %d is nil: fix Service.Sagas in the service's set-up", i)
+		}
+		maps.Copy(known, r.consumerFilters())
+	}
+	m, err := mounted(svc)
+	if err != nil {
+		return nil, err
+	}
+	for name, p := range m {
+		known[name] = p.consumer().Filter()
+	}
+	return known, nil
+}
+
+// filterOf returns name's filter from known, nil when it is unknown.
+func filterOf(known map[string]eventstore.Filter, name string) *eventstore.Filter {
+	f, ok := known[name]
+	if !ok {
+		return nil
+	}
+	return &f
+}
+
+// consumerRows measures every consumer of the store, with the filters
+// known here (see consumerFilters).
+func consumerRows(ctx context.Context, store eventstore.Store, svc *Service) ([]consumerRow, error) {
 	all, err := listConsumers(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(all))
+	for i, c := range all {
+		names[i] = c.Name
+	}
+	known, err := consumerFilters(ctx, store, svc, names)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +287,7 @@ func consumerRows(ctx context.Context, store eventstore.Store) ([]consumerRow, e
 	now := time.Now()
 	rows := make([]consumerRow, 0, len(all))
 	for _, c := range all {
-		r, err := consumerRowOf(ctx, store, c, head, now)
+		r, err := consumerRowOf(ctx, store, c, head, now, filterOf(known, c.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -268,7 +343,8 @@ func markMounted(ctx context.Context, store eventstore.Store, svc *Service, rows
 			return nil, fmt.Errorf("reading the newest event: %w", err)
 		}
 		for _, c := range absent {
-			r, err := consumerRowOf(ctx, store, c, head, time.Now())
+			f := m[c.Name].consumer().Filter()
+			r, err := consumerRowOf(ctx, store, c, head, time.Now(), &f)
 			if err != nil {
 				return nil, err
 			}

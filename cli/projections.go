@@ -176,10 +176,14 @@ func (a *app) projectionsCommand() *cobra.Command {
 		Short: "Show consumers' checkpoints, leases and lag; reset or rebuild a projection",
 		Long: `Every consumer the store keeps something for (a checkpoint, a lease, dead
 letters) is listed: projections, and the consumers of saga runners ("saga:..."),
-which are consumers too. Pending counts the events of the log after a
-consumer's checkpoint, of any type, since the store does not know the consumer's
-filter (up to ` + fmt.Sprint(pendingCap) + `, then printed with a "+"); lag is how much older the first of
-them is than the newest event.`,
+which are consumers too. Pending counts the events after a consumer's
+checkpoint that it reads, up to ` + fmt.Sprint(pendingCap) + ` (then printed with a "+"); lag is how much
+older the first of them is than the newest event. That takes the consumer's
+filter, which is known for the service's projections and sagas in its binary,
+and for a saga's consumers from what the store records; for any other consumer
+every event after its checkpoint is counted, an upper bound printed with a "?"
+(pending_exact false in JSON): a filtered consumer's checkpoint stays at the
+last event it read, however many events of other types follow.`,
 	}
 	c.AddCommand(a.projectionsLs(), a.projectionsStatus(), a.projectionsReset(), a.projectionsRebuild())
 	return c
@@ -196,7 +200,7 @@ func (a *app) projectionsLs() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows, err := consumerRows(ctx, store)
+			rows, err := consumerRows(ctx, store, svc)
 			if err != nil {
 				return err
 			}
@@ -242,6 +246,14 @@ func (a *app) projectionsStatus() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			all, err := listConsumers(ctx, store)
+			if err != nil {
+				return err
+			}
+			var names []string
+			for _, c := range all {
+				names = append(names, c.Name)
+			}
 			info, err := a.findConsumer(ctx, store, name)
 			if err != nil {
 				// A mounted projection that never ran has nothing stored
@@ -256,7 +268,11 @@ func (a *app) projectionsStatus() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("reading the newest event: %w", err)
 			}
-			r, err := consumerRowOf(ctx, store, info, head, time.Now())
+			known, err := consumerFilters(ctx, store, svc, append(names, name))
+			if err != nil {
+				return err
+			}
+			r, err := consumerRowOf(ctx, store, info, head, time.Now(), filterOf(known, name))
 			if err != nil {
 				return err
 			}
@@ -301,7 +317,11 @@ func (s statusRow) table(t *tableWriter) {
 	default:
 		t.row("lease", "held by "+holder+" until "+expires)
 	}
-	t.row("pending", s.pendingCell()+" events after the checkpoint (of any type)")
+	pending := s.pendingCell() + " events after the checkpoint that it reads"
+	if !s.PendingExact {
+		pending = s.pendingCell() + " events after the checkpoint, of any type: at most that many are its own, as its filter is unknown here (the service's binary knows its projections')"
+	}
+	t.row("pending", pending)
 	t.row("lag", s.lagCell())
 	dl := fmt.Sprint(s.DeadLetters)
 	if s.DeadLetters > 0 {

@@ -35,6 +35,9 @@ type SagaRunner interface {
 	retryDeadLetter(ctx context.Context, d eventstore.DeadLetter) error
 	skipDeadLetter(ctx context.Context, d eventstore.DeadLetter) error
 	doctor(ctx context.Context) ([]finding, error)
+	// consumerFilters are the filters the runner's consumers read with,
+	// by name, so that their pending events are counted exactly.
+	consumerFilters() map[string]eventstore.Filter
 }
 
 // Saga makes a saga runner into what the sagas commands use. The runner
@@ -355,6 +358,13 @@ func (s *sagaAdapter[S]) retryDeadLetter(ctx context.Context, d eventstore.DeadL
 
 func (s *sagaAdapter[S]) skipDeadLetter(ctx context.Context, d eventstore.DeadLetter) error {
 	return s.r.SkipDeadLetter(ctx, d)
+}
+
+func (s *sagaAdapter[S]) consumerFilters() map[string]eventstore.Filter {
+	if s.r == nil {
+		return nil
+	}
+	return s.r.ConsumerFilters()
 }
 
 // doctor is doctor's look at the saga type: parked instances and

@@ -206,6 +206,18 @@ func TestGoldenSagas(t *testing.T) {
 				wheres = append(wheres, f.Where)
 			}
 			assert.Contains(t, wheres, "saga ledger", "the parked instances and the gap")
+			// The saga's events consumer is counted with its filter, from
+			// the runner in the service's binary and from the subscription
+			// record in the bare one: the step records and the
+			// subscription record after its checkpoint are none of its.
+			for _, opts := range []cli.Options{mounted, {}} {
+				_, report := doctorJSON(t, opts, url)
+				require.Len(t, report.Consumers, 1)
+				c := report.Consumers[0]
+				assert.Equal(t, "saga:ledger", c.Name)
+				assert.True(t, c.PendingExact, "mounted: %t", opts.Service != nil)
+				assert.Zero(t, c.Pending, "mounted: %t", opts.Service != nil)
+			}
 
 			// Not confirmed, stale, failing again: nothing moves.
 			step("sagas-retry-not-confirmed", mounted, cli.ExitNotConfirmed, "sagas", "retry", "ledger", "a", "e/notes/1")

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,6 +191,16 @@ func newConsumer(name string, events eventstore.Store, reg *codec.Registry, chec
 // Name returns the consumer's name, under which its checkpoint, dead
 // letters and lease are stored.
 func (c *Consumer) Name() string { return c.name }
+
+// Filter returns the filter the consumer reads the log with:
+// [Options.Filter] as given to [New] or [NewTx] (typically
+// [Handlers.Filter]'s), the zero Filter when it reads every event. Its
+// checkpoint stays at the last event the filter selected, so the events
+// it has left are those after its checkpoint that the filter selects: an
+// operator's tool counts them with it. The slices are the caller's copy.
+func (c *Consumer) Filter() eventstore.Filter {
+	return eventstore.Filter{Types: slices.Clone(c.opts.Filter.Types), StreamPrefixes: slices.Clone(c.opts.Filter.StreamPrefixes)}
+}
 
 // Run consumes until ctx ends, then returns nil: it takes the lease (when
 // [Options.Exclusive], waiting while another process holds it), resumes

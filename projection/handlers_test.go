@@ -2,6 +2,7 @@ package projection_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/upcast"
 )
@@ -63,4 +65,40 @@ func TestHandlersCallTheFunctionOfEachType(t *testing.T) {
 	_, err = h.Filter(reg)
 	require.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 	assert.Contains(t, err.Error(), "not registered")
+}
+
+// A consumer's Filter is the one it reads with, so that a tool counts
+// what it has left; changing the copy changes nothing of the consumer's.
+func TestConsumerFilterIsTheOneItReadsWith(t *testing.T) {
+	ctx := context.Background()
+	reg := cartRegistry(t)
+	store := memory.New()
+	t.Cleanup(func() { _ = store.Close() })
+	var h projection.Handlers
+	var opened []string
+	require.NoError(t, projection.On(&h, func(_ context.Context, e cartOpened, _ codec.Decoded) error {
+		opened = append(opened, e.Cart)
+		return nil
+	}))
+	f, err := h.Filter(reg)
+	require.NoError(t, err)
+	c, err := projection.New("carts", store, reg, store, h.Handle, projection.Options{Filter: f, NoStatsLog: true})
+	require.NoError(t, err)
+	assert.Equal(t, f, c.Filter())
+
+	got := c.Filter()
+	got.Types[0] = "other"
+	for i, v := range []any{unrelated{}, cartOpened{Cart: "c1"}} {
+		e, err := reg.Encode(v)
+		require.NoError(t, err)
+		_, err = store.Append(ctx, fmt.Sprintf("s-%d", i), eventstore.Any, e)
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.CatchUp(ctx))
+	assert.Equal(t, []string{"c1"}, opened, "the consumer's own filter is untouched")
+	assert.Equal(t, []string{"cart.opened"}, c.Filter().Types)
+
+	all, err := projection.New("all", store, reg, store, h.Handle, projection.Options{NoStatsLog: true})
+	require.NoError(t, err)
+	assert.True(t, all.Filter().IsZero(), "no filter: every event")
 }

@@ -30,8 +30,7 @@ func (r *Runner[S]) start() (*consumers, error) {
 		r.deadLetters = opts.DeadLetters
 		popts := projection.Options{BatchSize: opts.BatchSize, MaxBatchDelay: opts.MaxBatchDelay, Leases: opts.Leases,
 			LeaseTTL: opts.LeaseTTL, Holder: opts.Holder, Logger: r.e.log, NoStatsLog: true}
-		eventsFilter := eventstore.Filter{Types: r.e.t.eventTypes()}
-		recordsFilter := eventstore.Filter{Types: []string{recordType}, StreamPrefixes: []string{r.e.t.Category()}}
+		eventsFilter, recordsFilter := r.eventsFilter(), recordsFilter(r.e.t.name)
 		c := &consumers{}
 		for k := range r.segments {
 			seg := &segment{external: opts.ExternalEvents}

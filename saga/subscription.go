@@ -22,7 +22,10 @@ const subscriptionType = "cairn.saga.subscription"
 // reads: "saga:<name>:subscription". Saga type names have no "-", so it
 // has none, and no saga type's instance streams (all "saga:<name>-<id>")
 // include it.
-func (t *Type[S]) subscriptionStream() string { return StreamPrefix + t.name + ":subscription" }
+func (t *Type[S]) subscriptionStream() string { return subscriptionStream(t.name) }
+
+// subscriptionStream is saga type name's subscription stream.
+func subscriptionStream(name string) string { return StreamPrefix + name + ":subscription" }
 
 // subscription is what a saga's subscription read when a runner started.
 type subscription struct {
@@ -136,7 +139,14 @@ func (t *Type[S]) mappedVersions() map[string]uint32 {
 
 // lastSubscription reads the latest record of stream, if any.
 func (r *Runner[S]) lastSubscription(ctx context.Context, stream string) (subscription, uint64, bool, error) {
-	for ev, err := range r.e.store.ReadStream(ctx, stream, eventstore.ReadOptions{From: eventstore.End, Backward: true, Limit: 1}) {
+	return lastSubscription(ctx, r.e.store, stream)
+}
+
+// lastSubscription reads the latest record of stream in store, if any: a
+// function of its own so that [StoredConsumerFilters] reads it without a
+// runner.
+func lastSubscription(ctx context.Context, store eventstore.Store, stream string) (subscription, uint64, bool, error) {
+	for ev, err := range store.ReadStream(ctx, stream, eventstore.ReadOptions{From: eventstore.End, Backward: true, Limit: 1}) {
 		if err != nil {
 			return subscription{}, 0, false, err
 		}

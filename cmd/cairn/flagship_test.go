@@ -181,7 +181,11 @@ func TestFlagshipToPostgres(t *testing.T) {
 		require.Equal(t, 0, r.code, r.stderr)
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
 		assert.NotEqual(t, eventstore.Start, rep.ResumedAfter, "the rerun resumed where the killed copy recorded its progress")
-		assert.Equal(t, total-killed, rep.Copied, "the rerun appended the rest, and only the rest")
+		// The server may still commit the append whose COMMIT the killed
+		// copy had sent when the test counted, so the rest may be one
+		// append less than counted; sameEvents checks the end exactly.
+		assert.Positive(t, rep.Copied, "the rerun appended the rest")
+		assert.LessOrEqual(t, rep.Copied, total-killed, "and only the rest")
 		assert.LessOrEqual(t, rep.Duplicates, killed, "events found copied already were not appended again")
 		assert.Equal(t, total, rep.Verification.Events)
 		assert.Empty(t, rep.Verification.Mismatches)

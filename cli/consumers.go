@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storecopy"
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -128,6 +129,12 @@ func listConsumers(ctx context.Context, store eventstore.Store) ([]storekit.Cons
 	for c, err := range cat.Consumers(ctx) {
 		if err != nil {
 			return nil, fmt.Errorf("listing consumers: %w", err)
+		}
+		// A copy's progress mark is a checkpoint too, but of a position
+		// in the store it copied from, and no process reads this one's
+		// log with it: it is no consumer to list, nor to find lagging.
+		if strings.HasPrefix(c.Name, storecopy.CheckpointPrefix) {
+			continue
 		}
 		all = append(all, c)
 	}

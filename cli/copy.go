@@ -119,6 +119,9 @@ func (a *app) runCopy(ctx context.Context, fromURL, toURL string, opts storecopy
 	}
 	plan := fmt.Sprintf("copy %d events%s\n  from %s\n  to   %s\na rerun resumes where a stopped copy left off",
 		n, also, redact.ConnString(fromURL), redact.ConnString(toURL))
+	if opts.Consumers {
+		plan += "\nthe checkpoints move, the read models do not: reset on the target each projection whose tables are in the source's database (projections reset NAME --to-start), and the service rebuilds them"
+	}
 	if err := a.confirm(plan); err != nil {
 		return err
 	}
@@ -132,6 +135,7 @@ func (a *app) runCopy(ctx context.Context, fromURL, toURL string, opts storecopy
 
 	bar := a.newProgress("copy")
 	opts.Progress = func(p storecopy.Progress) { bar.set(p.Done, p.Total) }
+	opts.ProgressEvery = barEvery // the bar redraws at that pace; storecopy's default is a second
 	r, err := storecopy.Copy(ctx, from, to, opts)
 	bar.finish()
 	if err != nil && ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/internal/redact"
+	"github.com/jackc/pgx/v5"
 )
 
 // Mode says what a command will do with the store it opens.
@@ -69,7 +70,7 @@ func open(ctx context.Context, rawURL string, mode Mode, extra map[string]Opener
 // copy's target is created; any other command refuses a missing file
 // rather than leave an empty store behind a typing mistake.
 func openSQLite(ctx context.Context, rawURL string, mode Mode) (eventstore.Store, error) {
-	path, err := sqlitePath(rawURL)
+	path, err := SQLitePath(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,10 @@ func openSQLite(ctx context.Context, rawURL string, mode Mode) (eventstore.Store
 	return s, nil
 }
 
-func sqlitePath(rawURL string) (string, error) {
+// SQLitePath returns the file a SQLite store URL names:
+// sqlite:///absolute/path, or sqlite:relative/path. A service that names its
+// store by URL, as the command line does, reads it with this.
+func SQLitePath(rawURL string) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "", &UsageError{Msg: fmt.Sprintf("store URL %q", rawURL), Err: err}
@@ -116,20 +120,38 @@ func explainSQLite(path string, err error) error {
 	return err
 }
 
-// openPostgres opens postgres://...; the query parameter schema names the
-// store's schema (default cairn) and is not passed to the server.
+// openPostgres opens postgres://... as PostgresConn reads it.
 func openPostgres(ctx context.Context, rawURL string, mode Mode) (eventstore.Store, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, &UsageError{Msg: "store URL is not a URL", Err: err}
-	}
-	q := u.Query()
-	schema := q.Get("schema")
-	q.Del("schema")
-	u.RawQuery = q.Encode()
-	s, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema, ReadOnly: mode == ReadOnly})
+	conn, schema, err := PostgresConn(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return postgres.Open(ctx, conn, postgres.Options{Schema: schema, ReadOnly: mode == ReadOnly})
+}
+
+// PostgresConn reads a PostgreSQL store URL: it returns the connection
+// string for pgx (the URL without its schema parameter) and the store's
+// schema (the schema parameter; "" for [postgres.DefaultSchema]). Unless
+// the URL sets search_path, the connection's is the store's schema, then
+// public, so that the tables a service keeps beside its store (the read
+// models of transactional projections) are made and found in the store's
+// schema, and two stores in one database share none. A service that names
+// its store by URL, as the command line does, reads it with this.
+func PostgresConn(rawURL string) (conn, schema string, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", "", &UsageError{Msg: "store URL is not a URL", Err: err}
+	}
+	q := u.Query()
+	schema = q.Get("schema")
+	q.Del("schema")
+	if q.Get("search_path") == "" {
+		name := schema
+		if name == "" {
+			name = postgres.DefaultSchema
+		}
+		q.Set("search_path", pgx.Identifier{name}.Sanitize()+", public")
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), schema, nil
 }

@@ -23,8 +23,12 @@ type progress struct {
 	total    int64
 }
 
-// plainEvery is how often progress is reported off a terminal.
-const plainEvery = 5 * time.Second
+// plainEvery is how often progress is reported off a terminal, and
+// barEvery how often a bar is redrawn on one.
+const (
+	plainEvery = 5 * time.Second
+	barEvery   = 100 * time.Millisecond
+)
 
 func (a *app) newProgress(what string) *progress {
 	now := time.Now()
@@ -43,7 +47,7 @@ func (a *app) newProgress(what string) *progress {
 			progressbar.OptionSetItsString("events"),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionThrottle(barEvery),
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(a.stderr) }),
 		)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-es/cairn/cli"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
@@ -72,32 +73,25 @@ func openStore(ctx context.Context, dir, storeURL string, log *slog.Logger) (eve
 		s, err := sqlite.Open(ctx, path, sqlite.Options{PollInterval: poll, Logger: log})
 		return s, path, err
 	case "sqlite":
-		u, err := url.Parse(storeURL)
+		path, err := cli.SQLitePath(storeURL)
 		if err != nil {
 			return nil, "", err
-		}
-		path := u.Path
-		if u.Opaque != "" {
-			path = u.Opaque // sqlite:relative/path
-		}
-		if path == "" {
-			return nil, "", fmt.Errorf("store URL %q names no file", storeURL)
 		}
 		s, err := sqlite.Open(ctx, path, sqlite.Options{PollInterval: poll, Logger: log})
 		return s, path, err
 	case "postgres", "postgresql":
-		// The schema is the store's, not the server's: the cairn command
-		// line reads ?schema= so, and the example names stores alike.
-		u, err := url.Parse(storeURL)
+		// Named as the cairn command line names stores: ?schema= is the
+		// store's, and the read models' tables go in it too.
+		conn, schema, err := cli.PostgresConn(storeURL)
 		if err != nil {
 			return nil, "", err
 		}
-		q := u.Query()
-		schema := q.Get("schema")
-		q.Del("schema")
-		u.RawQuery = q.Encode()
-		s, err := postgres.Open(ctx, u.String(), postgres.Options{Schema: schema, PollInterval: poll, Logger: log})
-		return s, u.Redacted(), err
+		s, err := postgres.Open(ctx, conn, postgres.Options{Schema: schema, PollInterval: poll, Logger: log})
+		where := "PostgreSQL schema " + schema
+		if u, perr := url.Parse(storeURL); perr == nil {
+			where = u.Redacted() // no password in what it prints
+		}
+		return s, where, err
 	}
 	return nil, "", fmt.Errorf("store URL %q: want sqlite:///path or postgres://... (not %q)", storeURL, scheme)
 }

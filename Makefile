@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test test-main test-kurrentdb test-cmd bench lint demo demo-v2 fuzz sim torture soak clean
+.PHONY: all build test test-main test-kurrentdb test-cmd test-sims bench lint demo demo-v2 fuzz sim torture soak clean
 
 all: build lint test
 
@@ -35,12 +35,13 @@ build:
 # go vet's whole set runs in `make lint` (CI runs both); `go test` runs its
 # high-confidence checks on every package it tests.
 #
-# The KurrentDB module's tests run beside the main module's: the main
-# module's packages leave a core idle for long stretches (a PostgreSQL
-# server's fsyncs, SQLite's), and the two share nothing. Each go test's
-# output is printed whole when it ends (--output-sync=line).
+# Two lanes on the two cores: the main module's tests under the race
+# detector, which leave a core idle for long stretches (a PostgreSQL
+# server's fsyncs, SQLite's), beside the KurrentDB module's and the cairn
+# binary's, and then the saga simulations, in whichever lane is free first.
+# Each go test's output is printed whole when it ends (--output-sync=line).
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=line test-main test-kurrentdb
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-main test-kurrentdb test-sims
 
 test-main:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
@@ -48,24 +49,25 @@ test-main:
 	@# SIGKILLs): under the race detector above they run 5k events and 10
 	@# SIGKILLs, as SQLite is ~40x slower there.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance/Projections/Crash' ./eventstore/sqlite/ ./eventstore/postgres/
-	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:
-	@# under the race detector above, 50 seeds place 25 each.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/testrig/sim/
-	@# The widened saga simulation (the tab workload, issue 20): a slice of
-	@# 300 seeds of 30 tabs; `make sim WORKLOAD=tabs` runs the campaign.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/testrig/sim/ -args -sim.workload=tabs -sim.seeds=300
 	@# The failpoints and the crash matrix's small slice (every failpoint on
 	@# SQLite x seeds 1-2, three on PostgreSQL x seed 1) need a test binary
 	@# built with the failpoints tag; its children run without -race.
 	$(GO) test -tags cairnfailpoints -count=1 -timeout $(TEST_TIMEOUT) ./internal/failpoint/ ./internal/testrig/crashmatrix/
+
+test-sims:
+	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:
+	@# under the race detector in test-main, 50 seeds place 25 each.
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/testrig/sim/
+	@# The widened saga simulation (the tab workload, issue 20): a slice of
+	@# 300 seeds of 30 tabs; `make sim WORKLOAD=tabs` runs the campaign.
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/testrig/sim/ -args -sim.workload=tabs -sim.seeds=300
 
 test-kurrentdb:
 	@# The KurrentDB store, against its protocol-level test server (and a
 	@# real server too when CAIRN_KURRENTDB_URL names one).
 	cd $(KURRENTDB) && $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 	@[ -n "$$CAIRN_KURRENTDB_URL" ] || echo "kurrentdb: CAIRN_KURRENTDB_URL is not set, so its suites ran against the protocol-level test server only (docs/kurrentdb.md: running them against a real KurrentDB)"
-	@# The cairn binary after the KurrentDB store, in this lane rather than
-	@# a third: make test runs on two cores, and its tests are short.
+	@# The cairn binary after the KurrentDB store, in this lane.
 	@$(MAKE) --no-print-directory test-cmd
 
 test-cmd:

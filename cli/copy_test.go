@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/testrig/clitest"
 )
 
 // progressLine is a progress report of copy off a terminal: how many
@@ -75,7 +76,7 @@ func TestGoldenCopy(t *testing.T) {
 			// --store is not used by copy: a wrong one changes nothing.
 			r := run(t, cli.Options{}, "", append([]string{"--store", "nowhere:x"}, tc.args...)...)
 			stderr := progressLine.ReplaceAllString(r.stderr, "")
-			golden(t, tc.name, r.stdout+"--- stderr\n"+stderr+"--- exit "+itoa(r.code)+"\n")
+			golden(t, tc.name, clitest.Output(r.stdout, stderr, r.code))
 		})
 	}
 }

@@ -9,8 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-es/cairn/eventstore"
-	"github.com/cairn-es/cairn/eventstore/postgres"
-	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -58,15 +57,12 @@ type sagaCount struct {
 	Instances int    `json:"instances"`
 }
 
-// storeKind names the store and the schema version it is at: the store
-// opened, and opening one migrates it to this build's version (or, read
-// only, refuses any other), so it is this build's.
+// storeKind names the store and the schema version it is at, as the store
+// describes itself (every Cairn store does: storekit.Described); another
+// store is named by its Go type, without a version.
 func storeKind(store eventstore.Store) (string, int) {
-	switch store.(type) {
-	case *sqlite.Store:
-		return "sqlite", sqlite.SchemaVersion
-	case *postgres.Store:
-		return "postgres", postgres.SchemaVersion
+	if d, ok := store.(storekit.Described); ok {
+		return d.Kind()
 	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", store), "*"), 0
 }

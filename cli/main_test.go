@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/internal/testrig/clitest"
 	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 )
 
@@ -84,56 +84,12 @@ func run(t *testing.T, opts cli.Options, stdin string, args ...string) result {
 	return result{code, out.String(), errOut.String()}
 }
 
-// normalizations make output that differs between runs and stores (times,
-// positions, IDs, paths, a schema's random name) comparable. Runs of
-// spaces shrink to two, so that a column widened by a longer position on
-// one store still compares.
-var normalizations = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "<TIME>"},
-	{regexp.MustCompile(`"\d+:\d+"`), `"<POS>"`},
-	{regexp.MustCompile(`\b\d+:\d+\b`), "<POS>"},
-	{regexp.MustCompile(`[0-9A-HJKMNP-TV-Z]{26}`), "<ULID>"},
-	{regexp.MustCompile(`(sqlite://|postgres://)\S*`), "<STORE>"},
-	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|ms|s|m|h)\b`), "<DURATION>"},
-	// doctor names the store and its schema version (checked by
-	// TestSagasDoctorNamesStore), a rebuild its rate, ls a time lag.
-	{regexp.MustCompile(`(sqlite|postgres), schema version \d+`), "<KIND>, schema version <N>"},
-	{regexp.MustCompile(`"store": "(sqlite|postgres)"`), `"store": "<KIND>"`},
-	{regexp.MustCompile(`"schema_version": \d+`), `"schema_version": <N>`},
-	{regexp.MustCompile(`\d+ events/s`), "<RATE> events/s"},
-	{regexp.MustCompile(`"rate": [0-9.e+-]+`), `"rate": <RATE>`},
-	{regexp.MustCompile(`"time_lag_seconds": [0-9.e+-]+`), `"time_lag_seconds": <SECONDS>`},
-	{regexp.MustCompile(` {2,}`), "  "},
-	{regexp.MustCompile(` +\n`), "\n"},
-}
-
-func normalize(s string) string {
-	for _, n := range normalizations {
-		s = n.re.ReplaceAllString(s, n.with)
-	}
-	return s
-}
-
-// golden compares got, normalized, with testdata/<name>.golden, or writes
-// it there with -update.
+// golden compares got with testdata/<name>.golden, or writes it there
+// with -update (see clitest.Golden).
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	got = normalize(got)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "no golden file: run go test ./cli/ -run %s -update", t.Name())
-	require.Equal(t, string(want), got, "output of %s differs from %s (-update rewrites it)", t.Name(), path)
+	clitest.Golden(t, "testdata", name, got, *update)
 }
 
-// eventID makes the fixture's event IDs the same on every run.
-func eventID(n int) uuid.UUID {
-	return uuid.NewSHA1(uuid.NameSpaceOID, []byte{byte(n >> 8), byte(n)})
-}
+// eventID makes the fixtures' event IDs the same on every run.
+func eventID(n int) uuid.UUID { return clitest.EventID(n) }

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/testrig/clitest"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -99,7 +100,7 @@ func TestGoldenMounted(t *testing.T) {
 			for i, id := range []string{tallyRetryDL, tallySkipDL} {
 				_, err := store.(storekit.DeadLetterStore).ParkDeadLetter(ctx, eventstore.DeadLetter{
 					ID: id, Consumer: "tally", Event: tallies[i], Error: "tally: database busy", Attempts: 3,
-					FirstFailure: fixtureFailure, LastFailure: fixtureFailure,
+					FirstFailure: clitest.FixtureFailure, LastFailure: clitest.FixtureFailure,
 				})
 				require.NoError(t, err)
 			}

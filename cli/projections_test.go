@@ -10,73 +10,30 @@ import (
 
 	"github.com/cairn-es/cairn/cli"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/testrig/clitest"
 )
 
 // consumerGolden compares a run's output with its golden file.
 func consumerGolden(t *testing.T, name string, r result) {
 	t.Helper()
-	golden(t, name, r.stdout+"--- stderr\n"+r.stderr+"--- exit "+itoa(r.code)+"\n")
+	golden(t, name, clitest.Output(r.stdout, r.stderr, r.code))
 }
 
 // TestGoldenConsumers runs the commands that look at consumers, and those
-// that would change them but are refused or not confirmed, on the
-// fixture, on every backend: nothing here changes the store.
+// that would change them but are refused or not confirmed (the cases of
+// clitest.ConsumerCases, which the cairn binary runs on KurrentDB too),
+// on the fixture, on every backend: nothing here changes the store.
 func TestGoldenConsumers(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-	}{
-		{"projections-ls", []string{"projections", "ls"}},
-		{"projections-ls-json", []string{"projections", "ls", "--json"}},
-		{"projections-status", []string{"projections", "status", "seats-view"}},
-		{"projections-status-leased", []string{"projections", "status", "orders-view"}},
-		{"projections-status-json", []string{"projections", "status", "stalled", "--json"}},
-		{"projections-status-unknown", []string{"projections", "status", "nobody"}},
-		{"projections-reset-leased", []string{"projections", "reset", "orders-view", "--to-start", "--yes"}},
-		{"projections-reset-unknown", []string{"projections", "reset", "nobody", "--to-start", "--yes"}},
-		{"projections-reset-no-target", []string{"projections", "reset", "stalled"}},
-		{"projections-reset-both-targets", []string{"projections", "reset", "stalled", "--to-start", "--after", "{P3}"}},
-		{"projections-reset-bad-position", []string{"projections", "reset", "stalled", "--after", "nowhere"}},
-		{"projections-reset-past-head", []string{"projections", "reset", "stalled", "--after", "999999999:0"}},
-		{"projections-reset-not-confirmed", []string{"projections", "reset", "stalled", "--after", "{P3}"}},
-		{"projections-rebuild-bare", []string{"projections", "rebuild", "orders-view", "--yes"}},
-		{"deadletters-ls", []string{"deadletters", "ls"}},
-		{"deadletters-ls-consumer", []string{"deadletters", "ls", "--consumer", "seats-view"}},
-		{"deadletters-ls-json", []string{"deadletters", "ls", "--consumer", "saga:sale", "--json"}},
-		{"deadletters-ls-none", []string{"deadletters", "ls", "--consumer", "orders-view"}},
-		{"deadletters-ls-unknown", []string{"deadletters", "ls", "--consumer", "nobody"}},
-		{"deadletters-show", []string{"deadletters", "show", seatsDL1, "--consumer", "seats-view"}},
-		{"deadletters-show-binary", []string{"deadletters", "show", seatsDL2, "--consumer", "seats-view", "--json"}},
-		{"deadletters-show-missing", []string{"deadletters", "show", missing, "--consumer", "seats-view"}},
-		{"deadletters-show-no-consumer", []string{"deadletters", "show", seatsDL1}},
-		{"deadletters-skip-not-confirmed", []string{"deadletters", "skip", seatsDL1, "--consumer", "seats-view"}},
-		{"deadletters-skip-missing", []string{"deadletters", "skip", missing, "--consumer", "seats-view", "--yes"}},
-		{"deadletters-retry-bare", []string{"deadletters", "retry", sagaDL, "--consumer", "saga:sale", "--yes"}},
-		{"doctor", []string{"doctor"}},
-		{"doctor-json", []string{"doctor", "--json"}},
-		{"doctor-max-lag", []string{"doctor", "--max-lag", "1"}},
-	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			url, stored := consumerFixture(t, b)
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					r := run(t, cli.Options{}, "", append([]string{"--store", url}, substitute(tc.args, stored)...)...)
-					consumerGolden(t, tc.name, r)
+			for _, tc := range clitest.ConsumerCases {
+				t.Run(tc.Name, func(t *testing.T) {
+					r := run(t, cli.Options{}, "", append([]string{"--store", url}, clitest.Substitute(tc.Args, stored)...)...)
+					consumerGolden(t, tc.Name, r)
 				})
 			}
-			// Nothing above changed the store.
-			s := reopen(t, url)
-			ctx := context.Background()
-			cp, err := s.Checkpoint(ctx, "stalled")
-			require.NoError(t, err)
-			assert.Equal(t, stored[1].Position, cp.Position, "a reset not confirmed moves nothing")
-			cp, err = s.Checkpoint(ctx, "orders-view")
-			require.NoError(t, err)
-			assert.Equal(t, stored[5].Position, cp.Position, "a leased consumer's reset is refused")
-			n, err := s.CountDeadLetters(ctx, "seats-view")
-			require.NoError(t, err)
-			assert.Equal(t, 2, n, "a skip not confirmed deletes nothing")
+			clitest.CheckUnchanged(t, reopen(t, url), stored)
 		})
 	}
 }
@@ -87,28 +44,12 @@ func TestGoldenConsumerChanges(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			url, stored := consumerFixture(t, b)
-			do := func(name string, args ...string) {
-				t.Helper()
-				r := run(t, cli.Options{}, "", append([]string{"--store", url}, substitute(args, stored)...)...)
-				consumerGolden(t, name, r)
-				require.Equal(t, cli.ExitOK, r.code, r.stderr)
+			for _, tc := range clitest.ConsumerChanges {
+				r := run(t, cli.Options{}, "", append([]string{"--store", url}, clitest.Substitute(tc.Args, stored)...)...)
+				consumerGolden(t, tc.Name, r)
+				require.Equal(t, cli.ExitOK, r.code, "%s: %s", tc.Name, r.stderr)
 			}
-			do("projections-reset-after", "projections", "reset", "stalled", "--after", "{P3}", "--yes")
-			do("projections-reset-to-start", "projections", "reset", "seats-view", "--to-start", "--yes", "--json")
-			do("deadletters-skip", "deadletters", "skip", seatsDL1, "--consumer", "seats-view", "--yes")
-
-			s := reopen(t, url)
-			ctx := context.Background()
-			cp, err := s.Checkpoint(ctx, "stalled")
-			require.NoError(t, err)
-			assert.Equal(t, stored[3].Position, cp.Position)
-			cp, err = s.Checkpoint(ctx, "seats-view")
-			require.NoError(t, err)
-			assert.Equal(t, eventstore.Start, cp.Position)
-			_, err = s.DeadLetter(ctx, "seats-view", seatsDL1)
-			require.ErrorIs(t, err, eventstore.ErrDeadLetterNotFound, "skipped")
-			_, err = s.DeadLetter(ctx, "seats-view", seatsDL2)
-			require.NoError(t, err, "the other dead letter stays")
+			clitest.CheckChanges(t, reopen(t, url), stored)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -10,46 +9,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/cli"
+	"github.com/cairn-es/cairn/internal/testrig/clitest"
 )
 
-// TestGoldenStreams runs the streams and events commands on the fixture,
-// on every backend, against one golden file per command line.
+// TestGoldenStreams runs the streams and events commands on the fixture
+// (the cases of clitest.StreamsCases, which the cairn binary runs on
+// KurrentDB too), on every backend, against one golden file per command
+// line.
 func TestGoldenStreams(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-	}{
-		{"streams-ls", []string{"streams", "ls"}},
-		{"streams-ls-prefix", []string{"streams", "ls", "--prefix", "order-"}},
-		{"streams-ls-after-limit", []string{"streams", "ls", "--after", "order-1", "--limit", "2"}},
-		{"streams-ls-type", []string{"streams", "ls", "--type", "order.paid,seats.reserved"}},
-		{"streams-ls-json", []string{"streams", "ls", "--prefix", "seats-", "--json"}},
-		{"streams-read", []string{"streams", "read", "order-1"}},
-		{"streams-read-data", []string{"streams", "read", "order-1", "--data", "--from", "1"}},
-		{"streams-read-backward", []string{"streams", "read", "order-1", "--backward", "--limit", "2"}},
-		{"streams-read-type", []string{"streams", "read", "order-1", "--type", "order.confirmed"}},
-		{"streams-read-json", []string{"streams", "read", "seats-2", "--json", "--data"}},
-		{"streams-read-absent", []string{"streams", "read", "order-404"}},
-		{"streams-tail", []string{"streams", "tail", "-n", "3"}},
-		{"streams-tail-stream", []string{"streams", "tail", "order-1", "-n", "2", "--data"}},
-		{"streams-tail-from-start-prefix", []string{"streams", "tail", "--from-start", "--prefix", "seats-"}},
-		{"events-find-correlation", []string{"events", "find", "--correlation", "flow-2", "--data"}},
-		{"events-find-command", []string{"events", "find", "--command", "cmd-pay-1", "--json"}},
-		{"events-find-type-causation", []string{"events", "find", "--type", "seats.reserved", "--causation", "cmd-place-1"}},
-		{"events-find-nothing", []string{"events", "find", "--type", "order.lost"}},
-		{"events-find-no-filter", []string{"events", "find"}},
-		{"streams-read-bad-from", []string{"streams", "read", "order-1", "--from", "x"}},
-		{"streams-tail-bad-after", []string{"streams", "tail", "--after", "nowhere"}},
-	}
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			url, store := b.create(t)
 			buildFixture(t, store)
 			require.NoError(t, store.Close())
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) {
-					r := run(t, cli.Options{}, "", append([]string{"--store", url}, tc.args...)...)
-					golden(t, tc.name, r.stdout+"--- stderr\n"+r.stderr+"--- exit "+itoa(r.code)+"\n")
+			for _, tc := range clitest.StreamsCases {
+				t.Run(tc.Name, func(t *testing.T) {
+					r := run(t, cli.Options{}, "", append([]string{"--store", url}, tc.Args...)...)
+					golden(t, tc.Name, clitest.Output(r.stdout, r.stderr, r.code))
 				})
 			}
 		})
@@ -107,5 +83,3 @@ func TestStreamsJSON(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, failure.ExitCode)
 	assert.Contains(t, failure.Error, "--from")
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

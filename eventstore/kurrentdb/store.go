@@ -171,3 +171,10 @@ func (s *Store) Close() error {
 func (s *Store) isClosed() bool {
 	return s.closing.Err() != nil
 }
+
+var _ storekit.Described = (*Store)(nil)
+
+// Kind implements [storekit.Described]. KurrentDB has no schema of
+// Cairn's: the store's state streams are streams like any other, which
+// nothing migrates, so the version is 0.
+func (s *Store) Kind() (string, int) { return "kurrentdb", 0 }

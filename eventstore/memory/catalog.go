@@ -106,3 +106,8 @@ func (s *snapshots) Snapshots(ctx context.Context, after string) iter.Seq2[store
 		return out, nil
 	})
 }
+
+var _ storekit.Described = (*Store)(nil)
+
+// Kind implements [storekit.Described]: memory has no schema.
+func (s *Store) Kind() (string, int) { return "memory", 0 }

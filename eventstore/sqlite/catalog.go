@@ -186,3 +186,9 @@ func (s *Store) snapshotsPage(ctx context.Context, from, _ string, limit int) ([
 	}
 	return out, nil
 }
+
+var _ storekit.Described = (*Store)(nil)
+
+// Kind implements [storekit.Described]: a store opened is at this
+// build's [SchemaVersion].
+func (s *Store) Kind() (string, int) { return "sqlite", SchemaVersion }

@@ -69,3 +69,16 @@ type ConsumerInfo struct {
 	DeadLetters      int
 	OldestDeadLetter time.Time
 }
+
+// Described is a store that says what it is, for the tools that look at a
+// store from outside (cairn doctor names the store it checks). Cairn's
+// stores implement it; a store that does not is named by its Go type.
+type Described interface {
+	// Kind names the kind of store ("sqlite", "postgres", "kurrentdb")
+	// and the version of its schema that this build opened it at: opening
+	// a SQL store migrates it to this build's version (or, read only,
+	// refuses any other). It is 0 for a store that has no schema of
+	// Cairn's to migrate (KurrentDB, whose streams are kept as the
+	// server keeps any stream).
+	Kind() (name string, schemaVersion int)
+}

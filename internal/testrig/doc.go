@@ -3,7 +3,9 @@
 // the crash tests run (reservation, flowtest), the deterministic saga
 // simulation (sim), the crash matrix, the two-deployments test and the
 // soak (crashmatrix, deployments, soak), a throwaway PostgreSQL server for
-// tests (pgtest), and the checker of the documentation's Go blocks
+// tests (pgtest), the cairn command line's golden fixtures and cases,
+// which package cli and the cairn binary (cmd/cairn, on KurrentDB) share
+// (clitest), and the checker of the documentation's Go blocks
 // (doccheck). They are not API.
 //
 // The packages directly under internal/ are leaves that the library uses

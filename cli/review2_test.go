@@ -183,3 +183,41 @@ func copySourceAt(t *testing.T) string {
 	from, _ := copySource(t)
 	return from
 }
+
+// Broken promise (as TestReview2DoctorSegmentsGrownFalseAlarm; saga's
+// StoredConsumerFilters says it handles "a change from one segment" by
+// leaving "saga:<type>" out): after a saga goes from 1 segment to 2, the
+// old outbox "saga:ship:outbox" is left with a checkpoint nothing moves.
+// Only the events consumer's old name is set aside; the old outbox is
+// counted exactly with the step-record filter, so every step the new
+// runner records makes it more "behind", and its released lease makes it
+// "no process runs it": exit 3 on a store whose running consumers are all
+// caught up.
+func TestReview2DoctorOldOutboxAfterSegmentingFalseAlarm(t *testing.T) {
+	ctx := context.Background()
+	u, store, _ := review2SagaStore(t, 0)
+	cs := store.(storekit.CheckpointStore)
+	// The one-segment runner's outbox, caught up before the change.
+	require.NoError(t, cs.SaveCheckpoint(ctx, "saga:ship:outbox", eventstore.Start, eventstore.Position{Major: 1}, 0))
+	lapse(t, store, "saga:ship:outbox")
+	var last eventstore.Position
+	for i := range 10 {
+		r, err := store.Append(trusted.Writer(ctx), fmt.Sprintf("saga:ship-%d", i), eventstore.NoStream,
+			eventstore.EventData{Type: "cairn.saga.step", SchemaVersion: 1, Data: []byte(`{}`)})
+		require.NoError(t, err)
+		last = r.Position
+	}
+	// The two-segment runner, caught up, running.
+	for k := range 2 {
+		for _, name := range []string{fmt.Sprintf("saga:ship#%d/2", k), fmt.Sprintf("saga:ship#%d/2:outbox", k)} {
+			require.NoError(t, cs.SaveCheckpoint(ctx, name, eventstore.Start, last, 0))
+			_, ok, err := store.(consumerStores).AcquireLease(ctx, name, "host-1/"+name, time.Hour)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+	}
+	require.NoError(t, store.Close())
+
+	code, report := doctorJSON(t, cli.Options{}, u, "--max-lag", "5")
+	assert.Equal(t, cli.ExitOK, code, "every running consumer is caught up: %v", report.whats())
+}

@@ -16,7 +16,7 @@ import (
 
 var _ storekit.Catalog = (*Store)(nil)
 
-// Page sizes of the consumer and snapshot listings. A consumer row is small;
+// Page sizes of the catalog's listings. A stream or consumer row is small;
 // a snapshot holds its state, up to storekit.MaxEventSize, so fewer of
 // them make a page.
 const (
@@ -30,18 +30,16 @@ const (
 // (storekit.NameRange), not LIKE patterns that a name's "%" or "_" would
 // widen.
 //
-// The indexes on those columns are in the columns' own collation, which
-// PostgreSQL does not use for a "C" comparison, even in a database whose
-// default collation is "C" (EXPLAIN shows the range as a filter, not an
-// index condition). So streams are listed by one query, read as the
-// caller ranges: one pass over the events table for the whole listing (a
-// hash aggregate of the rows in the range and a sort of their streams),
-// then each listed stream's last event from the (stream, version) index.
-// A page at a time would read the table once per page. An index on
+// The cost: the indexes on those columns are in the columns' own
+// collation, which PostgreSQL does not use for a "C" comparison, even in
+// a database whose default collation is "C" (EXPLAIN shows the range as
+// a filter, not an index condition). So each page of streams reads the
+// events table whole (a sequential scan, a hash aggregate of the rows in
+// the range and a sort of their streams) and then looks up each listed
+// stream's last event in the (stream, version) index. An index on
 // (stream COLLATE "C", version) would let it range instead; the schema
 // has none, since every append would pay for it, and listing is for
-// operators. The consumer and snapshot tables are small, and are read a
-// page at a time.
+// operators. The consumer and snapshot tables are small, and read alike.
 //
 // streamsSQL takes, of each stream in the range, its last version, and
 // then the position of that event, its row's (tx_id, seq), as read.go
@@ -49,68 +47,51 @@ const (
 // on (stream, version) is in.
 const (
 	streamsSQL      = streamsHead + `WHERE stream COLLATE "C" >= $1` + streamsTail
-	streamsBelowSQL = streamsHead + `WHERE stream COLLATE "C" >= $1 AND stream COLLATE "C" < $2` + streamsTail
+	streamsBelowSQL = streamsHead + `WHERE stream COLLATE "C" >= $1 AND stream COLLATE "C" < $3` + streamsTail
 	streamsHead     = `SELECT l.stream, l.last, e.tx_id, e.seq FROM (
 			SELECT stream COLLATE "C" AS stream, max(version) AS last FROM {{s}}.events `
 	streamsTail = `
-			GROUP BY 1) l
+			GROUP BY 1 ORDER BY 1 LIMIT $2) l
 		JOIN {{s}}.events e ON e.stream = l.stream COLLATE "default" AND e.version = l.last
 		ORDER BY l.stream`
 )
 
-// Streams implements [storekit.Catalog.Streams] with one query (see
-// streamsSQL), which holds a connection of the pool while the caller
-// ranges.
+// Streams implements [storekit.Catalog.Streams], a page of names at a
+// time.
 func (s *Store) Streams(ctx context.Context, prefix, after string) iter.Seq2[storekit.StreamInfo, error] {
-	return func(yield func(storekit.StreamInfo, error) bool) {
-		fail := func(err error) {
-			yield(storekit.StreamInfo{}, s.closedOr(fmt.Errorf("postgres: listing streams: %w", err)))
-		}
-		if err := s.checkOpen(); err != nil {
-			yield(storekit.StreamInfo{}, err)
-			return
-		}
-		from, to := storekit.NameRange(prefix, after)
-		query, args := streamsSQL, []any{from}
-		if to != "" {
-			query, args = streamsBelowSQL, append(args, to)
-		}
-		rows, err := s.pool.Query(ctx, s.fill(query), args...)
-		if err != nil {
-			fail(err)
-			return
-		}
-		defer rows.Close()
-		for rows.Next() {
-			info, err := scanStream(rows)
-			if err != nil {
-				fail(err)
-				return
-			}
-			if storekit.InListing(info.Name, prefix, after) && !yield(info, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
-			fail(err)
-		}
-	}
+	return storekit.ListNames(ctx, prefix, after, func(i storekit.StreamInfo) string { return i.Name }, s.streamsPage, catalogPage)
 }
 
-// scanStream reads a row of streamsSQL.
-func scanStream(row pgx.Row) (storekit.StreamInfo, error) {
-	var info storekit.StreamInfo
-	var version, seq int64
-	var txID uint64
-	if err := row.Scan(&info.Name, &version, &txID, &seq); err != nil {
-		return info, err
+func (s *Store) streamsPage(ctx context.Context, from, to string, limit int) ([]storekit.StreamInfo, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
 	}
-	if version < 0 || seq < 0 {
-		return info, fmt.Errorf("%w: stream %q, version %d: negative version or sequence (%d, %d)",
-			eventstore.ErrCorrupt, info.Name, version, version, seq)
+	query, args := streamsSQL, []any{from, limit}
+	if to != "" {
+		query, args = streamsBelowSQL, append(args, to)
 	}
-	info.LastVersion, info.LastPosition = uint64(version), eventstore.Position{Major: txID, Minor: uint64(seq)}
-	return info, nil
+	rows, err := s.pool.Query(ctx, s.fill(query), args...)
+	if err != nil {
+		return nil, s.closedOr(fmt.Errorf("postgres: listing streams from %q: %w", from, err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storekit.StreamInfo, error) {
+		var info storekit.StreamInfo
+		var version, seq int64
+		var txID uint64
+		if err := row.Scan(&info.Name, &version, &txID, &seq); err != nil {
+			return info, err
+		}
+		if version < 0 || seq < 0 {
+			return info, fmt.Errorf("%w: stream %q, version %d: negative version or sequence (%d, %d)",
+				eventstore.ErrCorrupt, info.Name, version, version, seq)
+		}
+		info.LastVersion, info.LastPosition = uint64(version), eventstore.Position{Major: txID, Minor: uint64(seq)}
+		return info, nil
+	})
+	if err != nil {
+		return nil, s.closedOr(fmt.Errorf("postgres: listing streams from %q: %w", from, err))
+	}
+	return out, nil
 }
 
 // consumersSQL lists the consumers that have a checkpoint, a lease or dead

@@ -44,7 +44,8 @@ func ListNames[T any](ctx context.Context, prefix, after string, name func(T) st
 				return
 			}
 			for _, item := range page {
-				if !InListing(name(item), prefix, after) {
+				n := name(item)
+				if n <= after || !strings.HasPrefix(n, prefix) {
 					continue
 				}
 				if !yield(item, nil) {
@@ -58,14 +59,6 @@ func ListNames[T any](ctx context.Context, prefix, after string, name func(T) st
 			from, after = last, max(after, last)
 		}
 	}
-}
-
-// InListing reports whether a name belongs in a [Catalog] listing of the
-// names that start with prefix and sort after after: the exact byte
-// comparison that a store applies to what it read of the wider
-// [NameRange].
-func InListing(name, prefix, after string) bool {
-	return name > after && strings.HasPrefix(name, prefix)
 }
 
 // NameRange returns the range of names, from (inclusive) to to (exclusive;

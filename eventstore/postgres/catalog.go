@@ -22,6 +22,10 @@ var _ storekit.Catalog = (*Store)(nil)
 const (
 	catalogPage  = 512
 	snapshotPage = 32
+	// streamsPage is larger: each page of streams reads the events table
+	// (see below), so fewer pages cost fewer passes, and a row of a page
+	// is a name of at most 512 bytes and three numbers.
+	streamsPage = 10000
 )
 
 // The catalog lists in byte order, which is the "C" collation's, while
@@ -33,8 +37,8 @@ const (
 // The cost: the indexes on those columns are in the columns' own
 // collation, which PostgreSQL does not use for a "C" comparison, even in
 // a database whose default collation is "C" (EXPLAIN shows the range as
-// a filter, not an index condition). So each page of streams reads the
-// events table whole (a sequential scan, a hash aggregate of the rows in
+// a filter, not an index condition). So each page of streams (10,000
+// names, so that a listing takes few) reads the events table whole (a sequential scan, a hash aggregate of the rows in
 // the range and a sort of their streams) and then looks up each listed
 // stream's last event in the (stream, version) index. An index on
 // (stream COLLATE "C", version) would let it range instead; the schema
@@ -59,7 +63,7 @@ const (
 // Streams implements [storekit.Catalog.Streams], a page of names at a
 // time.
 func (s *Store) Streams(ctx context.Context, prefix, after string) iter.Seq2[storekit.StreamInfo, error] {
-	return storekit.ListNames(ctx, prefix, after, func(i storekit.StreamInfo) string { return i.Name }, s.streamsPage, catalogPage)
+	return storekit.ListNames(ctx, prefix, after, func(i storekit.StreamInfo) string { return i.Name }, s.streamsPage, streamsPage)
 }
 
 func (s *Store) streamsPage(ctx context.Context, from, to string, limit int) ([]storekit.StreamInfo, error) {

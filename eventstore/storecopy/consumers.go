@@ -151,9 +151,12 @@ func (c *copier) scanCopied(ctx context.Context) error {
 // the last event fed, and before its own checkpoint moves past it, so that
 // a crash in between loses none (the rerun translates them again).
 //
-// A save expects the target's stored checkpoint and fence, so that a
-// rerun that finds it already moved there writes nothing; leases are not
-// copied, since they belong to running processes.
+// A save expects the target's stored checkpoint and fence, and only moves
+// it forward: a rerun that finds it there already writes nothing, and one
+// that finds it further on leaves it (the consumer ran on the target since
+// and applied more; moving it back would apply that again; to move one
+// back, reset it on the target). Leases are not copied, since they belong
+// to running processes.
 func (c *copier) writeCheckpoints(ctx context.Context) error {
 	if c.translator == nil {
 		return nil
@@ -171,7 +174,10 @@ func (c *copier) writeCheckpoints(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("storecopy: read the checkpoint of consumer %q in the target: %w", tr.consumer, err)
 		}
-		if stored.Position == next {
+		if !stored.Position.Before(next) {
+			// Where the target's checkpoint is already, or past: the
+			// service ran on the target since a first copy, and moving
+			// its consumer back would make it apply again what it applied.
 			continue
 		}
 		if err := c.checkpoints.SaveCheckpoint(ctx, tr.consumer, stored.Position, next, stored.Fence); err != nil {

@@ -63,7 +63,10 @@ type Options struct {
 	// source must be a storekit.Catalog and a storekit.DeadLetterStore,
 	// the target a storekit.CheckpointStore and a storekit.DeadLetterStore
 	// (every store of Cairn is all of them); otherwise Copy copies nothing
-	// and returns an [*UnsupportedError]. See the package documentation.
+	// and returns an [*UnsupportedError]. A checkpoint only moves
+	// forward: one the target holds at or past the translation (its
+	// consumer ran on the target since) is left as it is. See the package
+	// documentation.
 	Consumers bool
 	// Snapshots copies the aggregates' snapshots as well. The source must
 	// be a storekit.Catalog, the target a storekit.SnapshotStore.

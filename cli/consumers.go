@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -237,9 +238,19 @@ func consumerRowOf(ctx context.Context, store eventstore.Store, c storekit.Consu
 // the service's projections' and saga runners' (in a service's binary),
 // and those the store tells of saga consumers (saga.StoredConsumerFilters:
 // a saga's outbox; its events consumer, from its subscription record).
-// The filter of a consumer not in the map is unknown. names are every
-// consumer the store lists, which tells a segmented saga's names apart.
-func consumerFilters(ctx context.Context, store eventstore.Store, svc *Service, names []string) (map[string]eventstore.Filter, error) {
+// The filter of a consumer not in the map is unknown. all are every
+// consumer the store lists, which tells a segmented saga's names apart;
+// the names a saga type's runners left behind when its segment count
+// changed (see leftBehind) are given no filter, so that their frozen
+// checkpoints count as no lag.
+func consumerFilters(ctx context.Context, store eventstore.Store, svc *Service, all []storekit.ConsumerInfo) (map[string]eventstore.Filter, error) {
+	old := leftBehind(all)
+	names := make([]string, 0, len(all))
+	for _, c := range all {
+		if !old[c.Name] {
+			names = append(names, c.Name)
+		}
+	}
 	known, err := saga.StoredConsumerFilters(ctx, store, names)
 	if err != nil {
 		return nil, fmt.Errorf("reading the sagas' subscription records: %w", err)
@@ -279,11 +290,7 @@ func consumerRows(ctx context.Context, store eventstore.Store, svc *Service) ([]
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(all))
-	for i, c := range all {
-		names[i] = c.Name
-	}
-	known, err := consumerFilters(ctx, store, svc, names)
+	known, err := consumerFilters(ctx, store, svc, all)
 	if err != nil {
 		return nil, err
 	}
@@ -373,4 +380,66 @@ func markMounted(ctx context.Context, store eventstore.Store, svc *Service, rows
 			Handled: s.Handled, Rate: s.Rate, Parked: s.Parked, Leader: s.Leader}
 	}
 	return rows, nil
+}
+
+// sagaSegments matches a saga runner's consumer names: "saga:<type>",
+// "saga:<type>#k/n", each with ":outbox" or not. A type's name has no
+// "-" or ":".
+var sagaSegments = regexp.MustCompile(`^saga:([^-:#]+)(?:#\d+/(\d+))?(?::outbox)?$`)
+
+// leftBehind finds the consumer names that a saga type's runners no
+// longer use: when a type's segment count changes (RunnerOptions.Segments),
+// the runners take the names of the new count ("saga:<type>#k/n", or
+// "saga:<type>" for one segment) and the old names keep checkpoints that
+// nothing moves. Of the counts whose names a type has, the one in use is
+// taken to be that of the latest activity (a checkpoint saved, a lease
+// held); the others' names are left behind. Their dead letters are still
+// reported; their checkpoints are no lag.
+func leftBehind(all []storekit.ConsumerInfo) map[string]bool {
+	type group struct {
+		names  []string
+		latest time.Time
+	}
+	byType := map[string]map[string]*group{} // type -> segment count -> names
+	for _, c := range all {
+		m := sagaSegments.FindStringSubmatch(c.Name)
+		if m == nil {
+			continue
+		}
+		typ, count := m[1], m[2]
+		if byType[typ] == nil {
+			byType[typ] = map[string]*group{}
+		}
+		g := byType[typ][count]
+		if g == nil {
+			g = &group{}
+			byType[typ][count] = g
+		}
+		g.names = append(g.names, c.Name)
+		for _, t := range []time.Time{c.CheckpointSaved, c.Lease.Expires} {
+			if t.After(g.latest) {
+				g.latest = t
+			}
+		}
+	}
+	old := map[string]bool{}
+	for _, groups := range byType {
+		if len(groups) < 2 {
+			continue
+		}
+		var current *group
+		for _, g := range groups {
+			if current == nil || g.latest.After(current.latest) {
+				current = g
+			}
+		}
+		for _, g := range groups {
+			if g != current {
+				for _, n := range g.names {
+					old[n] = true
+				}
+			}
+		}
+	}
+	return old
 }

@@ -250,10 +250,6 @@ func (a *app) projectionsStatus() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var names []string
-			for _, c := range all {
-				names = append(names, c.Name)
-			}
 			info, err := a.findConsumer(ctx, store, name)
 			if err != nil {
 				// A mounted projection that never ran has nothing stored
@@ -268,7 +264,7 @@ func (a *app) projectionsStatus() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("reading the newest event: %w", err)
 			}
-			known, err := consumerFilters(ctx, store, svc, append(names, name))
+			known, err := consumerFilters(ctx, store, svc, append(all, info))
 			if err != nil {
 				return err
 			}

@@ -130,6 +130,7 @@ func TestReview2StreamsBreakAndCancel(t *testing.T) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var last error
 	n := 0
 	for _, err := range s.Streams(ctx, "", "") {

@@ -283,9 +283,10 @@ func filterOf(known map[string]eventstore.Filter, name string) *eventstore.Filte
 	return &f
 }
 
-// consumerRows measures every consumer of the store, with the filters
-// known here (see consumerFilters).
-func consumerRows(ctx context.Context, store eventstore.Store, svc *Service) ([]consumerRow, error) {
+// consumerRows measures every consumer of the store against head, with
+// the filters known here (see consumerFilters), and marks the service's
+// projections (markMounted).
+func consumerRows(ctx context.Context, store eventstore.Store, svc *Service, head logHead) ([]consumerRow, error) {
 	all, err := listConsumers(ctx, store)
 	if err != nil {
 		return nil, err
@@ -293,10 +294,6 @@ func consumerRows(ctx context.Context, store eventstore.Store, svc *Service) ([]
 	known, err := consumerFilters(ctx, store, svc, all)
 	if err != nil {
 		return nil, err
-	}
-	head, err := readHead(ctx, store)
-	if err != nil {
-		return nil, fmt.Errorf("reading the newest event: %w", err)
 	}
 	now := time.Now()
 	rows := make([]consumerRow, 0, len(all))
@@ -307,7 +304,7 @@ func consumerRows(ctx context.Context, store eventstore.Store, svc *Service) ([]
 		}
 		rows = append(rows, r)
 	}
-	return rows, nil
+	return markMounted(ctx, store, svc, rows)
 }
 
 // lookAt opens the store to look at consumers: read-only in the bare

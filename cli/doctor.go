@@ -123,10 +123,9 @@ func (a *app) diagnose(ctx context.Context, store eventstore.Store, svc *Service
 		return r, fmt.Errorf("reading the newest event: %w", err)
 	}
 	r.Head, r.HeadRecorded = head.event.Position, head.event.RecordedAt
-	if r.Consumers, err = consumerRows(ctx, store, svc); err != nil {
-		return r, err
-	}
-	if r.Consumers, err = markMounted(ctx, store, svc, r.Consumers); err != nil {
+	// One read of the head, so that the report's head and the consumers'
+	// lags are measured against the same newest event.
+	if r.Consumers, err = consumerRows(ctx, store, svc, head); err != nil {
 		return r, err
 	}
 	if r.Sagas, err = sagaCounts(ctx, store); err != nil {

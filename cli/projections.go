@@ -200,11 +200,12 @@ func (a *app) projectionsLs() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows, err := consumerRows(ctx, store, svc)
+			head, err := readHead(ctx, store)
 			if err != nil {
-				return err
+				return fmt.Errorf("reading the newest event: %w", err)
 			}
-			if rows, err = markMounted(ctx, store, svc, rows); err != nil {
+			rows, err := consumerRows(ctx, store, svc, head)
+			if err != nil {
 				return err
 			}
 			return a.emit(rows, func(t *tableWriter) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -42,15 +41,7 @@ func deadLetterRowOf(d eventstore.DeadLetter, withEvent bool) deadLetterRow {
 		Error: d.Error, Generation: d.Generation, ClaimedUntil: d.ClaimedUntil,
 	}
 	if withEvent {
-		ev := eventRow{
-			Position: e.Position, Stream: e.StreamID, Version: e.Version, ID: e.ID.String(), Type: e.Type,
-			SchemaVersion: e.SchemaVersion, RecordedAt: e.RecordedAt, Metadata: e.Metadata,
-		}
-		if json.Valid(e.Data) {
-			ev.Data = json.RawMessage(e.Data)
-		} else {
-			ev.DataBase64 = e.Data
-		}
+		ev := eventRowOf(e, true)
 		r.Event = &ev
 	}
 	return r

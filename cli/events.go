@@ -39,6 +39,23 @@ type decodedRow struct {
 	Value any    `json:"value"`
 }
 
+// eventRowOf is e as the commands print it, with its data when withData
+// (as JSON when it is JSON, else base64).
+func eventRowOf(e eventstore.Event, withData bool) eventRow {
+	row := eventRow{
+		Position: e.Position, Stream: e.StreamID, Version: e.Version, ID: e.ID.String(),
+		Type: e.Type, SchemaVersion: e.SchemaVersion, RecordedAt: e.RecordedAt, Metadata: e.Metadata,
+	}
+	if withData {
+		if json.Valid(e.Data) {
+			row.Data = json.RawMessage(e.Data)
+		} else {
+			row.DataBase64 = e.Data
+		}
+	}
+	return row
+}
+
 // eventFlags are the flags of every command that prints events.
 type eventFlags struct {
 	data, decode bool
@@ -76,17 +93,7 @@ func (a *app) printEvents(ctx context.Context, events iter.Seq2[eventstore.Event
 			_ = t.w.Flush()
 			return err
 		}
-		row := eventRow{
-			Position: e.Position, Stream: e.StreamID, Version: e.Version, ID: e.ID.String(),
-			Type: e.Type, SchemaVersion: e.SchemaVersion, RecordedAt: e.RecordedAt, Metadata: e.Metadata,
-		}
-		if f.data {
-			if json.Valid(e.Data) {
-				row.Data = json.RawMessage(e.Data)
-			} else {
-				row.DataBase64 = e.Data
-			}
-		}
+		row := eventRowOf(e, f.data)
 		if f.decode {
 			values, err := svc.Registry.Decode(e)
 			if err != nil {

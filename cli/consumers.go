@@ -394,23 +394,27 @@ var sagaSegments = regexp.MustCompile(`^saga:([^-:#]+)(?:#\d+/(\d+))?(?::outbox)
 // reported; their checkpoints are no lag.
 func leftBehind(all []storekit.ConsumerInfo) map[string]bool {
 	type group struct {
-		names  []string
-		latest time.Time
+		segments int
+		names    []string
+		latest   time.Time
 	}
-	byType := map[string]map[string]*group{} // type -> segment count -> names
+	byType := map[string]map[int]*group{} // type -> segment count -> names
 	for _, c := range all {
 		m := sagaSegments.FindStringSubmatch(c.Name)
 		if m == nil {
 			continue
 		}
-		typ, count := m[1], m[2]
-		if byType[typ] == nil {
-			byType[typ] = map[string]*group{}
+		typ, segments := m[1], 1
+		if m[2] != "" {
+			segments, _ = strconv.Atoi(m[2]) // digits, by the pattern
 		}
-		g := byType[typ][count]
+		if byType[typ] == nil {
+			byType[typ] = map[int]*group{}
+		}
+		g := byType[typ][segments]
 		if g == nil {
-			g = &group{}
-			byType[typ][count] = g
+			g = &group{segments: segments}
+			byType[typ][segments] = g
 		}
 		g.names = append(g.names, c.Name)
 		for _, t := range []time.Time{c.CheckpointSaved, c.Lease.Expires} {
@@ -424,9 +428,14 @@ func leftBehind(all []storekit.ConsumerInfo) map[string]bool {
 		if len(groups) < 2 {
 			continue
 		}
+		// The latest activity wins; on a tie (a store that keeps no save
+		// times, nothing leased) the larger count, as a segmented runner
+		// keeps dead letters under "saga:<type>" too: the same answer
+		// every time, whatever the map's order.
 		var current *group
 		for _, g := range groups {
-			if current == nil || g.latest.After(current.latest) {
+			if current == nil || g.latest.After(current.latest) ||
+				(g.latest.Equal(current.latest) && g.segments > current.segments) {
 				current = g
 			}
 		}

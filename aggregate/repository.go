@@ -6,6 +6,9 @@ import (
 	"hash/maphash"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -23,6 +26,12 @@ type RepositoryOptions struct {
 	// Logger receives what the repository handles on its own: snapshots it
 	// discards or fails to save. Nil means slog.Default().
 	Logger *slog.Logger
+	// TracerProvider and MeterProvider take the repository's spans and
+	// metrics (docs/observability.md lists them); nil means the global
+	// providers of go.opentelemetry.io/otel, which do nothing until the
+	// service installs an SDK.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 	// ScanLimit bounds how many events the command bus's lookup of a
 	// command's earlier outcome reads backward when the store has no
 	// [storekit.CommandIndex] and the instance does not remember the

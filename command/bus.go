@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"sync"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -61,6 +64,12 @@ type Options struct {
 	// own (discarded snapshots, conflicts retried). Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// TracerProvider and MeterProvider take the bus and its repositories's spans and
+	// metrics (docs/observability.md lists them); nil means the global
+	// providers of go.opentelemetry.io/otel, which do nothing until the
+	// service installs an SDK.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // Bus dispatches commands to aggregates. Create it with [New], set up its

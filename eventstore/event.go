@@ -34,9 +34,27 @@ type Metadata struct {
 	// CommandID is the ID of the command that produced this event; the
 	// command bus uses it to absorb redelivered commands.
 	CommandID string `json:"command_id,omitempty"`
-	// Extra holds free key/value pairs.
+	// Extra holds free key/value pairs. Keys starting with "cairn." are
+	// Cairn's own, such as [TraceParentKey].
 	Extra map[string]string `json:"extra,omitempty"`
 }
+
+// The keys under which Cairn records, in [Metadata.Extra], the W3C trace
+// context (https://www.w3.org/TR/trace-context/) of the span that appended
+// an event: the command bus's append, a saga's step, an outbox send. A
+// consumer that handles the event links its span to that context, so one
+// trace leads to the next across processes and restarts. They are written
+// only while a span records, and, like every "cairn." key, only by Cairn:
+// a store refuses them from other writers, so no input can forge where a
+// trace came from. A repeated append writes nothing, so an event keeps the
+// context of the append that stored it first.
+const (
+	// TraceParentKey holds the traceparent: version, trace ID, span ID and
+	// flags, as in "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".
+	TraceParentKey = "cairn.traceparent"
+	// TraceStateKey holds the tracestate, when the span has one.
+	TraceStateKey = "cairn.tracestate"
+)
 
 // Clone returns a copy of m that shares no memory with it.
 func (m Metadata) Clone() Metadata {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/oklog/ulid/v2"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -112,6 +115,12 @@ type Options struct {
 	// Logger receives the consumer's records (parked events, lease changes,
 	// periodic stats); nil means slog.Default().
 	Logger *slog.Logger
+	// TracerProvider and MeterProvider take the consumer's spans and
+	// metrics (docs/observability.md lists them); nil means the global
+	// providers of go.opentelemetry.io/otel, which do nothing until the
+	// service installs an SDK.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 	// StatsInterval is how often a running consumer logs its [Stats] at
 	// info level; zero (or less) means every 30 seconds.
 	StatsInterval time.Duration

@@ -4,6 +4,9 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/retry"
 )
@@ -21,6 +24,12 @@ type RunnerOptions struct {
 	// Logger receives what the runner handles on its own; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// TracerProvider and MeterProvider take the runner and its consumers's spans and
+	// metrics (docs/observability.md lists them); nil means the global
+	// providers of go.opentelemetry.io/otel, which do nothing until the
+	// service installs an SDK.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 
 	// CacheSize is how many instances' latest steps the runner keeps in
 	// memory; zero (or less) means [DefaultCacheSize]. A step by another

@@ -1,0 +1,113 @@
+package telemetry
+
+import (
+	"context"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// MaxLinks bounds the links one span takes from the events it covers: the
+// SDK keeps 128 by default and drops the rest, so a batch links to the
+// first 128 distinct contexts of its events.
+const MaxLinks = 128
+
+// w3c reads and writes the W3C traceparent and tracestate.
+var w3c propagation.TraceContext
+
+// Inject records the trace context of the span in ctx in md, under
+// [eventstore.TraceParentKey] and [eventstore.TraceStateKey], when that
+// span is valid; it does nothing (and allocates nothing) otherwise. A
+// context md already holds is kept: it is where the data came from.
+func Inject(ctx context.Context, md *eventstore.Metadata) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	if _, held := md.Extra[eventstore.TraceParentKey]; held {
+		return
+	}
+	if md.Extra == nil {
+		md.Extra = make(map[string]string, 2)
+	}
+	w3c.Inject(ctx, metadataCarrier(md.Extra))
+}
+
+// SpanContextOf returns the remote span context md records, or an invalid
+// one when it records none or one that does not parse.
+func SpanContextOf(md eventstore.Metadata) trace.SpanContext {
+	if md.Extra[eventstore.TraceParentKey] == "" {
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(w3c.Extract(context.Background(), metadataCarrier(md.Extra)))
+}
+
+// LinkTo returns a link to the context md records, and false when it
+// records none.
+func LinkTo(md eventstore.Metadata) (trace.Link, bool) {
+	sc := SpanContextOf(md)
+	return trace.Link{SpanContext: sc}, sc.IsValid()
+}
+
+// LinksTo returns links to the distinct contexts that events record, at
+// most [MaxLinks], in the events' order.
+func LinksTo(events []eventstore.Event) []trace.Link {
+	var links []trace.Link
+	for i := range events {
+		sc := SpanContextOf(events[i].Metadata)
+		if !sc.IsValid() || linked(links, sc) {
+			continue
+		}
+		links = append(links, trace.Link{SpanContext: sc})
+		if len(links) == MaxLinks {
+			break
+		}
+	}
+	return links
+}
+
+func linked(links []trace.Link, sc trace.SpanContext) bool {
+	for _, l := range links {
+		if l.SpanContext.SpanID() == sc.SpanID() && l.SpanContext.TraceID() == sc.TraceID() {
+			return true
+		}
+	}
+	return false
+}
+
+// metadataCarrier maps the W3C header names onto Cairn's reserved metadata
+// keys.
+type metadataCarrier map[string]string
+
+func carrierKey(k string) string {
+	switch k {
+	case "traceparent":
+		return eventstore.TraceParentKey
+	case "tracestate":
+		return eventstore.TraceStateKey
+	}
+	return ""
+}
+
+func (c metadataCarrier) Get(k string) string {
+	if key := carrierKey(k); key != "" {
+		return c[key]
+	}
+	return ""
+}
+
+func (c metadataCarrier) Set(k, v string) {
+	if key := carrierKey(k); key != "" {
+		c[key] = v
+	}
+}
+
+func (c metadataCarrier) Keys() []string {
+	var keys []string
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if _, ok := c[carrierKey(k)]; ok {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}

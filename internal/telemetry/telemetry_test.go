@@ -3,13 +3,17 @@ package telemetry_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/internal/telemetry"
+	"github.com/cairn-es/cairn/internal/testrig/oteltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -87,4 +91,49 @@ func TestLoggerNamesTheTraceOfRecordsInsideASpan(t *testing.T) {
 	assert.Contains(t, buf.String(), `"trace_id":"`+span.SpanContext().TraceID().String()+`"`)
 	assert.Contains(t, buf.String(), `"consumer":"c"`)
 	assert.Equal(t, trace.SpanContextFromContext(ctx).SpanID().String(), span.SpanContext().SpanID().String())
+}
+
+func TestAppendsTraceAndMeasureAnAppend(t *testing.T) {
+	rec := oteltest.New(t)
+	a := telemetry.NewAppends(rec.TracerProvider.Tracer("t"), rec.MeterProvider.Meter("t"), memory.New())
+	ctx, op := a.Start(context.Background(), "order", "order-1", 2, false)
+	var md eventstore.Metadata
+	telemetry.Inject(ctx, &md)
+	op.End(ctx, 3, nil)
+	_, op = a.Start(context.Background(), "order", "order-2", 1, false)
+	op.End(context.Background(), 0, fmt.Errorf("append: %w", &eventstore.WrongVersionError{Stream: "order-2"}))
+
+	spans := rec.Named("append order")
+	require.Len(t, spans, 2)
+	assert.Equal(t, trace.SpanKindClient, spans[0].SpanKind())
+	assert.Equal(t, spans[0].SpanContext().SpanID(), telemetry.SpanContextOf(md).SpanID(), "the events record the append span")
+	v, _ := oteltest.Attr(spans[0], telemetry.VersionKey)
+	assert.EqualValues(t, 3, v.AsInt64())
+	v, _ = oteltest.Attr(spans[0], telemetry.DBSystemNameKey)
+	assert.Equal(t, "memory", v.AsString())
+	v, _ = oteltest.Attr(spans[1], telemetry.ErrorTypeKey)
+	assert.Equal(t, "*eventstore.WrongVersionError", v.AsString())
+	assert.Equal(t, codes.Error, spans[1].Status().Code)
+
+	assert.EqualValues(t, 1, rec.Count(t, "db.client.operation.duration", telemetry.DBCollectionNameKey.String("order"), telemetry.ErrorTypeKey.String("*eventstore.WrongVersionError")))
+}
+
+func TestAChildAppendIsTracedOnlyUnderARecordingSpan(t *testing.T) {
+	rec := oteltest.New(t)
+	a := telemetry.NewAppends(rec.TracerProvider.Tracer("t"), rec.MeterProvider.Meter("t"), nil)
+	ctx, op := a.Start(context.Background(), "order", "order-1", 1, true)
+	var md eventstore.Metadata
+	telemetry.Inject(ctx, &md)
+	op.End(ctx, 0, nil)
+	assert.Empty(t, rec.Ended())
+	assert.Nil(t, md.Extra)
+
+	parent, span := rec.TracerProvider.Tracer("t").Start(context.Background(), "dispatch")
+	_, op = a.Start(parent, "order", "order-1", 1, true)
+	op.End(parent, 0, nil)
+	span.End()
+	require.Len(t, rec.Named("append order"), 1)
+	assert.Equal(t, span.SpanContext().SpanID(), rec.Named("append order")[0].Parent().SpanID())
+	v, _ := oteltest.Attr(rec.Named("append order")[0], telemetry.DBSystemNameKey)
+	assert.Equal(t, "other", v.AsString())
 }

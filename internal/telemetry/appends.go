@@ -1,0 +1,136 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Appends traces and measures the appends of one appender (an aggregate
+// repository, a saga runner) to one store: an `append {category}` CLIENT
+// span whose context the appended events record, and the
+// db.client.operation.duration histogram.
+type Appends struct {
+	tracer   trace.Tracer
+	duration metric.Float64Histogram
+	system   attribute.KeyValue
+	// ok holds, by category, the histogram's options of a successful
+	// append, made once.
+	ok sync.Map // string -> []metric.RecordOption
+}
+
+// NewAppends returns the Appends of an appender to store.
+func NewAppends(tracer trace.Tracer, meter metric.Meter, store any) *Appends {
+	duration, err := meter.Float64Histogram("db.client.operation.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of appends to the event store."),
+		metric.WithExplicitBucketBoundaries(DBDurationBuckets...))
+	if err != nil {
+		otelHandle(err)
+	}
+	return &Appends{tracer: tracer, duration: duration, system: DBSystem(store)}
+}
+
+// Append is one append in progress: End it with the append's outcome.
+type Append struct {
+	a        *Appends
+	span     trace.Span // nil for a child append that is not traced
+	category string
+	start    time.Time
+}
+
+// Start begins the append of n events to stream, of category (an
+// aggregate type, "saga:<type>"). The returned context carries the span:
+// inject it into the events' metadata. A child append (one inside a
+// dispatch or a step) is traced only when the span in ctx records, so
+// that tracing that is off costs one span per operation, not one per
+// piece of it.
+func (a *Appends) Start(ctx context.Context, category, stream string, n int, child bool) (context.Context, Append) {
+	op := Append{a: a, category: category, start: time.Now()}
+	if child && !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, op
+	}
+	ctx, op.span = a.tracer.Start(ctx, "append "+category, trace.WithSpanKind(trace.SpanKindClient))
+	if op.span.IsRecording() {
+		op.span.SetAttributes(a.system, DBOperationNameKey.String("append"), DBCollectionNameKey.String(category), StreamKey.String(stream))
+		if n > 1 {
+			op.span.SetAttributes(DBBatchSizeKey.Int(n))
+		}
+	}
+	return ctx, op
+}
+
+// End records the append's outcome: the first version written, or err.
+func (op Append) End(ctx context.Context, first uint64, err error) {
+	elapsed := time.Since(op.start).Seconds()
+	if err != nil {
+		op.a.duration.Record(ctx, elapsed, metric.WithAttributes(op.a.system, DBOperationNameKey.String("append"),
+			DBCollectionNameKey.String(op.category), ErrorTypeKey.String(ErrorType(err))))
+	} else {
+		op.a.duration.Record(ctx, elapsed, op.a.okOptions(op.category)...)
+	}
+	if op.span == nil {
+		return
+	}
+	if !op.span.IsRecording() {
+		op.span.End()
+		return
+	}
+	if err != nil {
+		op.span.SetAttributes(ErrorTypeKey.String(ErrorType(err)))
+		op.span.SetStatus(codes.Error, err.Error())
+	} else {
+		op.span.SetAttributes(VersionKey.Int64(int64(first)))
+	}
+	op.span.End()
+}
+
+func (a *Appends) okOptions(category string) []metric.RecordOption {
+	if v, ok := a.ok.Load(category); ok {
+		return v.([]metric.RecordOption)
+	}
+	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(a.system, DBOperationNameKey.String("append"), DBCollectionNameKey.String(category)))}
+	a.ok.Store(category, opts)
+	return opts
+}
+
+// ErrorType is the error.type of err: the name of its innermost type that
+// is not a plain wrapper, low in cardinality as the conventions ask.
+func ErrorType(err error) string {
+	if t, ok := err.(interface{ ErrorType() string }); ok {
+		return t.ErrorType()
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil || !isWrapper(err) {
+			break
+		}
+		err = next
+	}
+	return reflect.TypeOf(err).String()
+}
+
+// isWrapper reports whether err only wraps another error with words
+// (fmt.Errorf's %w), carrying no type of its own worth naming.
+func isWrapper(err error) bool {
+	switch reflect.TypeOf(err).String() {
+	case "*fmt.wrapError", "*fmt.wrapErrors":
+		return true
+	}
+	return false
+}
+
+// otelHandle reports an instrument that could not be made; OpenTelemetry's
+// API then hands back a no-op instrument, so the component goes on.
+func otelHandle(err error) {
+	otel.Handle(fmt.Errorf("cairn telemetry: %w", err))
+}

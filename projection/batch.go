@@ -123,19 +123,21 @@ func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 // resolves. The batch is traced and measured as one `process` operation.
 func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence storekit.Fence, pend pending) (eventstore.Position, error) {
 	ctx, span := c.startBatch(ctx, batch)
-	to, err := c.flushTraced(ctx, batch, from, fence, pend)
+	to, err := c.flushTraced(ctx, span.recording(), batch, from, fence, pend)
 	span.end(ctx, err)
 	return to, err
 }
 
-func (c *Consumer) flushTraced(ctx context.Context, batch []unit, from eventstore.Position, fence storekit.Fence, pend pending) (eventstore.Position, error) {
+// flushTraced is flush in the batch's span; traced says the span records,
+// and so that each event is handled in a span of its own.
+func (c *Consumer) flushTraced(ctx context.Context, traced bool, batch []unit, from eventstore.Position, fence storekit.Fence, pend pending) (eventstore.Position, error) {
 	if c.batch != nil {
 		return c.flushBatch(ctx, batch, from, fence)
 	}
 	to := batch[len(batch)-1].ev.Position
 	if !c.exec.transactional() {
 		for i, u := range batch {
-			hctx, span := c.startHandle(ctx, &batch[i].ev)
+			hctx, span := c.startHandle(ctx, traced, &batch[i].ev)
 			err := c.handlePlain(hctx, u, pend)
 			endHandle(hctx, span, err)
 			if err != nil {
@@ -162,7 +164,7 @@ func (c *Consumer) flushTraced(ctx context.Context, batch []unit, from eventstor
 			if u.decodeErr != nil {
 				return &partError{unit: i, err: u.decodeErr}
 			}
-			if err := c.applyAll(s, &batch[i]); err != nil {
+			if err := c.applyAll(s, traced, &batch[i]); err != nil {
 				return &partError{unit: i, part: err.part, err: err.err}
 			}
 		}
@@ -203,7 +205,7 @@ func (c *Consumer) flushTraced(ctx context.Context, batch []unit, from eventstor
 			first = &failure{part: pe.part, attempts: 1, first: time.Now().UTC(), err: pe.err}
 			first.last = first.first
 		}
-		hctx, span := c.startHandle(ctx, &batch[i].ev)
+		hctx, span := c.startHandle(ctx, traced, &batch[i].ev)
 		next, err := c.handleTx(hctx, u, from, fence, first, pend)
 		endHandle(hctx, span, err)
 		if err != nil {
@@ -419,8 +421,8 @@ func failing(fails, given map[int]*failure) *failure {
 // applyAll applies the parts of one stored event of a transactional
 // batch's fast path, in s, under the event's handle span when the batch is
 // traced, and returns the first failure.
-func (c *Consumer) applyAll(s step, u *unit) *partError {
-	ctx, span := c.startHandle(s.ctx, &u.ev)
+func (c *Consumer) applyAll(s step, traced bool, u *unit) *partError {
+	ctx, span := c.startHandle(s.ctx, traced, &u.ev)
 	for j, d := range u.parts {
 		if err := s.apply(ctx, d); err != nil {
 			// Retried alone, after the batch's transaction rolls back.

@@ -3,6 +3,7 @@ package projection
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/telemetry"
@@ -24,9 +26,12 @@ const rebuildEventsKey = attribute.Key("cairn.rebuild.events")
 // start, a counter add and a histogram record, and nothing more while
 // tracing is off.
 type instruments struct {
-	tracer      trace.Tracer
-	processName string
-	rebuildName string
+	tracer trace.Tracer
+	// global says the tracer is the global provider's; silent, that the
+	// tracer can never record (a no-op provider's).
+	global, silent bool
+	processName    string
+	rebuildName    string
 	// processStart starts a batch's span: a new root (a batch has many
 	// creation contexts, which it links to, and may run under an ambient
 	// span), of kind CONSUMER.
@@ -52,6 +57,7 @@ func newInstruments(name string, opts Options) *instruments {
 	process := telemetry.MessagingOperationNameKey.String("process")
 	in := &instruments{
 		tracer:       telemetry.Tracer(opts.TracerProvider),
+		global:       opts.TracerProvider == nil,
 		processName:  "process " + name,
 		rebuildName:  "rebuild " + name,
 		processStart: []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer)},
@@ -62,6 +68,7 @@ func newInstruments(name string, opts Options) *instruments {
 		group:       group,
 		metricAttrs: []attribute.KeyValue{telemetry.MessagingSystem, process, group},
 	}
+	_, in.silent = in.tracer.(tracenoop.Tracer)
 	if dest, ok := destination(opts.Filter); ok {
 		in.spanAttrs = append(in.spanAttrs, telemetry.MessagingDestinationKey.String(dest))
 	}
@@ -93,10 +100,36 @@ func destination(f eventstore.Filter) (string, bool) {
 	return "", false
 }
 
+// defaultTracing is the global tracer provider that OpenTelemetry starts
+// with, before a service installs one (otel.SetTracerProvider): its spans
+// never record, so while it is the global provider a consumer that uses
+// the global provider starts none. Nil when it cannot be told apart (a
+// provider was installed before this package was initialised, or
+// OpenTelemetry renamed its type): then spans are always started.
+var defaultTracing = func() trace.TracerProvider {
+	tp := otel.GetTracerProvider()
+	if reflect.TypeOf(tp).String() != "*global.tracerProvider" {
+		return nil
+	}
+	return tp
+}()
+
+// traced reports whether a batch's span could record. Starting one on the
+// global provider before a service installs an SDK, or on a no-op
+// provider, records nothing and costs allocations, which a catch-up in
+// batches of one event pays per event.
+func (in *instruments) traced() bool {
+	if in.silent {
+		return false
+	}
+	return !in.global || defaultTracing == nil || otel.GetTracerProvider() != defaultTracing
+}
+
 // batchSpan is the span and measure of one batch handed to the handlers.
 type batchSpan struct {
-	in    *instruments
-	span  trace.Span
+	in   *instruments
+	span trace.Span // nil when not traced
+	// start is when the batch began, when its duration is measured.
 	start time.Time
 }
 
@@ -107,8 +140,14 @@ type batchSpan struct {
 // the span.
 func (c *Consumer) startBatch(ctx context.Context, batch []unit) (context.Context, batchSpan) {
 	in := c.tel
-	b := batchSpan{in: in, start: time.Now()}
+	b := batchSpan{in: in}
+	if in.duration.Enabled(ctx) {
+		b.start = time.Now()
+	}
 	in.consumed.Add(ctx, int64(len(batch)), in.consumedOpts...)
+	if !in.traced() {
+		return ctx, b
+	}
 	opts := in.processStart
 	if links := linksOf(ctx, batch); len(links) > 0 {
 		opts = append(opts[:len(opts):len(opts)], trace.WithLinks(links...))
@@ -121,25 +160,35 @@ func (c *Consumer) startBatch(ctx context.Context, batch []unit) (context.Contex
 	return ctx, b
 }
 
+// recording reports whether the batch's span records.
+func (b batchSpan) recording() bool { return b.span != nil && b.span.IsRecording() }
+
 // end ends the batch's span and records its duration, with err's type when
 // it failed. A batch that stops because ctx ended (the consumer is shutting
 // down, or lost its lease) did not fail: it is left unmeasured, and its
 // events are handled again.
 func (b batchSpan) end(ctx context.Context, err error) {
+	measured := !b.start.IsZero()
 	switch {
 	case err == nil:
-		b.in.duration.Record(ctx, time.Since(b.start).Seconds(), b.in.ok...)
+		if measured {
+			b.in.duration.Record(ctx, time.Since(b.start).Seconds(), b.in.ok...)
+		}
 	case ctx.Err() != nil:
 	default:
 		et := telemetry.ErrorTypeKey.String(telemetry.ErrorType(err))
-		b.in.duration.Record(ctx, time.Since(b.start).Seconds(),
-			metric.WithAttributes(append(b.in.metricAttrs[:len(b.in.metricAttrs):len(b.in.metricAttrs)], et)...))
-		if b.span.IsRecording() {
+		if measured {
+			b.in.duration.Record(ctx, time.Since(b.start).Seconds(),
+				metric.WithAttributes(append(b.in.metricAttrs[:len(b.in.metricAttrs):len(b.in.metricAttrs)], et)...))
+		}
+		if b.span != nil && b.span.IsRecording() {
 			b.span.SetAttributes(et)
 			b.span.SetStatus(codes.Error, err.Error())
 		}
 	}
-	b.span.End()
+	if b.span != nil {
+		b.span.End()
+	}
 }
 
 // linksOf returns the links of a batch's span: to the span ctx carries,
@@ -177,11 +226,11 @@ func linked(links []trace.Link, sc trace.SpanContext) bool {
 
 // startHandle starts the `handle {event type}` span of one stored event,
 // a child of the batch span in ctx linked to the context the event was
-// appended in, when the batch span records; otherwise it returns ctx and
-// a nil span, and costs nothing. The handler runs under the returned
-// context, so that its own spans nest under the event's.
-func (c *Consumer) startHandle(ctx context.Context, e *eventstore.Event) (context.Context, trace.Span) {
-	if !trace.SpanFromContext(ctx).IsRecording() {
+// appended in, when the batch span records (traced); otherwise it returns
+// ctx and a nil span, and costs nothing. The handler runs under the
+// returned context, so that its own spans nest under the event's.
+func (c *Consumer) startHandle(ctx context.Context, traced bool, e *eventstore.Event) (context.Context, trace.Span) {
+	if !traced {
 		return ctx, nil
 	}
 	opts := []trace.SpanStartOption{c.tel.handleStart}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -403,4 +404,26 @@ func TestTracedOnSQLite(t *testing.T) {
 	parked, ok := rec.Int64(t, "cairn.consumer.dead_letters", group)
 	assert.True(t, ok)
 	assert.EqualValues(t, 0, parked)
+}
+
+// TestTheGlobalProviderIsFollowed: a consumer built without a provider
+// traces through the global one as soon as the service installs it, even
+// after the consumer was built.
+func TestTheGlobalProviderIsFollowed(t *testing.T) {
+	rec := oteltest.New(t)
+	events := memory.New()
+	t.Cleanup(func() { _ = events.Close() })
+	c, err := projection.New("global", events, projectiontest.Registry(t), memory.New(),
+		func(context.Context, codec.Decoded) error { return nil }, projection.Options{Logger: discard()})
+	require.NoError(t, err)
+	appendItems(t, events, "item-1", 0, 1)
+	require.NoError(t, c.CatchUp(context.Background()))
+	assert.Empty(t, rec.Named("process global"))
+
+	otel.SetTracerProvider(rec.TracerProvider)
+	t.Cleanup(func() { otel.SetTracerProvider(tracenoop.NewTracerProvider()) })
+	appendItems(t, events, "item-1", 1, 1)
+	require.NoError(t, c.CatchUp(context.Background()))
+	require.Len(t, rec.Named("process global"), 1)
+	assert.Len(t, rec.Named("handle ptest.item"), 1)
 }

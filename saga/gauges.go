@@ -158,7 +158,7 @@ func (r *Runner[S]) unsentNow(ctx context.Context) (int64, bool) {
 	if refresh == 0 {
 		refresh = defaultUnsentRefresh
 	}
-	if c.known && time.Since(c.at) < refresh {
+	if c.known && time.Since(c.at) < refresh { // a negative refresh reads every time
 		return c.n, true
 	}
 	ctx, cancel := context.WithTimeout(ctx, unsentReadTimeout)
@@ -179,9 +179,16 @@ func (r *Runner[S]) unsentNow(ctx context.Context) (int64, bool) {
 // the lowest of them.
 func (r *Runner[S]) countUnsent(ctx context.Context) (int64, bool, error) {
 	held := r.held.Load()
+	if held == nil && !(r.opts.Leases != nil && r.segments > 1) {
+		every := make([]int, r.segments) // every segment runs here, leases or not
+		for k := range every {
+			every[k] = k
+		}
+		held = &every
+	}
 	checkpoints := r.checkpoints()
 	if held == nil || checkpoints == nil {
-		return 0, false, nil
+		return 0, false, nil // the segments this Run holds are not known yet
 	}
 	after := make(map[int]eventstore.Position, len(*held))
 	var from eventstore.Position

@@ -104,7 +104,7 @@ func attr(t *testing.T, s sdktrace.ReadOnlySpan, key string) string {
 	if !ok {
 		return ""
 	}
-	return v.Emit()
+	return v.String()
 }
 
 func linkedTo(s sdktrace.ReadOnlySpan) []trace.SpanID {

@@ -266,7 +266,8 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 }
 
 // traceNewDeadlines records trace as the context of the deadlines that
-// rec schedules and was did not hold.
+// rec schedules and was did not hold: a deadline keeps the context of
+// the step that scheduled it, not of the steps that carried it on.
 func traceNewDeadlines(rec, was *record, trace string) {
 	for i, d := range rec.Deadlines {
 		if d.Trace == "" && !slices.ContainsFunc(was.Deadlines, func(p deadline) bool { return p.ID == d.ID }) {

@@ -83,7 +83,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 		clock = systemClock{}
 	}
 	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: telemetry.Logger(opts.Logger), retry: backoff.Of(opts.Retry),
-		attempts: opts.Retry.Attempts, stats: &counters{}, tel: newSagaTelemetry(t.name, store, opts)}
+		attempts: opts.Retry.Attempts, stats: &counters{}, tel: newSagaTelemetry(t.name, t.commandTypes(), store, opts)}
 	if e.attempts <= 0 {
 		e.attempts = DefaultAttempts
 	}

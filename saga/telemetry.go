@@ -31,8 +31,10 @@ type sagaTelemetry struct {
 	appends *telemetry.Appends
 	// category is the step records' db.collection.name, "saga:<type>".
 	category string
-	// stepName and deadlineName are the span names, made once.
+	// stepName and deadlineName are the span names, made once, and
+	// stepStart, sendStart and deadlineStart the spans' options.
 	stepName, deadlineName string
+	stepStart, sendStart   []trace.SpanStartOption
 	sagaType               attribute.KeyValue
 
 	steps       metric.Int64Counter
@@ -40,7 +42,11 @@ type sagaTelemetry struct {
 
 	sent     metric.Int64Counter
 	sendTime metric.Float64Histogram
-	sends    sync.Map // command type -> *sendNames
+	// sends holds the names of the command types the saga declares, made
+	// once and only read after; others (a type a record holds under an
+	// older name) are made on their first send and kept in more.
+	sends map[string]*sendNames
+	more  sync.Map // command type -> *sendNames
 
 	gauges gaugeInstruments
 }
@@ -58,11 +64,16 @@ type sendNames struct {
 // newSagaTelemetry resolves the tracer and meter of opts and makes the
 // runner's instruments. An instrument the SDK refuses is reported through
 // otel.Handle and replaced by a no-op: telemetry never stops a saga.
-func newSagaTelemetry(name string, store eventstore.Store, opts RunnerOptions) *sagaTelemetry {
+func newSagaTelemetry(name string, commandTypes []string, store eventstore.Store, opts RunnerOptions) *sagaTelemetry {
 	tracer, meter := telemetry.Tracer(opts.TracerProvider), telemetry.Meter(opts.MeterProvider)
 	t := &sagaTelemetry{tracer: tracer, meter: meter, appends: telemetry.NewAppends(tracer, meter, store),
 		category: "saga:" + name, stepName: "step " + name, deadlineName: "deadline " + name,
-		sagaType: telemetry.SagaTypeKey.String(name)}
+		stepStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)},
+		sendStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindProducer)},
+		sagaType:  telemetry.SagaTypeKey.String(name), sends: make(map[string]*sendNames, len(commandTypes))}
+	for _, c := range commandTypes {
+		t.sends[c] = newSendNames(c)
+	}
 	var err error
 	t.steps, err = meter.Int64Counter("cairn.saga.steps", metric.WithUnit("{message}"),
 		metric.WithDescription("Messages a saga's instances took, by what became of them."))
@@ -110,7 +121,7 @@ func (t *sagaTelemetry) startStep(ctx context.Context, id string, msg *message) 
 	if t == nil {
 		return ctx, stepSpan{}
 	}
-	ctx, span := t.tracer.Start(ctx, t.stepName, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := t.tracer.Start(ctx, t.stepName, t.stepStart...)
 	if span.IsRecording() {
 		span.SetAttributes(t.sagaType, telemetry.SagaInstanceKey.String(id))
 		switch msg.kind() {
@@ -201,15 +212,21 @@ type sendSpan struct {
 	start time.Time
 }
 
-func (t *sagaTelemetry) namesOf(commandType string) *sendNames {
-	if v, ok := t.sends.Load(commandType); ok {
-		return v.(*sendNames)
-	}
+func newSendNames(commandType string) *sendNames {
 	attrs := []attribute.KeyValue{telemetry.MessagingSystem, telemetry.MessagingOperationNameKey.String("send"),
 		telemetry.MessagingDestinationKey.String(commandType)}
 	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
-	n := &sendNames{span: "send " + commandType, add: []metric.AddOption{set}, rec: []metric.RecordOption{set}, failed: attrs}
-	v, _ := t.sends.LoadOrStore(commandType, n)
+	return &sendNames{span: "send " + commandType, add: []metric.AddOption{set}, rec: []metric.RecordOption{set}, failed: attrs}
+}
+
+func (t *sagaTelemetry) namesOf(commandType string) *sendNames {
+	if n, ok := t.sends[commandType]; ok {
+		return n
+	}
+	if v, ok := t.more.Load(commandType); ok {
+		return v.(*sendNames)
+	}
+	v, _ := t.more.LoadOrStore(commandType, newSendNames(commandType))
 	return v.(*sendNames)
 }
 
@@ -222,7 +239,7 @@ func (t *sagaTelemetry) startSend(ctx context.Context, id string, ev eventstore.
 		return ctx, sendSpan{}
 	}
 	names := t.namesOf(c.Command.Type)
-	ctx, span := t.tracer.Start(ctx, names.span, trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := t.tracer.Start(ctx, names.span, t.sendStart...)
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.MessagingSystem, telemetry.MessagingOperationNameKey.String("send"),
 			telemetry.MessagingOperationTypeKey.String("send"), telemetry.MessagingDestinationKey.String(c.Command.Type),
@@ -301,4 +318,14 @@ func traceParent(ctx context.Context) string {
 	var md eventstore.Metadata
 	telemetry.Inject(ctx, &md)
 	return md.Extra[eventstore.TraceParentKey]
+}
+
+// commandTypes returns the codec names of the command types the saga
+// sends (known once its set-up ended): the destinations of its sends.
+func (t *Type[S]) commandTypes() []string {
+	names := make([]string, 0, len(t.lineage))
+	for name := range t.lineage {
+		names = append(names, name)
+	}
+	return names
 }

@@ -41,5 +41,5 @@ func (r *Runner[S]) ObserveGauges() (done func()) { return r.observeGauges() }
 func (r *Runner[S]) SetUnsentRefresh(d time.Duration) {
 	r.unsentCount.mu.Lock()
 	defer r.unsentCount.mu.Unlock()
-	r.unsentCount.refresh, r.unsentCount.known = d, false
+	r.unsentCount.refresh, r.unsentCount.known, r.unsentCount.at = d, false, time.Time{}
 }

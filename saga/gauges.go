@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // The gauges say what a saga type waits on now, as this runner sees it,
@@ -158,16 +159,20 @@ func (r *Runner[S]) unsentNow(ctx context.Context) (int64, bool) {
 	if refresh == 0 {
 		refresh = defaultUnsentRefresh
 	}
-	if c.known && time.Since(c.at) < refresh { // a negative refresh reads every time
-		return c.n, true
+	// A count, or a failed read, holds for the refresh interval: a store
+	// that is down is not asked again at every collection. A negative
+	// refresh reads every time.
+	if !c.at.IsZero() && time.Since(c.at) < refresh {
+		return c.n, c.known
 	}
 	ctx, cancel := context.WithTimeout(ctx, unsentReadTimeout)
 	defer cancel()
 	n, ok, err := r.countUnsent(ctx)
 	switch {
 	case err != nil:
-		r.e.log.DebugContext(ctx, "saga: counting the unsent commands failed", slog.String("saga", r.e.t.name), slog.Any("error", err))
-		return c.n, c.known
+		c.at = time.Now()
+		r.e.log.DebugContext(ctx, "saga: counting the unsent commands failed; the gauge keeps its last count",
+			slog.String(telemetry.LogSaga, r.e.t.name), slog.Any(telemetry.LogError, err))
 	case ok:
 		c.n, c.known, c.at = n, true, time.Now()
 	}

@@ -35,19 +35,32 @@ var outcomeNames = [outcomes]string{"handled", "rejected", "noop", "duplicate", 
 
 // outcomeOf classifies what Dispatch returns.
 func outcomeOf(res Result, err error) outcome {
-	var invalid *ValidationError
 	switch {
 	case res.Duplicate:
 		// A redelivery absorbed, whatever the first outcome was (a
 		// recorded rejection included): that one was counted when it
 		// happened.
 		return outcomeDuplicate
-	case res.Rejected || errors.As(err, &invalid):
+	case res.Rejected:
 		return outcomeRejected
 	case err == nil && len(res.Events) == 0:
 		return outcomeNoop
 	case err == nil:
 		return outcomeHandled
+	}
+	return errorOutcome(err)
+}
+
+// errorOutcome is outcomeOf for a dispatch that returned err, apart so
+// that the target errors.As takes is allocated only then. A command
+// refused by its own Validate (the Validating middleware) is rejected
+// like one its aggregate refuses: a final "no" to the sender, not a
+// failure of the service.
+func errorOutcome(err error) outcome {
+	var invalid *ValidationError
+	switch {
+	case errors.As(err, &invalid):
+		return outcomeRejected
 	case errors.Is(err, ErrContention):
 		return outcomeConflicted
 	}

@@ -192,7 +192,9 @@ func (t *busTelemetry) start(ctx context.Context, ctel *commandTelemetry) (conte
 func (t *busTelemetry) end(ctx context.Context, span trace.Span, ctel *commandTelemetry, msg *Message, res Result, err error, start time.Time) {
 	o := outcomeOf(res, err)
 	t.commands.Add(ctx, 1, ctel.counted[o]...)
-	t.duration.Record(ctx, time.Since(start).Seconds(), ctel.timed[o]...)
+	if !start.IsZero() {
+		t.duration.Record(ctx, time.Since(start).Seconds(), ctel.timed[o]...)
+	}
 	if !span.IsRecording() {
 		span.End()
 		return

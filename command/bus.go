@@ -185,6 +185,7 @@ func (b *Bus) Dispatch(ctx context.Context, msg Message) (Result, error) {
 	return res, err
 }
 
+// dispatchMessage checks msg and hands it to the middleware chain.
 func (b *Bus) dispatchMessage(ctx context.Context, msg *Message) (Result, error) {
 	if err := msg.validate(); err != nil {
 		return Result{CommandID: msg.ID}, err

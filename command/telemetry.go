@@ -79,7 +79,19 @@ var (
 
 // busTelemetry is a bus's tracer and instruments, made once in New.
 type busTelemetry struct {
-	tracer   trace.Tracer
+	tracer trace.Tracer
+	// idle is the global tracer provider as it is before a service
+	// installs an SDK, when the bus was given no provider and found that
+	// one: while it is still the global provider, no span can record, and
+	// the dispatch span is not started. Starting it would only cost the
+	// global no-op tracer's three allocations and some 300 ns, which is
+	// more than the whole budget of tracing that is off (3% of a
+	// dispatch). Its children would not be started anyway, and its
+	// context would be the caller's. Nil when a provider was given (the
+	// global one passed explicitly included, so that eBPF
+	// auto-instrumentation of the global tracer still sees every
+	// dispatch) or an SDK was installed first.
+	idle     trace.TracerProvider
 	commands metric.Int64Counter
 	retries  metric.Int64Counter
 	duration metric.Float64Histogram
@@ -92,6 +104,9 @@ type busTelemetry struct {
 func newBusTelemetry(opts Options) *busTelemetry {
 	meter := telemetry.Meter(opts.MeterProvider)
 	t := &busTelemetry{tracer: telemetry.Tracer(opts.TracerProvider)}
+	if tp := otel.GetTracerProvider(); opts.TracerProvider == nil && isGlobalDefault(tp) {
+		t.idle = tp
+	}
 	var errs [3]error
 	t.commands, errs[0] = meter.Int64Counter("cairn.commands", metric.WithUnit("{command}"),
 		metric.WithDescription("Commands dispatched, by outcome: handled, rejected, noop, duplicate, conflicted, failed."))
@@ -172,14 +187,30 @@ func typeName(ct reflect.Type, name commandName) string {
 	return ct.String()
 }
 
+// isGlobalDefault reports whether tp is OpenTelemetry's global provider
+// before any SDK is installed: the API's internal delegating provider
+// (otel.SetTracerProvider replaces it, so that otel.GetTracerProvider
+// returns the SDK's from then on). Should the API move it, tp is taken for
+// a provider of the service's, and every dispatch span is started: slower,
+// never wrong.
+func isGlobalDefault(tp trace.TracerProvider) bool {
+	t := reflect.TypeOf(tp)
+	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global"
+}
+
 // dispatchSpanKey holds a recording dispatch span in the context of the
 // dispatch, so that its retries are recorded on it even when middleware
 // started spans of its own inside it.
 type dispatchSpanKey struct{}
 
 // start begins the span of a dispatch of msg: always, as the outermost
-// span of the operation, so that a sampler sees every dispatch.
+// span of the operation, so that a sampler sees every dispatch; except
+// while no SDK is installed (see busTelemetry.idle), when it returns a nil
+// span.
 func (t *busTelemetry) start(ctx context.Context, ctel *commandTelemetry) (context.Context, trace.Span) {
+	if t.idle != nil && otel.GetTracerProvider() == t.idle {
+		return ctx, nil
+	}
 	ctx, span := t.tracer.Start(ctx, ctel.dispatchName, internalSpan...)
 	if span.IsRecording() {
 		ctx = context.WithValue(ctx, dispatchSpanKey{}, span)
@@ -187,13 +218,16 @@ func (t *busTelemetry) start(ctx context.Context, ctel *commandTelemetry) (conte
 	return ctx, span
 }
 
-// end records a dispatch's outcome: on its span, when it records, and in
-// the metrics.
+// end records a dispatch's outcome: on its span, when it records (nil is
+// none), and in the metrics.
 func (t *busTelemetry) end(ctx context.Context, span trace.Span, ctel *commandTelemetry, msg *Message, res Result, err error, start time.Time) {
 	o := outcomeOf(res, err)
 	t.commands.Add(ctx, 1, ctel.counted[o]...)
 	if !start.IsZero() {
 		t.duration.Record(ctx, time.Since(start).Seconds(), ctel.timed[o]...)
+	}
+	if span == nil {
+		return
 	}
 	if !span.IsRecording() {
 		span.End()

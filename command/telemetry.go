@@ -198,6 +198,11 @@ func isGlobalDefault(tp trace.TracerProvider) bool {
 	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global"
 }
 
+// isIdle reports whether no span of the bus's tracer can record now.
+func (t *busTelemetry) isIdle() bool {
+	return t.idle != nil && otel.GetTracerProvider() == t.idle
+}
+
 // dispatchSpanKey holds a recording dispatch span in the context of the
 // dispatch, so that its retries are recorded on it even when middleware
 // started spans of its own inside it.
@@ -208,7 +213,7 @@ type dispatchSpanKey struct{}
 // while no SDK is installed (see busTelemetry.idle), when it returns a nil
 // span.
 func (t *busTelemetry) start(ctx context.Context, ctel *commandTelemetry) (context.Context, trace.Span) {
-	if t.idle != nil && otel.GetTracerProvider() == t.idle {
+	if t.isIdle() {
 		return ctx, nil
 	}
 	ctx, span := t.tracer.Start(ctx, ctel.dispatchName, internalSpan...)
@@ -267,9 +272,11 @@ func (t *busTelemetry) retried(ctx context.Context, ctel *commandTelemetry, next
 }
 
 // child starts a child span of a dispatch, named name, when the span in
-// ctx records; otherwise it returns ctx and nil, and costs nothing.
+// ctx records; otherwise it returns ctx and nil, and costs nothing. (A
+// caller's span that records, from a provider of its own, while the bus's
+// is idle, gets no children: the bus's tracer could not record them.)
 func (t *busTelemetry) child(ctx context.Context, name string) (context.Context, trace.Span) {
-	if !trace.SpanFromContext(ctx).IsRecording() {
+	if t.isIdle() || !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil
 	}
 	return t.tracer.Start(ctx, name, internalSpan...)

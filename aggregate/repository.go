@@ -88,7 +88,7 @@ func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registr
 		return nil, &TypeError{Name: typ.name, Err: err, Reason: "its codec registry is not set up right: " + err.Error()}
 	}
 	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: telemetry.Logger(opts.Logger), seed: maphash.MakeSeed(), scanLimit: max(opts.ScanLimit, 0),
-		appends: telemetry.NewAppends(telemetry.Tracer(opts.TracerProvider), telemetry.Meter(opts.MeterProvider), store)}
+		appends: telemetry.NewAppends(telemetry.NewTracer(opts.TracerProvider), telemetry.Meter(opts.MeterProvider), store)}
 	if r.snaps == nil {
 		r.snaps, _ = store.(storekit.SnapshotStore)
 	}

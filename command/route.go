@@ -227,7 +227,7 @@ func (r *typedRoute[T, PT]) tracedLoad(ctx context.Context, b *Bus, tel *command
 	lctx, span := b.tel.child(ctx, tel.loadName)
 	inst, cached, err := r.load(lctx, b, id, stream)
 	if span != nil {
-		span.SetAttributes(telemetry.StreamKey.String(stream), cachedKey.Bool(cached))
+		span.SetAttributes(telemetry.StreamKey.String(stream), telemetry.CachedKey.Bool(cached))
 	}
 	endChild(span, err)
 	return inst, err

@@ -67,10 +67,6 @@ func errorOutcome(err error) outcome {
 	return outcomeFailed
 }
 
-// cachedKey says whether a load span's aggregate came from the bus's
-// cache.
-const cachedKey = attribute.Key("cairn.cached")
-
 // Span start options made once: an option boxed at each call would
 // allocate on every dispatch.
 var (
@@ -79,19 +75,11 @@ var (
 
 // busTelemetry is a bus's tracer and instruments, made once in New.
 type busTelemetry struct {
-	tracer trace.Tracer
-	// idle is the global tracer provider as it is before a service
-	// installs an SDK, when the bus was given no provider and found that
-	// one: while it is still the global provider, no span can record, and
-	// the dispatch span is not started. Starting it would only cost the
-	// global no-op tracer's three allocations and some 300 ns, which is
-	// more than the whole budget of tracing that is off (3% of a
-	// dispatch). Its children would not be started anyway, and its
-	// context would be the caller's. Nil when a provider was given (the
-	// global one passed explicitly included, so that eBPF
-	// auto-instrumentation of the global tracer still sees every
-	// dispatch) or an SDK was installed first.
-	idle     trace.TracerProvider
+	// tracer starts no dispatch span while no span can record
+	// (telemetry.Tracer.Off): starting one on OpenTelemetry's global
+	// no-op tracer costs three allocations and some 300 ns, more than
+	// the whole budget of tracing that is off (3% of a dispatch).
+	tracer   telemetry.Tracer
 	commands metric.Int64Counter
 	retries  metric.Int64Counter
 	duration metric.Float64Histogram
@@ -103,10 +91,7 @@ type busTelemetry struct {
 
 func newBusTelemetry(opts Options) *busTelemetry {
 	meter := telemetry.Meter(opts.MeterProvider)
-	t := &busTelemetry{tracer: telemetry.Tracer(opts.TracerProvider)}
-	if tp := otel.GetTracerProvider(); opts.TracerProvider == nil && isGlobalDefault(tp) {
-		t.idle = tp
-	}
+	t := &busTelemetry{tracer: telemetry.NewTracer(opts.TracerProvider)}
 	var errs [3]error
 	t.commands, errs[0] = meter.Int64Counter("cairn.commands", metric.WithUnit("{command}"),
 		metric.WithDescription("Commands dispatched, by outcome: handled, rejected, noop, duplicate, conflicted, failed."))
@@ -187,22 +172,6 @@ func typeName(ct reflect.Type, name commandName) string {
 	return ct.String()
 }
 
-// isGlobalDefault reports whether tp is OpenTelemetry's global provider
-// before any SDK is installed: the API's internal delegating provider
-// (otel.SetTracerProvider replaces it, so that otel.GetTracerProvider
-// returns the SDK's from then on). Should the API move it, tp is taken for
-// a provider of the service's, and every dispatch span is started: slower,
-// never wrong.
-func isGlobalDefault(tp trace.TracerProvider) bool {
-	t := reflect.TypeOf(tp)
-	return t != nil && t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global"
-}
-
-// isIdle reports whether no span of the bus's tracer can record now.
-func (t *busTelemetry) isIdle() bool {
-	return t.idle != nil && otel.GetTracerProvider() == t.idle
-}
-
 // dispatchSpanKey holds a recording dispatch span in the context of the
 // dispatch, so that its retries are recorded on it even when middleware
 // started spans of its own inside it.
@@ -210,10 +179,10 @@ type dispatchSpanKey struct{}
 
 // start begins the span of a dispatch of msg: always, as the outermost
 // span of the operation, so that a sampler sees every dispatch; except
-// while no SDK is installed (see busTelemetry.idle), when it returns a nil
+// while no span can record (see busTelemetry.tracer), when it returns a nil
 // span.
 func (t *busTelemetry) start(ctx context.Context, ctel *commandTelemetry) (context.Context, trace.Span) {
-	if t.isIdle() {
+	if t.tracer.Off() {
 		return ctx, nil
 	}
 	ctx, span := t.tracer.Start(ctx, ctel.dispatchName, internalSpan...)
@@ -276,7 +245,7 @@ func (t *busTelemetry) retried(ctx context.Context, ctel *commandTelemetry, next
 // caller's span that records, from a provider of its own, while the bus's
 // is idle, gets no children: the bus's tracer could not record them.)
 func (t *busTelemetry) child(ctx context.Context, name string) (context.Context, trace.Span) {
-	if t.isIdle() || !trace.SpanFromContext(ctx).IsRecording() {
+	if t.tracer.Off() || !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil
 	}
 	return t.tracer.Start(ctx, name, internalSpan...)

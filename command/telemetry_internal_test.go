@@ -36,7 +36,7 @@ func BenchmarkTelemetryOff(b *testing.B) {
 	bus := New(store, codec.NewRegistry(codec.Options{}), Options{})
 	ct := reflect.TypeFor[offCommand]()
 	rt := routedType{tel: bus.tel.route(ct, commandName{}, "off")}
-	appends := telemetry.NewAppends(telemetry.Tracer(nil), telemetry.Meter(nil), store)
+	appends := telemetry.NewAppends(telemetry.NewTracer(nil), telemetry.Meter(nil), store)
 	ctx := context.Background()
 	msg := Message{ID: "m", Command: offCommand{ID: "1"}}
 	res := Result{Stream: "off-1", Events: []any{struct{}{}}, Attempts: 1}
@@ -67,23 +67,23 @@ func BenchmarkTelemetryOff(b *testing.B) {
 }
 
 // The bus starts no dispatch span while the global tracer provider is
-// OpenTelemetry's default (see busTelemetry.idle): that default must
+// OpenTelemetry's default (see telemetry.Tracer.Off): that default must
 // still be recognised, or tracing that is off costs three allocations per
 // dispatch again.
 func TestTheGlobalDefaultProviderIsRecognised(t *testing.T) {
-	require.True(t, isGlobalDefault(otel.GetTracerProvider()), "no test of this package installs a global provider")
-	assert.False(t, isGlobalDefault(sdktrace.NewTracerProvider()))
-	assert.False(t, isGlobalDefault(noop.NewTracerProvider()))
-	assert.False(t, isGlobalDefault(nil))
+	require.True(t, telemetry.NewTracer(nil).Off(), "no test of this package installs a global provider")
+	assert.False(t, telemetry.NewTracer(sdktrace.NewTracerProvider()).Off())
+	assert.True(t, telemetry.NewTracer(noop.NewTracerProvider()).Off())
+	assert.False(t, telemetry.NewTracer(otel.GetTracerProvider()).Off(), "the global provider passed explicitly is always used")
 
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
 	idle := New(store, codec.NewRegistry(codec.Options{}), Options{})
-	assert.NotNil(t, idle.tel.idle)
+	assert.True(t, idle.tel.tracer.Off())
 	_, span := idle.tel.start(context.Background(), nilCommand)
 	assert.Nil(t, span, "no span while no SDK is installed")
 	explicit := New(store, codec.NewRegistry(codec.Options{}), Options{TracerProvider: otel.GetTracerProvider()})
-	assert.Nil(t, explicit.tel.idle, "the global provider passed explicitly is always asked")
+	assert.False(t, explicit.tel.tracer.Off(), "the global provider passed explicitly is always asked")
 	_, span = explicit.tel.start(context.Background(), nilCommand)
 	require.NotNil(t, span)
 	span.End()

@@ -3,7 +3,6 @@ package projection
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -11,27 +10,21 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/telemetry"
 )
-
-// rebuildEventsKey is the attribute of a rebuild span that counts the
-// stored events the rebuild handled.
-const rebuildEventsKey = attribute.Key("cairn.rebuild.events")
 
 // instruments are what a consumer traces and measures its batches with,
 // resolved from its options once, when it is built: a batch costs a span
 // start, a counter add and a histogram record, and nothing more while
 // tracing is off.
 type instruments struct {
-	tracer trace.Tracer
-	// global says the tracer is the global provider's; silent, that the
-	// tracer can never record (a no-op provider's).
-	global, silent bool
-	processName    string
-	rebuildName    string
+	// tracer starts no span while none can record (Off): a catch-up in
+	// batches of one would pay a no-op span's allocations per event.
+	tracer      telemetry.Tracer
+	processName string
+	rebuildName string
 	// processStart starts a batch's span: a new root (a batch has many
 	// creation contexts, which it links to, and may run under an ambient
 	// span), of kind CONSUMER.
@@ -56,8 +49,7 @@ func newInstruments(name string, opts Options) *instruments {
 	group := telemetry.MessagingConsumerGroupKey.String(name)
 	process := telemetry.MessagingOperationNameKey.String("process")
 	in := &instruments{
-		tracer:       telemetry.Tracer(opts.TracerProvider),
-		global:       opts.TracerProvider == nil,
+		tracer:       telemetry.NewTracer(opts.TracerProvider),
 		processName:  "process " + name,
 		rebuildName:  "rebuild " + name,
 		processStart: []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer)},
@@ -68,7 +60,6 @@ func newInstruments(name string, opts Options) *instruments {
 		group:       group,
 		metricAttrs: []attribute.KeyValue{telemetry.MessagingSystem, process, group},
 	}
-	_, in.silent = in.tracer.(tracenoop.Tracer)
 	if dest, ok := destination(opts.Filter); ok {
 		in.spanAttrs = append(in.spanAttrs, telemetry.MessagingDestinationKey.String(dest))
 	}
@@ -100,31 +91,6 @@ func destination(f eventstore.Filter) (string, bool) {
 	return "", false
 }
 
-// defaultTracing is the global tracer provider that OpenTelemetry starts
-// with, before a service installs one (otel.SetTracerProvider): its spans
-// never record, so while it is the global provider a consumer that uses
-// the global provider starts none. Nil when it cannot be told apart (a
-// provider was installed before this package was initialised, or
-// OpenTelemetry renamed its type): then spans are always started.
-var defaultTracing = func() trace.TracerProvider {
-	tp := otel.GetTracerProvider()
-	if reflect.TypeOf(tp).String() != "*global.tracerProvider" {
-		return nil
-	}
-	return tp
-}()
-
-// traced reports whether a batch's span could record. Starting one on the
-// global provider before a service installs an SDK, or on a no-op
-// provider, records nothing and costs allocations, which a catch-up in
-// batches of one event pays per event.
-func (in *instruments) traced() bool {
-	if in.silent {
-		return false
-	}
-	return !in.global || defaultTracing == nil || otel.GetTracerProvider() != defaultTracing
-}
-
 // batchSpan is the span and measure of one batch handed to the handlers.
 type batchSpan struct {
 	in   *instruments
@@ -145,7 +111,7 @@ func (c *Consumer) startBatch(ctx context.Context, batch []unit) (context.Contex
 		b.start = time.Now()
 	}
 	in.consumed.Add(ctx, int64(len(batch)), in.consumedOpts...)
-	if !in.traced() {
+	if in.tracer.Off() {
 		return ctx, b
 	}
 	opts := in.processStart
@@ -285,8 +251,8 @@ func traceParked(ctx context.Context, d eventstore.DeadLetter) {
 		return
 	}
 	span.AddEvent("dead_letter", trace.WithAttributes(
-		attribute.String("cairn.dead_letter", d.ID),
-		attribute.Int("cairn.part", d.Part),
+		telemetry.DeadLetterKey.String(d.ID),
+		telemetry.PartKey.Int(d.Part),
 		telemetry.AttemptKey.Int(d.Attempts)))
 	span.SetStatus(codes.Error, d.Error)
 }
@@ -306,7 +272,7 @@ func (c *Consumer) startRebuild(ctx context.Context) (context.Context, trace.Spa
 // handled and its error, if any.
 func endRebuild(ctx context.Context, span trace.Span, done uint64, err error) {
 	if span.IsRecording() {
-		span.SetAttributes(rebuildEventsKey.Int64(int64(done)))
+		span.SetAttributes(telemetry.RebuildEventsKey.Int64(int64(done)))
 		if err != nil && ctx.Err() == nil {
 			span.SetAttributes(telemetry.ErrorTypeKey.String(telemetry.ErrorType(err)))
 			span.SetStatus(codes.Error, err.Error())

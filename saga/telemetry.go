@@ -22,11 +22,12 @@ import (
 // the next. A nil *sagaTelemetry (an engine that replays history) traces
 // and measures nothing.
 //
-// Spans follow the cost rule of internal/telemetry: each is started (a
-// no-op span costs little when tracing is off), and attributes, links and
-// events are added only while it records.
+// Spans follow the cost rule of internal/telemetry: none is started while
+// no span can record (telemetry.Tracer.Off: a no-op provider, or the
+// global one before a service installs an SDK), and attributes, links and
+// events are added only while one records.
 type sagaTelemetry struct {
-	tracer  trace.Tracer
+	tracer  telemetry.Tracer
 	meter   metric.Meter
 	appends *telemetry.Appends
 	// category is the step records' db.collection.name, "saga:<type>".
@@ -65,7 +66,7 @@ type sendNames struct {
 // runner's instruments. An instrument the SDK refuses is reported through
 // otel.Handle and replaced by a no-op: telemetry never stops a saga.
 func newSagaTelemetry(name string, commandTypes []string, store eventstore.Store, opts RunnerOptions) *sagaTelemetry {
-	tracer, meter := telemetry.Tracer(opts.TracerProvider), telemetry.Meter(opts.MeterProvider)
+	tracer, meter := telemetry.NewTracer(opts.TracerProvider), telemetry.Meter(opts.MeterProvider)
 	t := &sagaTelemetry{tracer: tracer, meter: meter, appends: telemetry.NewAppends(tracer, meter, store),
 		category: "saga:" + name, stepName: "step " + name, deadlineName: "deadline " + name,
 		stepStart: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)},
@@ -109,6 +110,10 @@ func (t *sagaTelemetry) counted(ctx context.Context, o outcome) {
 	t.steps.Add(ctx, 1, t.stepOptions[o]...)
 }
 
+// noSpan stands in for a span not started: it records nothing, and ending
+// it does nothing.
+var noSpan = trace.SpanFromContext(context.Background())
+
 // stepSpan is a `step {saga type}` span in progress.
 type stepSpan struct {
 	t    *sagaTelemetry
@@ -120,6 +125,9 @@ type stepSpan struct {
 func (t *sagaTelemetry) startStep(ctx context.Context, id string, msg *message) (context.Context, stepSpan) {
 	if t == nil {
 		return ctx, stepSpan{}
+	}
+	if t.tracer.Off() {
+		return ctx, stepSpan{t: t, span: noSpan}
 	}
 	ctx, span := t.tracer.Start(ctx, t.stepName, t.stepStart...)
 	if span.IsRecording() {
@@ -239,6 +247,9 @@ func (t *sagaTelemetry) startSend(ctx context.Context, id string, ev eventstore.
 		return ctx, sendSpan{}
 	}
 	names := t.namesOf(c.Command.Type)
+	if t.tracer.Off() {
+		return ctx, sendSpan{t: t, span: noSpan, names: names, start: time.Now()}
+	}
 	ctx, span := t.tracer.Start(ctx, names.span, t.sendStart...)
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.MessagingSystem, telemetry.MessagingOperationNameKey.String("send"),
@@ -286,6 +297,9 @@ func (s sendSpan) end(ctx context.Context, o sendOutcome, attempts int, cause er
 func (t *sagaTelemetry) startDeadline(ctx context.Context, d dueEntry) (context.Context, trace.Span) {
 	if t == nil {
 		return ctx, nil
+	}
+	if t.tracer.Off() {
+		return ctx, noSpan
 	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal)}
 	if d.trace != "" {

@@ -20,7 +20,7 @@ import (
 // span whose context the appended events record, and the
 // db.client.operation.duration histogram.
 type Appends struct {
-	tracer   trace.Tracer
+	tracer   Tracer
 	duration metric.Float64Histogram
 	system   attribute.KeyValue
 	// ok holds, by category, the histogram's options of a successful
@@ -29,7 +29,7 @@ type Appends struct {
 }
 
 // NewAppends returns the Appends of an appender to store.
-func NewAppends(tracer trace.Tracer, meter metric.Meter, store any) *Appends {
+func NewAppends(tracer Tracer, meter metric.Meter, store any) *Appends {
 	duration, err := meter.Float64Histogram("db.client.operation.duration",
 		metric.WithUnit("s"),
 		metric.WithDescription("Duration of appends to the event store."),
@@ -55,8 +55,11 @@ type Append struct {
 // that tracing that is off costs one span per operation, not one per
 // piece of it.
 func (a *Appends) Start(ctx context.Context, category, stream string, n int, child bool) (context.Context, Append) {
-	op := Append{a: a, category: category, start: time.Now()}
-	if child && !trace.SpanFromContext(ctx).IsRecording() {
+	op := Append{a: a, category: category}
+	if a.duration.Enabled(ctx) {
+		op.start = time.Now()
+	}
+	if (child && !trace.SpanFromContext(ctx).IsRecording()) || a.tracer.Off() {
 		return ctx, op
 	}
 	ctx, op.span = a.tracer.Start(ctx, "append "+category, trace.WithSpanKind(trace.SpanKindClient))
@@ -71,12 +74,14 @@ func (a *Appends) Start(ctx context.Context, category, stream string, n int, chi
 
 // End records the append's outcome: the first version written, or err.
 func (op Append) End(ctx context.Context, first uint64, err error) {
-	elapsed := time.Since(op.start).Seconds()
-	if err != nil {
-		op.a.duration.Record(ctx, elapsed, metric.WithAttributes(op.a.system, DBOperationNameKey.String("append"),
-			DBCollectionNameKey.String(op.category), ErrorTypeKey.String(ErrorType(err))))
-	} else {
-		op.a.duration.Record(ctx, elapsed, op.a.okOptions(op.category)...)
+	if !op.start.IsZero() {
+		elapsed := time.Since(op.start).Seconds()
+		if err != nil {
+			op.a.duration.Record(ctx, elapsed, metric.WithAttributes(op.a.system, DBOperationNameKey.String("append"),
+				DBCollectionNameKey.String(op.category), ErrorTypeKey.String(ErrorType(err))))
+		} else {
+			op.a.duration.Record(ctx, elapsed, op.a.okOptions(op.category)...)
+		}
 	}
 	if op.span == nil {
 		return

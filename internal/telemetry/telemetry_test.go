@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/internal/testrig/oteltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -95,7 +96,7 @@ func TestLoggerNamesTheTraceOfRecordsInsideASpan(t *testing.T) {
 
 func TestAppendsTraceAndMeasureAnAppend(t *testing.T) {
 	rec := oteltest.New(t)
-	a := telemetry.NewAppends(rec.TracerProvider.Tracer("t"), rec.MeterProvider.Meter("t"), memory.New())
+	a := telemetry.NewAppends(telemetry.NewTracer(rec.TracerProvider), rec.MeterProvider.Meter("t"), memory.New())
 	ctx, op := a.Start(context.Background(), "order", "order-1", 2, false)
 	var md eventstore.Metadata
 	telemetry.Inject(ctx, &md)
@@ -120,7 +121,7 @@ func TestAppendsTraceAndMeasureAnAppend(t *testing.T) {
 
 func TestAChildAppendIsTracedOnlyUnderARecordingSpan(t *testing.T) {
 	rec := oteltest.New(t)
-	a := telemetry.NewAppends(rec.TracerProvider.Tracer("t"), rec.MeterProvider.Meter("t"), nil)
+	a := telemetry.NewAppends(telemetry.NewTracer(rec.TracerProvider), rec.MeterProvider.Meter("t"), nil)
 	ctx, op := a.Start(context.Background(), "order", "order-1", 1, true)
 	var md eventstore.Metadata
 	telemetry.Inject(ctx, &md)
@@ -136,4 +137,23 @@ func TestAChildAppendIsTracedOnlyUnderARecordingSpan(t *testing.T) {
 	assert.Equal(t, span.SpanContext().SpanID(), rec.Named("append order")[0].Parent().SpanID())
 	v, _ := oteltest.Attr(rec.Named("append order")[0], telemetry.DBSystemNameKey)
 	assert.Equal(t, "other", v.AsString())
+}
+
+// Components start no span while none can record: a no-op provider, or the
+// global one before a service installs an SDK. That the global default is
+// still recognised is what keeps tracing that is off within its budget.
+func TestTracerIsOffWhileNoSpanCanRecord(t *testing.T) {
+	require.True(t, telemetry.NewTracer(nil).Off(), "no test of this package installs a global provider")
+	assert.True(t, telemetry.NewTracer(noop.NewTracerProvider()).Off())
+	assert.False(t, telemetry.NewTracer(sdktrace.NewTracerProvider()).Off())
+	assert.False(t, telemetry.NewTracer(otel.GetTracerProvider()).Off(), "the global provider passed explicitly is always used")
+}
+
+func TestADirectAppendIsNotTracedWhileTheTracerIsOff(t *testing.T) {
+	rec := oteltest.New(t)
+	a := telemetry.NewAppends(telemetry.NewTracer(noop.NewTracerProvider()), rec.MeterProvider.Meter("t"), nil)
+	ctx, op := a.Start(context.Background(), "order", "order-1", 1, false)
+	assert.False(t, trace.SpanContextFromContext(ctx).IsValid())
+	op.End(ctx, 0, nil)
+	assert.EqualValues(t, 1, rec.Count(t, "db.client.operation.duration", telemetry.DBCollectionNameKey.String("order")), "measured all the same")
 }

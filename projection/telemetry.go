@@ -167,27 +167,9 @@ func linksOf(ctx context.Context, batch []unit) []trace.Link {
 		links = append(links, trace.Link{SpanContext: sc})
 	}
 	for i := range batch {
-		if len(links) == telemetry.MaxLinks {
-			break
-		}
-		if batch[i].ev.Metadata.Extra[eventstore.TraceParentKey] == "" {
-			continue
-		}
-		sc := telemetry.SpanContextOf(batch[i].ev.Metadata)
-		if sc.IsValid() && !linked(links, sc) {
-			links = append(links, trace.Link{SpanContext: sc})
-		}
+		links = telemetry.AddLink(links, batch[i].ev.Metadata)
 	}
 	return links
-}
-
-func linked(links []trace.Link, sc trace.SpanContext) bool {
-	for _, l := range links {
-		if l.SpanContext.SpanID() == sc.SpanID() && l.SpanContext.TraceID() == sc.TraceID() {
-			return true
-		}
-	}
-	return false
 }
 
 // startHandle starts the `handle {event type}` span of one stored event,

@@ -54,25 +54,28 @@ func LinkTo(md eventstore.Metadata) (trace.Link, bool) {
 func LinksTo(events []eventstore.Event) []trace.Link {
 	var links []trace.Link
 	for i := range events {
-		sc := SpanContextOf(events[i].Metadata)
-		if !sc.IsValid() || linked(links, sc) {
-			continue
-		}
-		links = append(links, trace.Link{SpanContext: sc})
-		if len(links) == MaxLinks {
-			break
-		}
+		links = AddLink(links, events[i].Metadata)
 	}
 	return links
 }
 
-func linked(links []trace.Link, sc trace.SpanContext) bool {
+// AddLink returns links with a link to the context md records added, unless
+// md records none, links already holds it, or holds [MaxLinks] already. It
+// allocates nothing for metadata that records no context.
+func AddLink(links []trace.Link, md eventstore.Metadata) []trace.Link {
+	if len(links) >= MaxLinks {
+		return links
+	}
+	sc := SpanContextOf(md)
+	if !sc.IsValid() {
+		return links
+	}
 	for _, l := range links {
 		if l.SpanContext.SpanID() == sc.SpanID() && l.SpanContext.TraceID() == sc.TraceID() {
-			return true
+			return links
 		}
 	}
-	return false
+	return append(links, trace.Link{SpanContext: sc})
 }
 
 // metadataCarrier maps the W3C header names onto Cairn's reserved metadata

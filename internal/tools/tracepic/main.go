@@ -36,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	id := fs.String("id", "", "start at the outermost dispatch spans whose cairn.stream is <type>-<id>: every command sent from outside about this ID")
 	stream := fs.String("stream", "", "start at the outermost dispatch spans of this stream")
 	spanID := fs.String("span", "", "start at this span (16 hex digits)")
+	pick := fs.Bool("pick", false, "start at the aggregate ID whose picture spans the most processes (then the most spans): the one that crossed a restart, if one did")
 	first := fs.Bool("first", false, "start at the earliest of the matching dispatch spans only")
 	connected := fs.Bool("connected", false, "take every span joined to the start by a parent, child or link, in either direction")
 	list := fs.Bool("list", false, "list the aggregate IDs of the outermost dispatch spans, and draw nothing")
@@ -65,6 +66,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		listRoots(stdout, spans)
 		return 0
 	}
+	if *pick {
+		if *id = pickID(spans); *id == "" {
+			fmt.Fprintln(stderr, "tracepic: -pick: no outermost dispatch span names an aggregate")
+			return 1
+		}
+		fmt.Fprintf(stderr, "tracepic: -pick: %s\n", *id)
+	}
 	var roots []trace.SpanID
 	what := ""
 	switch {
@@ -92,11 +100,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tracepic: say where to start: -id, -stream or -span (-list lists the IDs)")
 		return 2
 	}
-	pick := waterfall.Picture
+	walk := waterfall.Picture
 	if *connected {
-		pick = waterfall.Connected
+		walk = waterfall.Connected
 	}
-	picture := pick(spans, roots...)
+	picture := walk(spans, roots...)
 	if len(picture) == 0 {
 		fmt.Fprintf(stderr, "tracepic: no span to start from for %s in %d spans\n", what, len(spans))
 		return 1
@@ -124,18 +132,52 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// pickID returns the aggregate ID whose picture spans the most processes,
+// then the most spans, then the first in order.
+func pickID(spans []waterfall.Span) string {
+	best, bestProcs, bestSpans := "", 0, 0
+	for _, id := range rootIDs(spans) {
+		var roots []trace.SpanID
+		for _, r := range waterfall.Roots(spans, waterfall.OfAggregate(id)) {
+			roots = append(roots, r.ID())
+		}
+		p := waterfall.Picture(spans, roots...)
+		if procs := count(p, processOf); procs > bestProcs || procs == bestProcs && len(p) > bestSpans {
+			best, bestProcs, bestSpans = id, procs, len(p)
+		}
+	}
+	return best
+}
+
+// rootIDs returns the aggregate IDs that outermost dispatch spans name,
+// in the order of their first.
+func rootIDs(spans []waterfall.Span) []string {
+	var ids []string
+	for _, s := range waterfall.Roots(spans, func(waterfall.Span) bool { return true }) {
+		if id := aggregateID(s); id != "" && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func aggregateID(s waterfall.Span) string {
+	v, ok := s.Attr("cairn.stream")
+	if !ok {
+		return ""
+	}
+	_, id, _ := strings.Cut(v.AsString(), "-")
+	return id
+}
+
 // listRoots prints the aggregate IDs that outermost dispatch spans name,
 // with how many commands each got, in the order of their first.
 func listRoots(w io.Writer, spans []waterfall.Span) {
 	counts := map[string]int{}
 	var ids []string
 	for _, s := range waterfall.Roots(spans, func(waterfall.Span) bool { return true }) {
-		v, ok := s.Attr("cairn.stream")
-		if !ok {
-			continue
-		}
-		_, id, found := strings.Cut(v.AsString(), "-")
-		if !found {
+		id := aggregateID(s)
+		if id == "" {
 			continue
 		}
 		if counts[id] == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -27,7 +28,8 @@ func spansFiles(t *testing.T) []string {
 		require.NoError(t, err)
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
 		require.NoError(t, err)
-		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp),
+			sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.instance.id", name))))
 		t.Cleanup(func() { _ = tp.Shutdown(context.Background()); _ = f.Close() })
 		paths = append(paths, path)
 		return tp.Tracer("t")
@@ -59,6 +61,14 @@ func TestToolDrawsOneOrdersPicture(t *testing.T) {
 	stdout.Reset()
 	require.Equal(t, 0, run(append([]string{"-list"}, files...), &stdout, &stderr))
 	assert.Equal(t, "7\t1 commands\n8\t1 commands\n", stdout.String())
+
+	// -pick takes the order whose picture crosses the most processes.
+	stderr.Reset()
+	require.Equal(t, 0, run(append([]string{"-pick", "-o", out}, files...), &stdout, &stderr), stderr.String())
+	assert.Contains(t, stderr.String(), "-pick: 7\n")
+	svg, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), "7: 3 spans, 2 traces, 2 processes")
 }
 
 func TestToolRefusesWhatItCannotDraw(t *testing.T) {

@@ -74,7 +74,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var tel *telemetry
+	var tel *otelSDK
 	if cfg.trace != "" {
 		if tel, err = startTelemetry(cfg.trace, roleParent); err != nil {
 			fmt.Fprintln(os.Stderr, "reservation:", err)

@@ -199,7 +199,7 @@ func serveSale(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var tel *telemetry
+	var tel *otelSDK
 	if cfg.Trace != "" {
 		if tel, err = startTelemetry(cfg.Trace, cfg.Role); err != nil {
 			return err

@@ -51,9 +51,9 @@ const (
 // metricsInterval is how often a traced process writes its metrics.
 const metricsInterval = 5 * time.Second
 
-// telemetry is one process's OpenTelemetry SDK: its providers and the
+// otelSDK is one process's OpenTelemetry SDK: its providers and the
 // files they write.
-type telemetry struct {
+type otelSDK struct {
 	tp    *sdktrace.TracerProvider
 	mp    *sdkmetric.MeterProvider
 	files []*os.File
@@ -65,7 +65,7 @@ var errNoOTLP = errors.New("-trace otlp: this example exports to files only: the
 // startTelemetry installs the SDK for one process of the example, role
 // ("parent", "sale #1", ...), writing its spans to spansPath and its
 // metrics beside it (see [metricsPath]).
-func startTelemetry(spansPath, role string) (*telemetry, error) {
+func startTelemetry(spansPath, role string) (*otelSDK, error) {
 	if spansPath == "otlp" {
 		return nil, errNoOTLP
 	}
@@ -74,7 +74,7 @@ func startTelemetry(spansPath, role string) (*telemetry, error) {
 			return nil, err
 		}
 	}
-	t := &telemetry{}
+	t := &otelSDK{}
 	spans, err := t.create(spansPath)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func startTelemetry(spansPath, role string) (*telemetry, error) {
 	return t, nil
 }
 
-func (t *telemetry) create(path string) (*os.File, error) {
+func (t *otelSDK) create(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("-trace: %w", err)
@@ -124,14 +124,14 @@ func (t *telemetry) create(path string) (*os.File, error) {
 
 // tracerProvider and meterProvider return the providers, nil (Cairn's
 // default: the global ones) when t is nil.
-func (t *telemetry) tracerProvider() trace.TracerProvider {
+func (t *otelSDK) tracerProvider() trace.TracerProvider {
 	if t == nil {
 		return nil
 	}
 	return t.tp
 }
 
-func (t *telemetry) meterProvider() metric.MeterProvider {
+func (t *otelSDK) meterProvider() metric.MeterProvider {
 	if t == nil {
 		return nil
 	}
@@ -140,7 +140,7 @@ func (t *telemetry) meterProvider() metric.MeterProvider {
 
 // shutdown writes what the providers hold (the last metrics) and closes
 // the files. A nil t does nothing.
-func (t *telemetry) shutdown(ctx context.Context) error {
+func (t *otelSDK) shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
@@ -156,7 +156,7 @@ func (t *telemetry) shutdown(ctx context.Context) error {
 	return errors.Join(err, t.close())
 }
 
-func (t *telemetry) close() error {
+func (t *otelSDK) close() error {
 	var err error
 	for _, f := range t.files {
 		err = errors.Join(err, f.Close())

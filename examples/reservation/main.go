@@ -76,7 +76,7 @@ func main() {
 	defer stop()
 	var tel *otelSDK
 	if cfg.trace != "" {
-		if tel, err = startTelemetry(cfg.trace, roleParent); err != nil {
+		if tel, err = startTelemetry(cfg.trace, roleParent, false); err != nil {
 			fmt.Fprintln(os.Stderr, "reservation:", err)
 			os.Exit(2)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -187,6 +188,10 @@ func (p *process) exited() error {
 	}
 }
 
+// saleFault, when a test sets it (in the test binary, which is the sale
+// process too), changes a sale process's runner options to inject a fault.
+var saleFault func(cfg saleConfig, store eventstore.Store, opts *saga.RunnerOptions)
+
 // serveSale is the sale process: it runs the sale until its stdin closes,
 // then sends what the steps recorded, fires the deadlines due, and writes
 // its report to stdout.
@@ -201,7 +206,7 @@ func serveSale(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	}
 	var tel *otelSDK
 	if cfg.Trace != "" {
-		if tel, err = startTelemetry(cfg.Trace, cfg.Role); err != nil {
+		if tel, err = startTelemetry(cfg.Trace, cfg.Role, true); err != nil {
 			return err
 		}
 		// The spans are written as they end; this writes the last
@@ -229,7 +234,11 @@ func serveSale(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := m.newSale(svc.reg, svc.store, bus, svc.runnerOptions(), cfg.Window)
+	opts := svc.runnerOptions()
+	if saleFault != nil {
+		saleFault(cfg, svc.store, &opts)
+	}
+	s, err := m.newSale(svc.reg, svc.store, bus, opts, cfg.Window)
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,14 @@ import (
 // (internal/tools/tracepic does). Spans are written as each one ends (a
 // synchronous processor, not a batching one), so a killed process loses
 // only the spans it had not ended yet, never a batch of ended ones.
+//
+// Those it had not ended would still be lost: the step or the send the
+// kill interrupted, whose children that did end (an append, a dispatch)
+// would then have no parent, and the trace would break where the crash
+// was. So a sale process, which the example kills, also writes each span
+// as it starts, with its parent, its links and the attributes it started
+// with, and without an end time: readers take the ended record when there
+// is one, and show a span that has only its start record as interrupted.
 
 // traceRole names the process in its spans' resource, under roleKey.
 const (
@@ -64,8 +72,9 @@ var errNoOTLP = errors.New("-trace otlp: this example exports to files only: the
 
 // startTelemetry installs the SDK for one process of the example, role
 // ("parent", "sale #1", ...), writing its spans to spansPath and its
-// metrics beside it (see [metricsPath]).
-func startTelemetry(spansPath, role string) (*otelSDK, error) {
+// metrics beside it (see [metricsPath]); with starts, each span as it
+// starts too.
+func startTelemetry(spansPath, role string, starts bool) (*otelSDK, error) {
 	if spansPath == "otlp" {
 		return nil, errNoOTLP
 	}
@@ -106,6 +115,9 @@ func startTelemetry(spansPath, role string) (*otelSDK, error) {
 		// Synchronous: each span is one write as it ends (see above).
 		sdktrace.WithSyncer(spanExp),
 	)
+	if starts {
+		t.tp.RegisterSpanProcessor(startWriter{spanExp})
+	}
 	t.mp = sdkmetric.NewMeterProvider(
 		sdkmetric.WithResource(res),
 		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metricExp, sdkmetric.WithInterval(metricsInterval))),
@@ -164,6 +176,18 @@ func (t *otelSDK) close() error {
 	t.files = nil
 	return err
 }
+
+// startWriter writes each span as it starts, through the exporter that
+// writes it again as it ends (see above).
+type startWriter struct{ exp sdktrace.SpanExporter }
+
+func (w startWriter) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	_ = w.exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{s})
+}
+
+func (startWriter) OnEnd(sdktrace.ReadOnlySpan)      {}
+func (startWriter) Shutdown(context.Context) error   { return nil }
+func (startWriter) ForceFlush(context.Context) error { return nil }
 
 // salePath is the spans file of the nth sale process (from 1) of a run
 // traced to path: trace.jsonl gives trace.sale-1.jsonl.

@@ -44,26 +44,58 @@ func OfAggregate(id string) func(Span) bool {
 	}
 }
 
-// graph indexes spans by ID, by parent and by the spans they link to.
+// commandIDKey is the attribute Cairn's dispatch spans name their
+// command's ID with.
+const commandIDKey = attribute.Key("cairn.command_id")
+
+// SameCommand returns the dispatch spans of s's command other than s (a
+// dispatch's cairn.command_id names it): the command handled once, and
+// each time it was delivered again and absorbed as a duplicate.
+func SameCommand(spans []Span, s Span) []Span {
+	id, ok := commandOf(s)
+	if !ok {
+		return nil
+	}
+	var out []Span
+	for _, o := range spans {
+		if oid, ok := commandOf(o); ok && oid == id && o.ID() != s.ID() {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func commandOf(s Span) (string, bool) {
+	if !strings.HasPrefix(s.Name, "dispatch ") {
+		return "", false
+	}
+	v, ok := s.Attr(commandIDKey)
+	return v.AsString(), ok && v.AsString() != ""
+}
+
+// graph indexes spans by ID, by parent, by the spans they link to, and
+// dispatches by command ID.
 type graph struct {
 	byID     map[trace.SpanID]Span
 	children map[trace.SpanID][]trace.SpanID
 	linkers  map[trace.SpanID][]trace.SpanID // span -> the spans that link to it
+	commands map[string][]trace.SpanID       // command ID -> its dispatches
 }
 
 func newGraph(spans []Span) *graph {
-	g := &graph{byID: make(map[trace.SpanID]Span, len(spans)), children: map[trace.SpanID][]trace.SpanID{}, linkers: map[trace.SpanID][]trace.SpanID{}}
-	for _, s := range spans {
+	g := &graph{byID: make(map[trace.SpanID]Span, len(spans)), children: map[trace.SpanID][]trace.SpanID{},
+		linkers: map[trace.SpanID][]trace.SpanID{}, commands: map[string][]trace.SpanID{}}
+	for _, s := range Dedupe(spans) {
 		id := s.ID()
-		if _, dup := g.byID[id]; dup {
-			continue // the same span in two files
-		}
 		g.byID[id] = s
 		if s.Parent.IsValid() {
 			g.children[s.Parent.SpanID()] = append(g.children[s.Parent.SpanID()], id)
 		}
 		for _, l := range s.Links {
 			g.linkers[l.SpanID()] = append(g.linkers[l.SpanID()], id)
+		}
+		if c, ok := commandOf(s); ok {
+			g.commands[c] = append(g.commands[c], id)
 		}
 	}
 	return g
@@ -80,6 +112,11 @@ func newGraph(spans []Span) *graph {
 //     handler spans link to the append that stored their events; an outbox
 //     send links to the step that recorded its command; a deadline to the
 //     step that scheduled it);
+//   - the other dispatches of a dispatch's command (its cairn.command_id):
+//     a command delivered again and absorbed as a duplicate joins the
+//     dispatch that handled it, where its effect is (after a crash, the
+//     send that made that dispatch may never have ended, and so never
+//     reported its link);
 //   - the ancestors of all these, shown for context but not followed into
 //     their other children.
 //
@@ -108,6 +145,11 @@ func Picture(spans []Span, roots ...trace.SpanID) []Span {
 		}
 		for _, l := range g.linkers[id] {
 			add(l)
+		}
+		if c, ok := commandOf(g.byID[id]); ok {
+			for _, d := range g.commands[c] {
+				add(d)
+			}
 		}
 	}
 	// The ancestors, for context.

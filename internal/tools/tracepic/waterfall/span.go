@@ -68,8 +68,36 @@ func find(kvs []attribute.KeyValue, key attribute.Key) (attribute.Value, bool) {
 	return attribute.Value{}, false
 }
 
-// Duration is how long the span lasted.
-func (s Span) Duration() time.Duration { return s.End.Sub(s.Start) }
+// Duration is how long the span lasted; 0 for an unfinished one.
+func (s Span) Duration() time.Duration {
+	if s.Unfinished() {
+		return 0
+	}
+	return s.End.Sub(s.Start)
+}
+
+// Unfinished reports whether the span never ended: what a process wrote of
+// a span as it started, when it was killed before the span ended.
+func (s Span) Unfinished() bool { return s.End.IsZero() || s.End.Before(s.Start) }
+
+// Dedupe returns spans with one record per span, in the order of their
+// first: the record of its end where there is one, else the record of its
+// start (a process that writes both, and was killed before the end).
+func Dedupe(spans []Span) []Span {
+	at := make(map[trace.SpanID]int, len(spans))
+	out := make([]Span, 0, len(spans))
+	for _, s := range spans {
+		i, seen := at[s.ID()]
+		switch {
+		case !seen:
+			at[s.ID()] = len(out)
+			out = append(out, s)
+		case out[i].Unfinished() && !s.Unfinished():
+			out[i] = s
+		}
+	}
+	return out
+}
 
 // The JSON the stdout exporter writes (a tracetest.SpanStub encoded by
 // encoding/json): read by hand, since the SDK's types marshal to JSON but
@@ -140,7 +168,8 @@ func Read(r io.Reader) (spans []Span, skipped int, err error) {
 	return spans, skipped, nil
 }
 
-// ReadFiles reads the spans of every file in paths.
+// ReadFiles reads the spans of every file in paths, one record per span
+// (see [Dedupe]).
 func ReadFiles(paths ...string) (spans []Span, skipped int, err error) {
 	for _, p := range paths {
 		f, err := os.Open(p)
@@ -154,7 +183,7 @@ func ReadFiles(paths ...string) (spans []Span, skipped int, err error) {
 		}
 		spans, skipped = append(spans, got...), skipped+n
 	}
-	return spans, skipped, nil
+	return Dedupe(spans), skipped, nil
 }
 
 func parse(line []byte) (Span, bool) {

@@ -70,13 +70,23 @@ func Draw(w io.Writer, picture []Span, opts Options) error {
 		barW = 100
 		opts.Width = int(barX + barW + durWidth + 10)
 	}
+	// The time axis, and where each process's spans stop: an unfinished
+	// span (its process was killed) is drawn up to there.
 	var t0, t1 time.Time
+	last := map[string]time.Time{}
 	for i, s := range picture {
+		end := s.End
+		if s.Unfinished() {
+			end = s.Start
+		}
 		if i == 0 || s.Start.Before(t0) {
 			t0 = s.Start
 		}
-		if i == 0 || s.End.After(t1) {
-			t1 = s.End
+		if i == 0 || end.After(t1) {
+			t1 = end
+		}
+		if p := process(s, opts.ProcessKeys); end.After(last[p]) {
+			last[p] = end
 		}
 	}
 	span := t1.Sub(t0)
@@ -85,7 +95,7 @@ func Draw(w io.Writer, picture []Span, opts Options) error {
 	}
 	x := func(t time.Time) float64 { return barX + barW*float64(t.Sub(t0))/float64(span) }
 	legendY := (headerRows+len(picture))*rowHeight + 16
-	height := legendY + 3*rowHeight
+	height := legendY + 5*rowHeight
 
 	b := &svg{}
 	b.printf(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="monospace" font-size="11">`+"\n",
@@ -115,20 +125,31 @@ func Draw(w io.Writer, picture []Span, opts Options) error {
 		room := int(float64(nameWidth-8-d*indent) / charWidth)
 		b.printf(`<text x="%d" y="%d"><title>%s</title>%s</text>`+"\n", 8+d*indent, y+13, esc(tooltip(s)), esc(clip(label, room)))
 		b.printf(`<text x="%d" y="%d" fill="#555">%s</text>`+"\n", nameWidth, y+13, esc(clip(process(s, opts.ProcessKeys), procWidth/7)))
-		bx, bw := x(s.Start), x(s.End)-x(s.Start)
+		end := s.End
+		if s.Unfinished() {
+			end = last[process(s, opts.ProcessKeys)]
+		}
+		bx, bw := x(s.Start), x(end)-x(s.Start)
 		if bw < minBarWidth {
 			bw = minBarWidth
 		}
-		stroke := ""
-		if s.Status == codes.Error {
-			stroke = ` stroke="#c0392b" stroke-width="2"`
+		style := fmt.Sprintf(`fill="%s"`, colour(s.Kind))
+		switch {
+		case s.Unfinished():
+			style = fmt.Sprintf(`fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="3,2"`, colour(s.Kind))
+		case s.Status == codes.Error:
+			style += ` stroke="#c0392b" stroke-width="2"`
 		}
-		b.printf(`<rect x="%.1f" y="%d" width="%.1f" height="%d" rx="2" fill="%s"%s/>`+"\n", bx, y+3, bw, rowHeight-6, colour(s.Kind), stroke)
+		b.printf(`<rect x="%.1f" y="%d" width="%.1f" height="%d" rx="2" %s/>`+"\n", bx, y+3, bw, rowHeight-6, style)
 		for _, e := range s.Events {
 			ex := x(e.Time)
 			b.printf(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#000" stroke-width="1.5"><title>%s</title></line>`+"\n", ex, y+1, ex, y+rowHeight-1, esc(e.Name))
 		}
-		b.printf(`<text x="%d" y="%d" fill="#333">%s</text>`+"\n", opts.Width-durWidth, y+13, duration(s.Duration()))
+		dur := duration(s.Duration())
+		if s.Unfinished() {
+			dur = "never ended"
+		}
+		b.printf(`<text x="%d" y="%d" fill="#333">%s</text>`+"\n", opts.Width-durWidth, y+13, dur)
 	}
 	// A dashed connector from each linked span (where it ended) to the
 	// span that links to it (where it started).
@@ -139,12 +160,32 @@ func Draw(w io.Writer, picture []Span, opts Options) error {
 				continue
 			}
 			t := picture[j]
-			x1, y1 := x(t.End), float64(rowY(j)+rowHeight/2)
+			from := t.End
+			if t.Unfinished() {
+				from = t.Start
+			}
+			x1, y1 := x(from), float64(rowY(j)+rowHeight/2)
 			x2, y2 := x(s.Start), float64(rowY(i)+rowHeight/2)
 			mid := (y1 + y2) / 2
 			b.printf(`<path d="M%.1f,%.1f C%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#34495e" stroke-opacity="0.6" stroke-dasharray="4,3"/>`+"\n",
 				x1, y1, x1, mid, x2, mid, x2, y2)
 			b.printf(`<circle cx="%.1f" cy="%.1f" r="2.5" fill="#34495e"/>`+"\n", x2, y2)
+		}
+	}
+	// A dotted connector from the first dispatch of a command to each
+	// later one, absorbed as a duplicate.
+	for i, s := range picture {
+		c, ok := commandOf(s)
+		if !ok {
+			continue
+		}
+		for j := i + 1; j < len(picture); j++ {
+			if d, ok := commandOf(picture[j]); ok && d == c {
+				x1, y1 := x(s.Start), float64(rowY(i)+rowHeight/2)
+				x2, y2 := x(picture[j].Start), float64(rowY(j)+rowHeight/2)
+				b.printf(`<path d="M%.1f,%.1f C%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#16a085" stroke-width="1.5" stroke-dasharray="1,3"/>`+"\n",
+					x1, y1, x1-40, y1, x2-40, y2, x2, y2)
+			}
 		}
 	}
 	legend(b, legendY)
@@ -202,7 +243,11 @@ func legend(b *svg, y int) {
 	y += rowHeight
 	b.printf(`<rect x="8" y="%d" width="14" height="10" rx="2" fill="#fff" stroke="#c0392b" stroke-width="2"/><text x="26" y="%d">error status</text>`+"\n", y, y+9)
 	b.printf(`<line x1="140" y1="%d" x2="140" y2="%d" stroke="#000" stroke-width="1.5"/><text x="148" y="%d">span event (retry, dead_letter)</text>`+"\n", y-2, y+12, y+9)
-	b.printf(`<text x="400" y="%d" fill="#555">rows by start time, indented under their parent; hover a name for its attributes</text>`+"\n", y+9)
+	b.printf(`<rect x="400" y="%d" width="14" height="10" rx="2" fill="none" stroke="#7f8fa6" stroke-width="1.5" stroke-dasharray="3,2"/><text x="418" y="%d">never ended: its process was killed (drawn to its last span)</text>`+"\n", y, y+9)
+	y += rowHeight
+	b.printf(`<path d="M8,%d L38,%d" stroke="#16a085" stroke-width="1.5" stroke-dasharray="1,3"/><text x="44" y="%d">the same command dispatched again (by its ID), absorbed as a duplicate</text>`+"\n", y+5, y+5, y+9)
+	y += rowHeight
+	b.printf(`<text x="8" y="%d" fill="#555">rows by start time, indented under their parent; hover a name for its attributes</text>`+"\n", y+9)
 }
 
 func colour(k trace.SpanKind) string {
@@ -225,7 +270,11 @@ func process(s Span, keys []attribute.Key) string {
 // tooltip is what a span's name shows on hover: its attributes.
 func tooltip(s Span) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%s, %s)", s.Name, s.Kind, duration(s.Duration()))
+	if s.Unfinished() {
+		fmt.Fprintf(&b, "%s (%s, never ended: its process was killed; the attributes it started with)", s.Name, s.Kind)
+	} else {
+		fmt.Fprintf(&b, "%s (%s, %s)", s.Name, s.Kind, duration(s.Duration()))
+	}
 	for _, kv := range s.Attributes {
 		fmt.Fprintf(&b, "\n%s = %s", kv.Key, kv.Value.String())
 	}

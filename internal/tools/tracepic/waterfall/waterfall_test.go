@@ -36,6 +36,10 @@ import (
 //	          > dispatch MakeReservation > append seats (a retry event, error status)
 //	        process sale (link A3) > handle PaymentAuthorized > step sale
 //	        append saga:sale whose parent step never ended (a process killed mid-step)
+//
+// The sale process writes each span as it starts too, as the reservation
+// example's sale processes do, so the step the kill interrupted is there,
+// unfinished.
 type fixture struct {
 	parent, sale bytes.Buffer
 	// ids by the names above, and by span name for the rest.
@@ -44,16 +48,19 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{ids: map[string]trace.SpanID{}}
-	provider := func(w io.Writer, role string) *sdktrace.TracerProvider {
+	provider := func(w io.Writer, role string, starts bool) *sdktrace.TracerProvider {
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(w))
 		require.NoError(t, err)
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithResource(resource.NewSchemaless(
 			attribute.String("service.name", "reservation"), attribute.String("reservation.process", role),
 			attribute.String("service.instance.id", role+"-1"))))
+		if starts {
+			tp.RegisterSpanProcessor(startWriter{exp})
+		}
 		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 		return tp
 	}
-	parent, sale := provider(&f.parent, "parent").Tracer("t"), provider(&f.sale, "sale #1").Tracer("t")
+	parent, sale := provider(&f.parent, "parent", false).Tracer("t"), provider(&f.sale, "sale #1", true).Tracer("t")
 	base := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)
 	clock := 0
 	at := func() trace.SpanStartEventOption {
@@ -129,10 +136,24 @@ func newFixture(t *testing.T) *fixture {
 	// A step that a kill interrupted: its append ended (and was
 	// written), the step itself never did.
 	ctx, killed := sale.Start(bg, "step sale", at())
+	f.ids["KS"] = killed.SpanContext().SpanID()
 	_, s = sale.Start(ctx, "append saga:sale", at())
 	f.ids["K"] = s.SpanContext().SpanID()
 	s.End()
 	_ = killed // never ended
+
+	// A send the kill interrupted (it never ended, and had not reported
+	// its link), whose dispatch handled command cmd-9; and the send of the
+	// restarted process, linked to R1, whose dispatch of cmd-9 was absorbed
+	// as a duplicate.
+	ctx, interrupted := sale.Start(bg, "send MakePayment", trace.WithSpanKind(trace.SpanKindProducer), at())
+	f.ids["U"] = interrupted.SpanContext().SpanID()
+	ctx, _ = start(sale, ctx, "DU", "dispatch MakePayment", trace.SpanKindInternal, nil, stream("payment-1"), attribute.String("cairn.command_id", "cmd-9"), attribute.String("cairn.outcome", "handled"))
+	start(sale, ctx, "AU", "append payment", trace.SpanKindClient, nil, stream("payment-1"))
+	end()
+	ctx, _ = start(sale, bg, "X2", "send MakePayment", trace.SpanKindProducer, link(r1))
+	start(sale, ctx, "DX2", "dispatch MakePayment", trace.SpanKindInternal, nil, stream("payment-1"), attribute.String("cairn.command_id", "cmd-9"), attribute.String("cairn.outcome", "duplicate"))
+	end()
 	return f
 }
 
@@ -144,8 +165,19 @@ func (f *fixture) read(t *testing.T) []waterfall.Span {
 	b, skipped, err := waterfall.Read(&f.sale)
 	require.NoError(t, err)
 	require.Zero(t, skipped)
-	return append(a, b...)
+	require.Len(t, b, 2*19+2, "the sale's spans as they started, and as they ended but the two the kill interrupted")
+	return waterfall.Dedupe(append(a, b...))
 }
+
+// startWriter writes each span as it starts (as the example's does).
+type startWriter struct{ exp sdktrace.SpanExporter }
+
+func (w startWriter) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	_ = w.exp.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{s})
+}
+func (startWriter) OnEnd(sdktrace.ReadOnlySpan)      {}
+func (startWriter) Shutdown(context.Context) error   { return nil }
+func (startWriter) ForceFlush(context.Context) error { return nil }
 
 func (f *fixture) names(spans []waterfall.Span) []string {
 	var out []string
@@ -162,7 +194,7 @@ func (f *fixture) names(spans []waterfall.Span) []string {
 func TestReadGivesBackWhatTheExporterWrote(t *testing.T) {
 	f := newFixture(t)
 	spans := f.read(t)
-	require.Len(t, spans, 21)
+	require.Len(t, spans, 27)
 	byID := map[trace.SpanID]waterfall.Span{}
 	for _, s := range spans {
 		byID[s.ID()] = s
@@ -188,11 +220,23 @@ func TestReadGivesBackWhatTheExporterWrote(t *testing.T) {
 	require.Len(t, a4.Events, 1)
 	assert.Equal(t, "retry", a4.Events[0].Name)
 
-	// And back to the SDK's spans, for oteltest's checks: only the
-	// killed step's append has no parent among them.
-	orphans := oteltest.Orphans(waterfall.SDK(spans))
-	require.Len(t, orphans, 1)
-	assert.Equal(t, f.ids["K"], orphans[0].SpanContext().SpanID())
+	// The step the kill interrupted is there as it started; every span
+	// that ended is there as it ended.
+	for _, s := range spans {
+		assert.Equal(t, s.ID() == f.ids["KS"] || s.ID() == f.ids["U"], s.Unfinished(), s.Name)
+	}
+	assert.Zero(t, byID[f.ids["KS"]].Duration())
+	assert.Len(t, a4.Events, 1, "the ended record, with what happened after the start")
+
+	// And back to the SDK's spans, for oteltest's checks: the killed
+	// step's append has its parent, the unfinished step.
+	assert.Empty(t, oteltest.Orphans(waterfall.SDK(spans)))
+	withoutStarts := slices.DeleteFunc(slices.Clone(spans), waterfall.Span.Unfinished)
+	var orphans []string
+	for _, o := range oteltest.Orphans(waterfall.SDK(withoutStarts)) {
+		orphans = append(orphans, f.names([]waterfall.Span{{Context: o.SpanContext()}})...)
+	}
+	assert.ElementsMatch(t, []string{"K", "DU"}, orphans, "without the start records, what the kill interrupted is lost")
 	assert.Len(t, waterfall.FromSDK(waterfall.SDK(spans)), len(spans))
 }
 
@@ -221,8 +265,16 @@ func TestPictureFollowsOneOrderAcrossTracesAndProcesses(t *testing.T) {
 	}
 	picture := waterfall.Picture(spans, ids...)
 	got := f.names(picture)
-	assert.Equal(t, []string{"D1", "A1", "B", "H1", "S1", "R1", "O", "X1", "D4", "A4", "D3", "A3", "B2", "H3", "S3"}, got,
-		"what the order's commands caused, by start: the batch that also held order 2 is shown, its handling of order 2 is not")
+	assert.Equal(t, []string{"D1", "A1", "B", "H1", "S1", "R1", "O", "X1", "D4", "A4", "D3", "A3", "B2", "H3", "S3", "U", "DU", "AU", "X2", "DX2"}, got,
+		"what the order's commands caused, by start: the batch that also held order 2 is shown, its handling of order 2 is not; "+
+			"the dispatch of cmd-9 that a send interrupted by the kill made is, through the duplicate dispatch of the same command")
+	var dx2 waterfall.Span
+	for _, s := range spans {
+		if s.ID() == f.ids["DX2"] {
+			dx2 = s
+		}
+	}
+	assert.Equal(t, []string{"DU"}, f.names(waterfall.SameCommand(spans, dx2)))
 
 	depth := waterfall.Depths(picture)
 	assert.Equal(t, 0, depth[f.ids["B"]])
@@ -253,7 +305,7 @@ func TestDrawHasARowPerSpanAndAConnectorPerLink(t *testing.T) {
 	// Well-formed XML, whatever the names hold.
 	dec := xml.NewDecoder(strings.NewReader(svg))
 	var texts []string
-	var bars, links, events int
+	var bars, links, same, events int
 	var stack []string // the open elements
 	for {
 		tok, err := dec.Token()
@@ -267,8 +319,11 @@ func TestDrawHasARowPerSpanAndAConnectorPerLink(t *testing.T) {
 			if tok.Name.Local == "rect" && attr(tok, "height") == "12" {
 				bars++
 			}
-			if tok.Name.Local == "path" && attr(tok, "stroke-dasharray") != "" {
+			if tok.Name.Local == "path" && attr(tok, "stroke-dasharray") == "4,3" {
 				links++
+			}
+			if tok.Name.Local == "path" && attr(tok, "stroke-dasharray") == "1,3" {
+				same++
 			}
 			if tok.Name.Local == "line" && attr(tok, "stroke") == "#000" {
 				events++
@@ -282,15 +337,18 @@ func TestDrawHasARowPerSpanAndAConnectorPerLink(t *testing.T) {
 		}
 	}
 	assert.Contains(t, texts, "order 1 <&>")
-	assert.Equal(t, len(picture), bars, "a bar per span")
-	// In the picture: B, H1 and S1 link to A1; O and X1 to R1; B2, H3 and
-	// S3 to A3; and the legend's sample.
-	assert.Equal(t, 8+1, links, "a dashed connector per link inside the picture")
+	assert.Equal(t, len(picture), bars, "a bar per span, dashed for the one that never ended")
+	assert.Contains(t, texts, "never ended", "and the send the kill interrupted")
+	// In the picture: B, H1 and S1 link to A1; O, X1 and X2 to R1; B2, H3
+	// and S3 to A3.
+	assert.Equal(t, 9+1, links, "a dashed connector per link inside the picture (and the legend's)")
+	assert.Equal(t, 1+1, same, "a dotted connector between the dispatches of cmd-9 (and the legend's)")
 	assert.Equal(t, 1+1, events, "the retry, and the legend's sample")
 	rows := 0
 	for _, name := range []string{"dispatch PlaceOrder · handled", "append order", "process sale", "handle OrderPlaced", "step sale",
 		"append saga:sale", "process outbox", "send MakeReservation", "dispatch MakeReservation", "append seats",
-		"dispatch AuthorizePayment", "append payment", "handle PaymentAuthorized"} {
+		"dispatch AuthorizePayment", "append payment", "handle PaymentAuthorized", "send MakePayment",
+		"dispatch MakePayment · handled", "dispatch MakePayment · duplicate"} {
 		n := count(texts, name)
 		assert.Positive(t, n, name)
 		rows += n
@@ -299,6 +357,12 @@ func TestDrawHasARowPerSpanAndAConnectorPerLink(t *testing.T) {
 	assert.Contains(t, texts, "sale #1")
 	assert.Contains(t, texts, "parent")
 	assert.Less(t, len(svg), 20_000)
+
+	// A span that never ended is drawn as such.
+	out.Reset()
+	require.NoError(t, waterfall.Draw(&out, waterfall.Connected(spans, f.ids["KS"]), waterfall.Options{}))
+	assert.Contains(t, out.String(), ">never ended<")
+	assert.Contains(t, out.String(), `stroke-dasharray="3,2"`)
 
 	// Nothing to draw still draws.
 	out.Reset()

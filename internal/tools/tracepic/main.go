@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if skipped > 0 {
-		fmt.Fprintf(stderr, "tracepic: skipped %d lines that are not spans (a process killed mid-write cuts its last line)\n", skipped)
+		fmt.Fprintf(stderr, "tracepic: skipped %d lines that are not spans (metrics, or the last line of a process killed mid-write)\n", skipped)
 	}
 	if *list {
 		listRoots(stdout, spans)

@@ -183,8 +183,11 @@ func Draw(w io.Writer, picture []Span, opts Options) error {
 			if d, ok := commandOf(picture[j]); ok && d == c {
 				x1, y1 := x(s.Start), float64(rowY(i)+rowHeight/2)
 				x2, y2 := x(picture[j].Start), float64(rowY(j)+rowHeight/2)
+				// Bowed to the left of both starts, but not into the
+				// process column.
+				cx := max(min(x1, x2)-30, barX-6)
 				b.printf(`<path d="M%.1f,%.1f C%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#16a085" stroke-width="1.5" stroke-dasharray="1,3"/>`+"\n",
-					x1, y1, x1-40, y1, x2-40, y2, x2, y2)
+					x1, y1, cx, y1, cx, y2, x2, y2)
 			}
 		}
 	}

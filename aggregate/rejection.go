@@ -42,10 +42,14 @@ func (r *Repository[T, PT]) saveRejection(ctx context.Context, inst *Instance[T,
 	if err != nil {
 		return busrepo.Outcome{}, err // unreachable: two strings
 	}
-	md := metadata(opts)
+	// Recording a rejection is a step of the dispatch that decided it:
+	// traced as a child append.
+	actx, op := r.appends.Start(ctx, r.typ.name, inst.Stream, 1, true)
+	md := metadata(actx, opts)
 	ev := eventstore.EventData{ID: busrepo.EventID(inst.Stream, opts.CommandID, 0), Type: busrepo.RejectionType,
 		SchemaVersion: busrepo.RejectionSchemaVersion, Data: data, Metadata: md}
-	res, err := r.store.Append(trusted.Writer(ctx), inst.Stream, inst.expected(), ev)
+	res, err := r.store.Append(trusted.Writer(actx), inst.Stream, inst.expected(), ev)
+	op.End(actx, res.FirstVersion, err)
 	if err != nil {
 		return busrepo.Outcome{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/clip"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // RepositoryOptions configure a [Repository]. The zero value is the
@@ -24,7 +25,8 @@ type RepositoryOptions struct {
 	// the type's SnapshotEvery is ignored).
 	Snapshots storekit.SnapshotStore
 	// Logger receives what the repository handles on its own: snapshots it
-	// discards or fails to save. Nil means slog.Default().
+	// discards or fails to save. Nil means slog.Default(). Records logged
+	// inside a span name its trace (trace_id, span_id).
 	Logger *slog.Logger
 	// TracerProvider and MeterProvider take the repository's spans and
 	// metrics (docs/observability.md lists them); nil means the global
@@ -60,6 +62,9 @@ type Repository[T any, PT Root[T]] struct {
 	snaps storekit.SnapshotStore
 	log   *slog.Logger
 	seed  maphash.Seed // hashes the command IDs its instances track
+	// appends traces and times every append: Save's, and the command
+	// bus's saves and recorded rejections.
+	appends *telemetry.Appends
 
 	scanLimit int
 }
@@ -82,10 +87,8 @@ func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registr
 	if err := reg.Validate(); err != nil {
 		return nil, &TypeError{Name: typ.name, Err: err, Reason: "its codec registry is not set up right: " + err.Error()}
 	}
-	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: opts.Logger, seed: maphash.MakeSeed(), scanLimit: max(opts.ScanLimit, 0)}
-	if r.log == nil {
-		r.log = slog.Default()
-	}
+	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: telemetry.Logger(opts.Logger), seed: maphash.MakeSeed(), scanLimit: max(opts.ScanLimit, 0),
+		appends: telemetry.NewAppends(telemetry.Tracer(opts.TracerProvider), telemetry.Meter(opts.MeterProvider), store)}
 	if r.snaps == nil {
 		r.snaps, _ = store.(storekit.SnapshotStore)
 	}
@@ -127,7 +130,7 @@ func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, P
 			return inst, err
 		}
 		r.log.WarnContext(ctx, "aggregate: snapshot is past the end of its stream; replaying the whole stream",
-			slog.String("stream", stream), slog.Uint64("snapshot_version", snap.Version))
+			slog.String(telemetry.LogStream, stream), slog.Uint64("snapshot_version", snap.Version))
 	}
 	return r.replay(ctx, r.empty(id, stream))
 }

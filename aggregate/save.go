@@ -4,11 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/busrepo"
+	"github.com/cairn-es/cairn/internal/clip"
+	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/trusted"
 )
 
@@ -22,21 +27,44 @@ type SaveOptions struct {
 	// command ID.
 	CommandID string
 	// Metadata is copied into every event (its CommandID is replaced by the
-	// one above).
+	// one above). Its Extra keys must not start with "cairn.": those are
+	// the keys Cairn sets itself, such as the trace context
+	// ([eventstore.TraceParentKey]).
 	Metadata eventstore.Metadata
 }
 
-// metadata returns the metadata of the events that opts save.
-func metadata(opts busrepo.SaveOptions) eventstore.Metadata {
+// metadata returns the metadata of the events that opts save, appended
+// under the span in ctx: when that span records, its context is recorded
+// too, so that whoever handles the events links to the append that stored
+// them. All events of one append share the one context, so it is set
+// before the metadata is copied into each.
+func metadata(ctx context.Context, opts busrepo.SaveOptions) eventstore.Metadata {
 	md := opts.Metadata.Clone()
 	md.CommandID = opts.CommandID
 	if opts.CommandType != "" {
 		if md.Extra == nil {
-			md.Extra = make(map[string]string, 1)
+			md.Extra = make(map[string]string, 3)
 		}
 		md.Extra[busrepo.CommandTypeKey] = opts.CommandType
 	}
+	if trace.SpanFromContext(ctx).IsRecording() {
+		telemetry.Inject(ctx, &md)
+	}
 	return md
+}
+
+// checkReserved refuses metadata keys that only Cairn sets: the
+// repository appends as Cairn's own writer, which the store trusts with
+// them, so a caller's key would pass for Cairn's (a forged trace context,
+// a command type).
+func checkReserved(stream string, md eventstore.Metadata) error {
+	for k := range md.Extra {
+		if strings.HasPrefix(k, storekit.ReservedTypePrefix) {
+			return &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "SaveOptions.Metadata.Extra",
+				Reason: fmt.Sprintf("key %s starts with %q, which is reserved for the metadata Cairn sets itself", clip.Quote(k), storekit.ReservedTypePrefix)}
+		}
+	}
+	return nil
 }
 
 // Outcome is what a [Repository.Save] did.
@@ -75,6 +103,13 @@ type Outcome struct {
 // command's events at another place are refused by the store, with the
 // same error.
 //
+// Metadata.Extra keys starting with "cairn." are an
+// [*eventstore.InvalidArgumentError]: Cairn sets them itself.
+//
+// The append is traced as an `append {aggregate type}` span (see
+// docs/observability.md), the outermost of its trace unless ctx holds one,
+// and the events record its context while it records.
+//
 // An event of a Go type that inst's type has no applier for (and no
 // [Aggregate] fallback) is an [*UnknownEventError], and nothing is
 // appended: stored, it would make the stream impossible to load.
@@ -84,7 +119,12 @@ type Outcome struct {
 // the error is an [*ApplyError] and the returned Outcome is nonetheless
 // filled in: the events are stored, and inst must be discarded.
 func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], events []any, opts SaveOptions) (Outcome, error) {
-	out, err := r.save(ctx, inst, events, busrepo.SaveOptions{CommandID: opts.CommandID, Metadata: opts.Metadata})
+	if inst != nil {
+		if err := checkReserved(inst.Stream, opts.Metadata); err != nil {
+			return Outcome{}, err
+		}
+	}
+	out, err := r.save(ctx, inst, events, busrepo.SaveOptions{CommandID: opts.CommandID, Metadata: opts.Metadata}, false)
 	if err == nil && out.Rejection != nil {
 		return Outcome{}, &eventstore.EventIDConflictError{Stream: inst.Stream, EventID: busrepo.EventID(inst.Stream, opts.CommandID, 0),
 			StoredVersion: out.FirstVersion, Expected: storekit.StreamState(out.FirstVersion-1, out.FirstVersion > 0)}
@@ -95,8 +135,11 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 
 // save is [busrepo.Repo.Save]: Save, recording the command's type, and
 // answering a duplicate with whatever outcome the stream holds, a recorded
-// rejection included.
-func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], events []any, opts busrepo.SaveOptions) (busrepo.Outcome, error) {
+// rejection included. A child save is a step of an operation traced by its
+// caller (a dispatch): its append span is started only when the caller's
+// span records, so that tracing that is off costs that caller's one span.
+// Save itself is an operation of its own, always traced.
+func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], events []any, opts busrepo.SaveOptions, child bool) (busrepo.Outcome, error) {
 	if err := checkInstance(inst); err != nil {
 		return busrepo.Outcome{}, err
 	}
@@ -116,7 +159,8 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 	if err != nil {
 		return busrepo.Outcome{}, err
 	}
-	md := metadata(opts)
+	actx, op := r.appends.Start(ctx, r.typ.name, inst.Stream, len(data), child)
+	md := metadata(actx, opts)
 	for i := range data {
 		if opts.CommandID != "" {
 			data[i].ID = busrepo.EventID(inst.Stream, opts.CommandID, i)
@@ -126,7 +170,8 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 			data[i].Metadata = md.Clone()
 		}
 	}
-	res, err := r.store.Append(trusted.Writer(ctx), inst.Stream, inst.expected(), data...)
+	res, err := r.store.Append(trusted.Writer(actx), inst.Stream, inst.expected(), data...)
+	op.End(actx, res.FirstVersion, err)
 	if err != nil {
 		return busrepo.Outcome{}, err
 	}
@@ -140,7 +185,7 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 		e := eventstore.Event{EventData: data[i], StreamID: inst.Stream, Version: res.FirstVersion + uint64(i)}
 		if buf, err = r.apply(inst, &e, buf[:0]); err != nil {
 			r.log.ErrorContext(ctx, "aggregate: stored events that the aggregate cannot apply",
-				slog.String("stream", inst.Stream), slog.Uint64("version", e.Version), slog.Any("error", err))
+				slog.String(telemetry.LogStream, inst.Stream), slog.Uint64(telemetry.LogVersion, e.Version), slog.Any(telemetry.LogError, err))
 			return out, err
 		}
 		for _, d := range buf {

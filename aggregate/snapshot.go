@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/upcast"
 )
 
@@ -21,7 +22,7 @@ func (r *Repository[T, PT]) restore(ctx context.Context, id, stream string) (*In
 	snap, ok, err := r.snaps.LoadSnapshot(ctx, stream)
 	if err != nil {
 		r.log.WarnContext(ctx, "aggregate: cannot load snapshot; replaying the whole stream",
-			slog.String("stream", stream), slog.Any("error", err))
+			slog.String(telemetry.LogStream, stream), slog.Any(telemetry.LogError, err))
 		return nil, false
 	}
 	if !ok {
@@ -30,9 +31,9 @@ func (r *Repository[T, PT]) restore(ctx context.Context, id, stream string) (*In
 	state, err := codec.DecodeValueAs[T](r.reg, upcast.Raw{Type: snap.Type, Version: snap.SchemaVersion, Data: snap.Data})
 	if err != nil {
 		r.log.WarnContext(ctx, "aggregate: discarding snapshot that cannot be decoded; replaying the whole stream",
-			slog.String("stream", stream), slog.Uint64("version", snap.Version),
-			slog.String("type", snap.Type), slog.Uint64("schema_version", uint64(snap.SchemaVersion)),
-			slog.Any("error", err))
+			slog.String(telemetry.LogStream, stream), slog.Uint64(telemetry.LogVersion, snap.Version),
+			slog.String("snapshot_type", snap.Type), slog.Uint64("schema_version", uint64(snap.SchemaVersion)),
+			slog.Any(telemetry.LogError, err))
 		return nil, false
 	}
 	inst := r.empty(id, stream)
@@ -59,6 +60,6 @@ func (r *Repository[T, PT]) maybeSnapshot(ctx context.Context, inst *Instance[T,
 	}
 	if err != nil {
 		r.log.WarnContext(ctx, "aggregate: cannot save snapshot",
-			slog.String("stream", inst.Stream), slog.Uint64("version", inst.Version), slog.Any("error", err))
+			slog.String(telemetry.LogStream, inst.Stream), slog.Uint64(telemetry.LogVersion, inst.Version), slog.Any(telemetry.LogError, err))
 	}
 }

@@ -138,6 +138,11 @@ func (s *typedCounter) reseted(e styleReseted) { s.N = 0 }
 // styleBus returns a bus on a memory store with the three style commands
 // routed to typ.
 func styleBus[T any, PT aggregate.Root[T]](b *testing.B, typ *aggregate.Type[T, PT], err error) *command.Bus {
+	return styleBusWith(b, typ, err, command.Options{})
+}
+
+// styleBusWith is styleBus with opts.
+func styleBusWith[T any, PT aggregate.Root[T]](b *testing.B, typ *aggregate.Type[T, PT], err error, opts command.Options) *command.Bus {
 	b.Helper()
 	if err != nil {
 		b.Fatal(err)
@@ -145,7 +150,7 @@ func styleBus[T any, PT aggregate.Root[T]](b *testing.B, typ *aggregate.Type[T, 
 	store := memory.New()
 	b.Cleanup(func() { _ = store.Close() })
 	reg := codec.NewRegistry(codec.Options{})
-	bus := command.New(store, reg, command.Options{})
+	bus := command.New(store, reg, opts)
 	if err := errors.Join(
 		codec.Register[styleAdded](reg, "style.added", 1),
 		codec.Register[styleReseted](reg, "style.reset", 1),

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -16,6 +17,7 @@ import (
 	"github.com/cairn-es/cairn/internal/busprobe"
 	"github.com/cairn-es/cairn/internal/keylock"
 	"github.com/cairn-es/cairn/internal/lru"
+	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/retry"
 )
 
@@ -62,12 +64,15 @@ type Options struct {
 	Middleware []Middleware
 	// Logger receives what the bus and its repositories handle on their
 	// own (discarded snapshots, conflicts retried). Nil means
-	// slog.Default().
+	// slog.Default(). Records logged inside a dispatch name its trace
+	// (trace_id, span_id).
 	Logger *slog.Logger
-	// TracerProvider and MeterProvider take the bus and its repositories's spans and
-	// metrics (docs/observability.md lists them); nil means the global
-	// providers of go.opentelemetry.io/otel, which do nothing until the
-	// service installs an SDK.
+	// TracerProvider and MeterProvider take the bus and its repositories'
+	// spans and metrics (docs/observability.md lists them); nil means the
+	// global providers of go.opentelemetry.io/otel, which do nothing until
+	// the service installs an SDK. Every Dispatch starts a `dispatch
+	// {command type}` span, whose middleware runs inside it; the spans of
+	// its steps (load, decide, append) are started only when it records.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
 }
@@ -79,6 +84,7 @@ type Bus struct {
 	reg   *codec.Registry
 	opts  Options
 	log   *slog.Logger
+	tel   *busTelemetry
 	// cache holds loaded aggregate instances by stream. An instance taken
 	// from it is used only under its stream's lock, so it is never shared
 	// by two dispatches at once; whatever makes it stale (a conflict, a
@@ -90,8 +96,8 @@ type Bus struct {
 	mu     sync.RWMutex
 	routes map[reflect.Type]route
 	// names are the routed command types' names as their events record
-	// them (see nameOf), made once at Route.
-	names map[reflect.Type]commandName
+	// them (see nameOf), and their telemetry, made once at Route.
+	names map[reflect.Type]routedType
 	types map[string]any // aggregate name -> *aggregate.Type, to catch two types with one name
 	repos map[any]route  // *aggregate.Type -> its route, shared by its command types
 }
@@ -114,15 +120,13 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 		store:  store,
 		reg:    reg,
 		opts:   opts,
-		log:    opts.Logger,
+		log:    telemetry.Logger(opts.Logger),
+		tel:    newBusTelemetry(opts),
 		cache:  lru.New[any](opts.CacheSize),
 		routes: make(map[reflect.Type]route),
-		names:  make(map[reflect.Type]commandName),
+		names:  make(map[reflect.Type]routedType),
 		types:  make(map[string]any),
 		repos:  make(map[any]route),
-	}
-	if b.log == nil {
-		b.log = slog.Default()
 	}
 	var h Handler = HandlerFunc(b.dispatch)
 	for i := len(opts.Middleware) - 1; i >= 0; i-- {
@@ -159,14 +163,37 @@ func (b *Bus) routesType(ct reflect.Type) bool {
 // naming the field, before anything is loaded. Version conflicts that outlast
 // Options.Retry.Attempts are a [*ContentionError], which matches
 // [ErrContention] and wraps the store's last [*eventstore.WrongVersionError].
+//
+// Every dispatch is traced as a `dispatch {command type}` span, and
+// counted and timed by outcome (docs/observability.md). Its middleware
+// runs inside that span, so that the span lasts as long as the caller
+// waits, a refusal by middleware is counted as the dispatch's outcome like
+// any other, and what middleware logs names the dispatch's trace.
 func (b *Bus) Dispatch(ctx context.Context, msg Message) (Result, error) {
+	var start time.Time
+	if b.tel.duration.Enabled(ctx) {
+		start = time.Now() // the clock is read only for a histogram that records
+	}
+	ct := reflect.TypeOf(msg.Command)
+	ctel := b.telemetryOf(msg.Command)
+	ctx, span := b.tel.start(ctx, ctel)
+	res, err := b.dispatchMessage(ctx, &msg)
+	if reflect.TypeOf(msg.Command) != ct {
+		ctel = b.telemetryOf(msg.Command) // middleware changed the command: count the one dispatched
+	}
+	b.tel.end(ctx, span, ctel, &msg, res, err, start)
+	return res, err
+}
+
+// dispatchMessage checks msg and hands it to the middleware chain.
+func (b *Bus) dispatchMessage(ctx context.Context, msg *Message) (Result, error) {
 	if err := msg.validate(); err != nil {
 		return Result{CommandID: msg.ID}, err
 	}
 	if msg.ID == "" {
 		msg.ID = eventstore.NewEventID().String()
 	}
-	return b.handler.Dispatch(ctx, &msg)
+	return b.handler.Dispatch(ctx, msg)
 }
 
 // dispatch is the innermost handler: routing and the decide loop.
@@ -176,12 +203,18 @@ func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
 	}
 	ct := reflect.TypeOf(msg.Command)
 	b.mu.RLock()
-	r, name := b.routes[ct], b.names[ct]
+	r, typ := b.routes[ct], b.names[ct]
 	b.mu.RUnlock()
 	if r == nil {
 		return Result{CommandID: msg.ID}, &NoRouteError{CommandType: fmt.Sprintf("%T", msg.Command)}
 	}
-	return r.dispatch(ctx, b, msg, name)
+	return r.dispatch(ctx, b, msg, typ)
+}
+
+// routedType is what the bus knows of a routed command type.
+type routedType struct {
+	name commandName
+	tel  *commandTelemetry
 }
 
 // commandName is how a command type is named in its events (see

@@ -26,4 +26,15 @@
 //
 // Within one bus, commands for one aggregate run one at a time, which saves
 // needless conflicts; correctness does not depend on it.
+//
+// Every Dispatch is an OpenTelemetry span, `dispatch {command type}`, with
+// the middleware inside it; while it records, the load, the decision and
+// the append are its children, each retry after a version conflict is a
+// "retry" event on it, and the appended events record the append span's
+// trace context in their metadata, so that whoever handles them links back
+// to the command. The bus counts commands by outcome (cairn.commands),
+// retries (cairn.command.retries) and times dispatches
+// (cairn.command.duration). A command type is named by the codec when it
+// is registered there, else by its Go type. docs/observability.md lists
+// every span, attribute and metric.
 package command

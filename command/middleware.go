@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // Handler dispatches a command: the [Bus] at the core, wrapped by
@@ -64,19 +66,19 @@ func Validating() Middleware {
 }
 
 // Logging logs every dispatch to logger (nil means slog.Default()): at
-// Debug when it succeeds, Info for a duplicate, Warn when it fails.
+// Debug when it succeeds, Info for a duplicate, Warn when it fails. Its
+// records name the dispatch's trace (trace_id, span_id) while tracing is
+// on: middleware runs inside the dispatch span.
 func Logging(logger *slog.Logger) Middleware {
-	if logger == nil {
-		logger = slog.Default()
-	}
+	logger = telemetry.Logger(logger)
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, msg *Message) (Result, error) {
 			start := time.Now()
 			res, err := next.Dispatch(ctx, msg)
 			attrs := []slog.Attr{
-				slog.String("command_type", fmt.Sprintf("%T", msg.Command)),
-				slog.String("command_id", msg.ID),
-				slog.String("stream", res.Stream),
+				slog.String(telemetry.LogCommandType, fmt.Sprintf("%T", msg.Command)),
+				slog.String(telemetry.LogCommandID, msg.ID),
+				slog.String(telemetry.LogStream, res.Stream),
 				slog.Int("events", len(res.Events)),
 				slog.Int("attempts", res.Attempts),
 				slog.Duration("duration", time.Since(start)),
@@ -85,7 +87,7 @@ func Logging(logger *slog.Logger) Middleware {
 			switch {
 			case err != nil:
 				level = slog.LevelWarn
-				attrs = append(attrs, slog.Any("error", err))
+				attrs = append(attrs, slog.Any(telemetry.LogError, err))
 			case res.Duplicate:
 				level = slog.LevelInfo
 				attrs = append(attrs, slog.Bool("duplicate", true))

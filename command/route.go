@@ -14,12 +14,13 @@ import (
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/failpoint"
+	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/retry"
 )
 
 // route dispatches the commands of one aggregate type.
 type route interface {
-	dispatch(ctx context.Context, b *Bus, msg *Message, name commandName) (Result, error)
+	dispatch(ctx context.Context, b *Bus, msg *Message, ct routedType) (Result, error)
 	aggregateName() string
 }
 
@@ -58,7 +59,8 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 	}
 	r := b.repos[typ]
 	if r == nil {
-		repo, err := aggregate.NewRepository(b.store, b.reg, typ, aggregate.RepositoryOptions{Snapshots: b.opts.Snapshots, Logger: b.log, ScanLimit: b.opts.ScanLimit})
+		repo, err := aggregate.NewRepository(b.store, b.reg, typ, aggregate.RepositoryOptions{Snapshots: b.opts.Snapshots, Logger: b.log, ScanLimit: b.opts.ScanLimit,
+			TracerProvider: b.opts.TracerProvider, MeterProvider: b.opts.MeterProvider})
 		if err != nil {
 			return err
 		}
@@ -67,7 +69,8 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 		b.types[typ.Name()] = typ
 	}
 	b.routes[ct] = r
-	b.names[ct] = b.nameOf(ct)
+	name := b.nameOf(ct)
+	b.names[ct] = routedType{name: name, tel: b.tel.route(ct, name, typ.Name())}
 	return nil
 }
 
@@ -81,7 +84,8 @@ type typedRoute[T any, PT aggregate.Root[T]] struct {
 
 func (r *typedRoute[T, PT]) aggregateName() string { return r.typ.Name() }
 
-func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, name commandName) (Result, error) {
+func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, ct routedType) (Result, error) {
+	name := ct.name
 	id, err := aggregateID(msg.Command)
 	if err != nil {
 		return Result{CommandID: msg.ID}, err
@@ -109,7 +113,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 	exact := false
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
-		inst, err := r.load(ctx, b, id, stream)
+		inst, err := r.tracedLoad(ctx, b, ct.tel, id, stream)
 		if err != nil {
 			return res, err
 		}
@@ -127,7 +131,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 			b.cache.Put(stream, inst)
 			return priorResult(b.reg, res, prior, name)
 		}
-		events, err := inst.Handle(ctx, msg.Command)
+		events, err := r.decide(ctx, b, ct.tel, inst, msg.Command)
 		hit(failpoint.BusAfterDecide)
 		if !certain && (err != nil || len(events) == 0) {
 			// A rejection or a no-op appends nothing, so no store would
@@ -196,8 +200,10 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		if attempt >= b.opts.Retry.Attempts {
 			return res, &ContentionError{Stream: stream, CommandID: msg.ID, Attempts: attempt, Err: err}
 		}
+		b.tel.retried(ctx, ct.tel, attempt+1, err)
 		b.log.DebugContext(ctx, "command: version conflict; deciding again",
-			slog.String("stream", stream), slog.String("command_id", msg.ID), slog.Int("attempt", attempt), slog.Any("error", err))
+			slog.String(telemetry.LogStream, stream), slog.String(telemetry.LogCommandID, msg.ID), slog.String(telemetry.LogCommandType, ct.tel.name),
+			slog.Int("attempt", attempt), slog.Any(telemetry.LogError, err))
 		if werr := backoff.Wait(ctx, delay(b.opts.Retry, attempt)); werr != nil {
 			return res, werr
 		}
@@ -215,19 +221,48 @@ func aggregateID(cmd Command) (id string, err error) {
 	return cmd.AggregateID(), nil
 }
 
+// tracedLoad is load, under a `load {aggregate}` span while the dispatch
+// records.
+func (r *typedRoute[T, PT]) tracedLoad(ctx context.Context, b *Bus, tel *commandTelemetry, id, stream string) (*aggregate.Instance[T, PT], error) {
+	lctx, span := b.tel.child(ctx, tel.loadName)
+	inst, cached, err := r.load(lctx, b, id, stream)
+	if span != nil {
+		span.SetAttributes(telemetry.StreamKey.String(stream), cachedKey.Bool(cached))
+	}
+	endChild(span, err)
+	return inst, err
+}
+
 // load returns the cached instance of stream, brought up to date with the
-// events others appended since, or loads it.
-func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string) (*aggregate.Instance[T, PT], error) {
-	cached, _ := b.cache.Get(stream)
-	if inst, ok := cached.(*aggregate.Instance[T, PT]); ok {
+// events others appended since, or loads it; cached says which.
+func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string) (inst *aggregate.Instance[T, PT], cached bool, err error) {
+	held, _ := b.cache.Get(stream)
+	if inst, ok := held.(*aggregate.Instance[T, PT]); ok {
 		fresh, err := r.bus.Refresh(ctx, inst)
 		if err != nil {
 			b.cache.Evict(stream) // partly refreshed: no longer a state of the stream
-			return nil, err
+			return nil, true, err
 		}
-		return fresh, nil
+		return fresh, true, nil
 	}
-	return r.repo.Load(ctx, id)
+	inst, err = r.repo.Load(ctx, id)
+	return inst, false, err
+}
+
+// decide lets inst decide cmd, under a `decide {command type}` span while
+// the dispatch records. A rejection is the command's outcome, not a
+// failure of the span; a Handle that panicked is.
+func (r *typedRoute[T, PT]) decide(ctx context.Context, b *Bus, tel *commandTelemetry, inst *aggregate.Instance[T, PT], cmd Command) ([]any, error) {
+	dctx, span := b.tel.child(ctx, tel.decideName)
+	events, err := inst.Handle(dctx, cmd)
+	if span != nil {
+		var failed error
+		if errors.Is(err, aggregate.ErrPanicked) {
+			failed = err
+		}
+		endChild(span, failed)
+	}
+	return events, err
 }
 
 // delay is how long p waits before the retry after attempt failed.

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/failpoint"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 type plainExecutor struct {
@@ -26,8 +27,9 @@ func (x plainExecutor) ownsLetters() bool   { return false }
 
 func (x plainExecutor) run(ctx context.Context, body func(step) error) error {
 	return body(step{
-		apply: func(d codec.Decoded) error {
-			return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, d) })
+		ctx: ctx,
+		apply: func(ctx context.Context, d codec.Decoded) error {
+			return x.c.guard(ctx, "handler", &d.Event, func() error { return x.h(ctx, d) })
 		},
 		save: func(expected, next eventstore.Position, fence storekit.Fence) error {
 			return x.c.checkpoints.SaveCheckpoint(ctx, x.c.name, expected, next, fence)
@@ -92,8 +94,9 @@ func (x txExecutor[Tx]) inTx(ctx context.Context, fn func(ctx context.Context, t
 func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 	return x.inTx(ctx, func(ctx context.Context, tx Tx) error {
 		return body(step{
-			apply: func(d codec.Decoded) error {
-				return x.c.guard("handler", &d.Event, func() error { return x.h(ctx, tx, d) })
+			ctx: ctx,
+			apply: func(ctx context.Context, d codec.Decoded) error {
+				return x.c.guard(ctx, "handler", &d.Event, func() error { return x.h(ctx, tx, d) })
 			},
 			save: func(expected, next eventstore.Position, fence storekit.Fence) error {
 				return x.store.SaveCheckpointTx(ctx, tx, x.c.name, expected, next, fence)
@@ -117,15 +120,27 @@ func (x txExecutor[Tx]) run(ctx context.Context, body func(step) error) error {
 // flush handles a batch of stored events and moves the checkpoint from
 // from to the last one's position, and returns that position. pend holds
 // the dead letters of events after from, which a successful handling
-// resolves.
+// resolves. The batch is traced and measured as one `process` operation.
 func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Position, fence storekit.Fence, pend pending) (eventstore.Position, error) {
+	ctx, span := c.startBatch(ctx, batch)
+	to, err := c.flushTraced(ctx, span.recording(), batch, from, fence, pend)
+	span.end(ctx, err)
+	return to, err
+}
+
+// flushTraced is flush in the batch's span; traced says the span records,
+// and so that each event is handled in a span of its own.
+func (c *Consumer) flushTraced(ctx context.Context, traced bool, batch []unit, from eventstore.Position, fence storekit.Fence, pend pending) (eventstore.Position, error) {
 	if c.batch != nil {
 		return c.flushBatch(ctx, batch, from, fence)
 	}
 	to := batch[len(batch)-1].ev.Position
 	if !c.exec.transactional() {
 		for i, u := range batch {
-			if err := c.handlePlain(ctx, u, pend); err != nil {
+			hctx, span := c.startHandle(ctx, traced, &batch[i].ev)
+			err := c.handlePlain(hctx, u, pend)
+			endHandle(hctx, span, err)
+			if err != nil {
 				return c.savePrefix(ctx, batch[:i], from, fence, err)
 			}
 		}
@@ -139,6 +154,8 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 	}
 
 	// The fast path: the whole batch and its checkpoint in one transaction.
+	// When it rolls back, each event is handled again in a transaction of
+	// its own below, under a handle span of its own.
 	err := c.exec.run(ctx, func(s step) error {
 		if err := s.claim(from, fence); err != nil {
 			return err
@@ -147,10 +164,8 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 			if u.decodeErr != nil {
 				return &partError{unit: i, err: u.decodeErr}
 			}
-			for j, d := range u.parts {
-				if err := s.apply(d); err != nil {
-					return &partError{unit: i, part: j, err: err}
-				}
+			if err := c.applyAll(s, traced, &batch[i]); err != nil {
+				return &partError{unit: i, part: err.part, err: err.err}
 			}
 		}
 		failpoint.Hit(failpoint.CheckpointBeforeSave)
@@ -190,7 +205,9 @@ func (c *Consumer) flush(ctx context.Context, batch []unit, from eventstore.Posi
 			first = &failure{part: pe.part, attempts: 1, first: time.Now().UTC(), err: pe.err}
 			first.last = first.first
 		}
-		next, err := c.handleTx(ctx, u, from, fence, first, pend)
+		hctx, span := c.startHandle(ctx, traced, &batch[i].ev)
+		next, err := c.handleTx(hctx, u, from, fence, first, pend)
+		endHandle(hctx, span, err)
 		if err != nil {
 			return from, err
 		}
@@ -260,7 +277,7 @@ func (c *Consumer) handlePlain(ctx context.Context, u unit, pend pending) error 
 	for j, d := range u.parts {
 		f := &failure{part: j}
 		for {
-			err := c.exec.run(ctx, func(s step) error { return s.apply(d) })
+			err := c.exec.run(ctx, func(s step) error { return s.apply(s.ctx, d) })
 			if err == nil {
 				break
 			}
@@ -349,7 +366,7 @@ func (c *Consumer) handleTx(ctx context.Context, u unit, from eventstore.Positio
 				if given[j] != nil {
 					continue
 				}
-				if err := s.apply(d); err != nil {
+				if err := s.apply(s.ctx, d); err != nil {
 					return &partError{part: j, err: err}
 				}
 			}
@@ -401,10 +418,28 @@ func failing(fails, given map[int]*failure) *failure {
 	return nil
 }
 
+// applyAll applies the parts of one stored event of a transactional
+// batch's fast path, in s, under the event's handle span when the batch is
+// traced, and returns the first failure.
+func (c *Consumer) applyAll(s step, traced bool, u *unit) *partError {
+	ctx, span := c.startHandle(s.ctx, traced, &u.ev)
+	for j, d := range u.parts {
+		if err := s.apply(ctx, d); err != nil {
+			// Retried alone, after the batch's transaction rolls back.
+			traceRetry(ctx, 1, err)
+			endHandle(ctx, span, nil)
+			return &partError{part: j, err: err}
+		}
+	}
+	endHandle(ctx, span, nil)
+	return nil
+}
+
 func (c *Consumer) backOff(ctx context.Context, u unit, f *failure) error {
+	traceRetry(ctx, f.attempts, f.err)
 	c.log.DebugContext(ctx, "projection: handler failed; retrying",
-		slog.String("stream", u.ev.StreamID), slog.Uint64("version", u.ev.Version),
-		slog.String("type", u.ev.Type), slog.Int("part", f.part), slog.Int("attempt", f.attempts), slog.Any("error", f.err))
+		slog.String(telemetry.LogStream, u.ev.StreamID), slog.Uint64(telemetry.LogVersion, u.ev.Version),
+		slog.String(telemetry.LogEventType, u.ev.Type), slog.Int("part", f.part), slog.Int("attempt", f.attempts), slog.Any(telemetry.LogError, f.err))
 	return backoff.Wait(ctx, c.opts.delay(f.attempts))
 }
 
@@ -427,10 +462,14 @@ func (c *Consumer) letter(u unit, f *failure) eventstore.DeadLetter {
 	}
 }
 
+// logParked logs a dead letter parked, and records it on the event's
+// handle span in ctx.
 func (c *Consumer) logParked(ctx context.Context, d eventstore.DeadLetter) {
+	traceParked(ctx, d)
 	e := d.Event
 	c.log.WarnContext(ctx, "projection: event parked as a dead letter",
-		slog.String("dead_letter", d.ID), slog.String("stream", e.StreamID), slog.Uint64("version", e.Version),
-		slog.String("type", e.Type), slog.String("position", e.Position.String()), slog.Int("part", d.Part),
-		slog.Int("attempts", d.Attempts), slog.String("error", d.Error))
+		slog.String("dead_letter", d.ID), slog.String(telemetry.LogStream, e.StreamID), slog.Uint64(telemetry.LogVersion, e.Version),
+		slog.String(telemetry.LogEventType, e.Type), slog.String(telemetry.LogEventID, e.ID.String()),
+		slog.String(telemetry.LogPosition, e.Position.String()), slog.Int("part", d.Part),
+		slog.Int("attempts", d.Attempts), slog.String(telemetry.LogError, d.Error))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/batchconsumer"
 	"github.com/cairn-es/cairn/internal/failpoint"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // Components that handle stored events in batches their own way (a saga
@@ -30,6 +31,9 @@ func newBatch(name string, events eventstore.Store, checkpoints storekit.Checkpo
 	}
 	c.batch, c.onClaim = h, onClaim
 	c.exec = plainExecutor{c: c}
+	// A batch consumer parks nothing: its component keeps its own account
+	// of what fails (a saga parks an instance).
+	c.registerGauges(nil)
 	return c, nil
 }
 
@@ -41,7 +45,7 @@ func (c *Consumer) flushBatch(ctx context.Context, batch []unit, from eventstore
 		events[i] = u.ev
 	}
 	for attempt := 1; ; attempt++ {
-		err := c.guard("batch handler", &events[0], func() error { return c.batch(ctx, events) })
+		err := c.guard(ctx, "batch handler", &events[0], func() error { return c.batch(ctx, events) })
 		if err == nil {
 			break
 		}
@@ -53,8 +57,9 @@ func (c *Consumer) flushBatch(ctx context.Context, batch []unit, from eventstore
 			return from, &HandlerError{Consumer: c.name, Stream: first.StreamID, Version: first.Version, Position: first.Position,
 				Type: first.Type, Attempts: attempt, Err: err}
 		}
+		traceRetry(ctx, attempt, err)
 		c.log.WarnContext(ctx, "projection: batch failed; retrying", slog.Int("events", len(events)),
-			slog.String("from", first.Position.String()), slog.Int("attempt", attempt), slog.Any("error", err))
+			slog.String(telemetry.LogPosition, first.Position.String()), slog.Int("attempt", attempt), slog.Any(telemetry.LogError, err))
 		if err := backoff.Wait(ctx, c.opts.delay(attempt)); err != nil {
 			return from, err
 		}

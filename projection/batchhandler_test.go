@@ -148,3 +148,8 @@ func TestAConsumerThatLosesItsCheckpointStartsOverWithoutWaitingForACommit(t *te
 		return err == nil && st.Checkpoint == all[1].Position
 	}, 10*time.Second, time.Millisecond, "the consumer started over from the moved checkpoint without a new commit")
 }
+
+func newBatchConsumer(name string, events eventstore.Store, opts projection.Options) (*projection.Consumer, error) {
+	return batchconsumer.New[*projection.Consumer](name, events, memory.New(),
+		func(context.Context, []eventstore.Event) error { return nil }, nil, opts)
+}

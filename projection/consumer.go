@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/batchconsumer"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // Consumer is a named, checkpointed consumer of a store's global log. Build
@@ -37,6 +38,7 @@ type Consumer struct {
 	opts    Options
 	log     *slog.Logger
 	stats   recorder
+	tel     *instruments
 
 	// held is the lease of the running session, once it has claimed the
 	// checkpoint under the lease's fence: a dead letter retried in this
@@ -83,8 +85,13 @@ type executor interface {
 // transactional executor whose store holds the dead letters parks and
 // resolves them in its transaction; otherwise park and resolve act at once
 // on the dead letter store.
+//
+// ctx is the context of the run (of its transaction, for a transactional
+// executor); apply hands the handler the context it is given, which
+// derives from ctx (an event's handle span added).
 type step struct {
-	apply   func(d codec.Decoded) error
+	ctx     context.Context
+	apply   func(ctx context.Context, d codec.Decoded) error
 	save    func(expected, next eventstore.Position, fence storekit.Fence) error
 	park    func(d eventstore.DeadLetter) (eventstore.DeadLetter, error)
 	resolve func(id string) error
@@ -115,6 +122,7 @@ func New(name string, events eventstore.Store, reg *codec.Registry, checkpoints 
 		return nil, err
 	}
 	c.exec = plainExecutor{c: c, h: whileLive(h)}
+	c.registerGauges(c.opts.DeadLetters)
 	return c, nil
 }
 
@@ -146,6 +154,7 @@ func NewTx[Tx any](name string, events eventstore.Store, reg *codec.Registry, st
 		x.leases, c.leaseInTx = leases, true
 	}
 	c.exec = x
+	c.registerGauges(c.opts.DeadLetters)
 	return c, nil
 }
 
@@ -185,7 +194,8 @@ func newConsumer(name string, events eventstore.Store, reg *codec.Registry, chec
 	if dl, ok := checkpoints.(storekit.DeadLetterStore); ok && opts.DeadLetters == nil {
 		opts.DeadLetters = dl
 	}
-	return &Consumer{name: name, events: events, reg: reg, checkpoints: checkpoints, opts: opts, log: opts.logger().With(slog.String("consumer", name))}, nil
+	return &Consumer{name: name, events: events, reg: reg, checkpoints: checkpoints, opts: opts,
+		log: telemetry.Logger(opts.Logger).With(slog.String(telemetry.LogConsumer, name)), tel: newInstruments(name, opts)}, nil
 }
 
 // Name returns the consumer's name, under which its checkpoint, dead
@@ -251,7 +261,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return err
 		case errors.Is(err, eventstore.ErrFenced), errors.Is(err, eventstore.ErrCheckpointMoved), errors.Is(err, eventstore.ErrLeaseLost):
 			unavailable = 0
-			c.log.WarnContext(ctx, "projection: lost ownership; starting over", slog.Any("error", err))
+			c.log.WarnContext(ctx, "projection: lost ownership; starting over", slog.Any(telemetry.LogError, err))
 			if err := c.pause(ctx); err != nil {
 				return nil
 			}
@@ -262,7 +272,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			unavailable++
 			wait := unavailableRetry.Delay(unavailable)
 			c.log.WarnContext(ctx, "projection: store unavailable; starting over after a pause",
-				slog.Any("error", err), slog.Duration("pause", wait))
+				slog.Any(telemetry.LogError, err), slog.Duration("pause", wait))
 			if err := backoff.Wait(ctx, wait); err != nil {
 				return nil
 			}
@@ -374,7 +384,7 @@ func (c *Consumer) claimed(ctx context.Context, from eventstore.Position) error 
 	if c.onClaim == nil {
 		return nil
 	}
-	if err := c.guard("OnClaim", nil, func() error { return c.onClaim(ctx, from) }); err != nil {
+	if err := c.guard(ctx, "OnClaim", nil, func() error { return c.onClaim(ctx, from) }); err != nil {
 		return fmt.Errorf("consumer %q: on claim: %w", c.name, err)
 	}
 	return nil

@@ -177,7 +177,7 @@ func (c *Consumer) RetryDeadLetter(ctx context.Context, id string) error {
 			if err := s.save(cp.Position, cp.Position, f); err != nil {
 				return err
 			}
-			if err := s.apply(parts[d.Part]); err != nil {
+			if err := s.apply(s.ctx, parts[d.Part]); err != nil {
 				return &partError{part: d.Part, err: err}
 			}
 			if c.exec.ownsLetters() {

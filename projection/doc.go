@@ -29,4 +29,36 @@
 //     saves fail.
 //   - [Consumer.Rebuild] resets a projection and replays it with progress
 //     reports; [Consumer.Stats] reports lag, rate and parked count.
+//
+// # Tracing and metrics
+//
+// A consumer traces and measures its work through [Options.TracerProvider]
+// and [Options.MeterProvider] (the global providers when nil; the list of
+// spans and metrics is in docs/observability.md):
+//
+//   - Each batch handed to the handlers (never an idle read) is a
+//     `process {consumer}` span of kind CONSUMER. It is the root of a trace
+//     of its own, linked to the spans its events were appended under and
+//     to the span the consumer runs under, if any: a batch has many
+//     origins, and belongs to none of them. While it records, each event is
+//     a `handle {event type}` child span with one link, to its own event's
+//     append, and the handler's context carries that span, so that the
+//     handler's own spans nest under it (a batch consumer's handler gets
+//     the batch span). A retry is a "retry" event of the span; an event
+//     parked is a "dead_letter" event that fails its span; a batch that
+//     fails fails its span. A rebuild is a `rebuild {consumer}` span that
+//     its batches link to. A transactional batch that rolls back is handled
+//     again event by event, each under a handle span of its own.
+//   - messaging.process.duration measures each batch and
+//     messaging.client.consumed.messages counts its events. The gauges
+//     cairn.consumer.lag (the events after the stored checkpoint that the
+//     consumer's filter selects, at most [LagCap]), cairn.consumer.lag.age
+//     (the age of the oldest of them) and cairn.consumer.dead_letters are
+//     read from the stores when they are collected, at most every few
+//     seconds, whether the consumer runs or not: a consumer stopped, or
+//     running in another process, still shows how far behind it is. They
+//     are registered when the consumer is built and unregistered once it
+//     is garbage (a Consumer has no Close): keep a Consumer for as long as
+//     its gauges should report.
+//   - Records logged inside a span carry its trace_id and span_id.
 package projection

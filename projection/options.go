@@ -185,10 +185,3 @@ func (o Options) leaseTTL() time.Duration {
 	}
 	return o.LeaseTTL
 }
-
-func (o Options) logger() *slog.Logger {
-	if o.Logger == nil {
-		return slog.Default()
-	}
-	return o.Logger
-}

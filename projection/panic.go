@@ -1,12 +1,14 @@
 package projection
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // ErrPanicked matches every [*PanicError].
@@ -59,7 +61,7 @@ func (e *PanicError) Unwrap() error {
 // [*PanicError] about ev (if any) that it logs with its stack. Inside a
 // transaction, the error rolls it back like any failure, and the store
 // never sees the panic.
-func (c *Consumer) guard(what string, ev *eventstore.Event, fn func() error) (err error) {
+func (c *Consumer) guard(ctx context.Context, what string, ev *eventstore.Event, fn func() error) (err error) {
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -69,8 +71,9 @@ func (c *Consumer) guard(what string, ev *eventstore.Event, fn func() error) (er
 		if ev != nil {
 			p.Stream, p.Version, p.Type = ev.StreamID, ev.Version, ev.Type
 		}
-		c.log.Error("projection: user code panicked", slog.String("func", what), slog.String("stream", p.Stream),
-			slog.Uint64("version", p.Version), slog.Any("panic", v), slog.String("stack", string(p.Stack)))
+		c.log.ErrorContext(ctx, "projection: user code panicked", slog.String("func", what), slog.String(telemetry.LogStream, p.Stream),
+			slog.Uint64(telemetry.LogVersion, p.Version), slog.String(telemetry.LogEventType, p.Type),
+			slog.Any("panic", v), slog.String("stack", string(p.Stack)))
 		err = p
 	}()
 	return fn()

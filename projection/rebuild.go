@@ -48,7 +48,7 @@ type RebuildOptions struct {
 func (c *Consumer) Rebuild(ctx context.Context, opts RebuildOptions) error {
 	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
 		if opts.Reset != nil {
-			if err := c.guard("Reset", nil, func() error { return opts.Reset(ctx) }); err != nil {
+			if err := c.guard(ctx, "Reset", nil, func() error { return opts.Reset(ctx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
 			}
 		}
@@ -72,12 +72,12 @@ func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.
 	}
 	return c.rebuild(ctx, opts, func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
 		if opts.Reset != nil {
-			if err := c.guard("Reset", nil, func() error { return opts.Reset(ctx) }); err != nil {
+			if err := c.guard(ctx, "Reset", nil, func() error { return opts.Reset(ctx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
 			}
 		}
 		return x.inTx(ctx, func(ctx context.Context, tx Tx) error {
-			if err := c.guard("RebuildTx reset", nil, func() error { return reset(ctx, tx) }); err != nil {
+			if err := c.guard(ctx, "RebuildTx reset", nil, func() error { return reset(ctx, tx) }); err != nil {
 				return fmt.Errorf("consumer %q: resetting the read model: %w", c.name, err)
 			}
 			return x.store.SaveCheckpointTx(ctx, tx, c.name, from, opts.From, fence)
@@ -85,9 +85,13 @@ func RebuildTx[Tx any](ctx context.Context, c *Consumer, reset func(ctx context.
 	})
 }
 
-// rebuild runs a rebuild whose reset and checkpoint move is moveBack.
-func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error) error {
-	_, err := c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
+// rebuild runs a rebuild whose reset and checkpoint move is moveBack, in a
+// `rebuild {consumer}` span that its batches' spans link to.
+func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error) (err error) {
+	ctx, span := c.startRebuild(ctx)
+	var done uint64
+	defer func() { endRebuild(ctx, span, done, err) }()
+	_, err = c.session(ctx, c.sessionHolder(), func(ctx context.Context, from eventstore.Position, fence storekit.Fence) error {
 		var total uint64
 		if opts.Count {
 			for _, err := range c.events.ReadAll(ctx, opts.From, c.opts.Filter) {
@@ -102,7 +106,6 @@ func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack fu
 		}
 		c.stats.setCheckpoint(opts.From)
 		start := time.Now()
-		var done uint64
 		report := func(n int) error {
 			done += uint64(n)
 			if opts.Progress == nil {
@@ -116,7 +119,7 @@ func (c *Consumer) rebuild(ctx context.Context, opts RebuildOptions, moveBack fu
 			if el > 0 {
 				p.Rate = float64(done) / el.Seconds()
 			}
-			return c.guard("Progress", nil, func() error { opts.Progress(p); return nil })
+			return c.guard(ctx, "Progress", nil, func() error { opts.Progress(p); return nil })
 		}
 		_, err := c.consume(ctx, func(ctx context.Context) iter.Seq2[eventstore.Event, error] {
 			return c.events.ReadAll(ctx, opts.From, c.opts.Filter)

@@ -48,6 +48,9 @@ type dueEntry struct {
 	at       time.Time
 	instance string
 	id       string
+	// name is the deadline's name, and trace the traceparent of the step
+	// that scheduled it ("" when unknown): what its firing's span says.
+	name, trace string
 	// version is the record the deadline was indexed from.
 	version uint64
 	// index is the entry's place in its heap, kept by the heap's methods.
@@ -96,7 +99,7 @@ func (t *timers) observe(id string, version uint64, deadlines []deadline) {
 		}
 		switch {
 		case e == nil:
-			e = &dueEntry{at: d.At, instance: id, id: d.ID, version: version}
+			e = &dueEntry{at: d.At, instance: id, id: d.ID, name: d.Name, trace: d.Trace, version: version}
 			heap.Push(h, e)
 		case !e.at.Equal(d.At):
 			e.at = d.At
@@ -297,7 +300,7 @@ func (t *timers) again(e dueEntry) {
 	if slices.ContainsFunc(it.pending, func(p *dueEntry) bool { return p.id == e.id }) {
 		return
 	}
-	entry := &dueEntry{at: e.at, instance: e.instance, id: e.id, version: e.version}
+	entry := &dueEntry{at: e.at, instance: e.instance, id: e.id, name: e.name, trace: e.trace, version: e.version}
 	it.pending = append(it.pending, entry)
 	heap.Push(&t.heaps[k], entry)
 }
@@ -313,6 +316,39 @@ func (t *timers) count() (n int, next time.Time) {
 	}
 	next, _, _ = t.earliest()
 	return n, next
+}
+
+// due returns the number of pending deadlines, and of those due at now
+// (overdue: a deadline is fired as soon as it is due, so one that stays
+// due is late). Counting the due ones visits only them and the heap
+// entries just below them.
+func (t *timers) due(now time.Time) (pending, overdue int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, h := range t.heaps {
+		if !t.active[k] {
+			continue
+		}
+		pending += len(h)
+		overdue += h.dueAt(0, now)
+	}
+	return pending, overdue
+}
+
+// dueAt counts the entries due at now in the subtree of the heap rooted
+// at i: a child is never due before its parent.
+func (h dueHeap) dueAt(i int, now time.Time) int {
+	n := 0
+	stack := []int{i}
+	for len(stack) > 0 {
+		i, stack = stack[len(stack)-1], stack[:len(stack)-1]
+		if i >= len(h) || h[i].at.After(now) {
+			continue
+		}
+		n++
+		stack = append(stack, 2*i+1, 2*i+2)
+	}
+	return n
 }
 
 // dueHeap is a heap of pending deadlines, soonest first, whose entries

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/failpoint"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // FireDue fires every deadline due at the runner's clock's now, each as a
@@ -24,7 +25,12 @@ func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
 	fired := 0
 	due := r.timers.popDue(r.e.now())
 	for i, d := range due {
-		out, err := r.e.process(ctx, d.instance, &message{in: envelope{Deadline: d.id}})
+		// A deadline that fires starts a trace of its own (the passing of
+		// time caused it), linked to the step that scheduled it; its step
+		// is a child.
+		dctx, span := r.tel.startDeadline(ctx, d)
+		out, err := r.e.process(dctx, d.instance, &message{in: envelope{Deadline: d.id}})
+		endDeadline(span, err)
 		hit(failpoint.DeadlineAfterFire)
 		if err != nil && instanceProblem(err) && ctx.Err() == nil {
 			// This instance cannot take its deadline (a record of its stream
@@ -32,8 +38,9 @@ func (r *Runner[S]) FireDue(ctx context.Context) (int, error) {
 			// instance's record, which the index reads again when the
 			// instance moves on; the other deadlines fire.
 			r.e.stats.parked.Add(1)
-			r.e.log.WarnContext(ctx, "saga: a deadline cannot reach its instance; the other deadlines go on", slog.String("saga", r.e.t.name),
-				slog.String("instance", d.instance), slog.String("deadline", d.id), slog.Any("error", err))
+			r.tel.counted(dctx, parkedOut)
+			r.e.log.WarnContext(dctx, "saga: a deadline cannot reach its instance; the other deadlines go on", slog.String(telemetry.LogSaga, r.e.t.name),
+				slog.String(telemetry.LogInstance, d.instance), slog.String("deadline", d.id), slog.Any(telemetry.LogError, err))
 			continue
 		}
 		if err != nil {
@@ -74,7 +81,7 @@ func (r *Runner[S]) fireWhenDue(ctx context.Context) error {
 					return nil
 				}
 				failures++
-				r.e.log.WarnContext(ctx, "saga: firing deadlines failed; retrying", slog.String("saga", r.e.t.name), slog.Any("error", err))
+				r.e.log.WarnContext(ctx, "saga: firing deadlines failed; retrying", slog.String(telemetry.LogSaga, r.e.t.name), slog.Any(telemetry.LogError, err))
 				if err := backoff.Wait(ctx, r.e.retry.Delay(failures)); err != nil {
 					return nil
 				}

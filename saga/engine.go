@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/cairn-es/cairn/codec"
@@ -13,6 +14,7 @@ import (
 	"github.com/cairn-es/cairn/internal/failpoint"
 	"github.com/cairn-es/cairn/internal/keylock"
 	"github.com/cairn-es/cairn/internal/lru"
+	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/trusted"
 )
 
@@ -28,6 +30,8 @@ type engine[S any] struct {
 	attempts int
 	locks    keylock.Locks
 	stats    *counters
+	// tel traces and measures the steps; nil for none (a replay).
+	tel *sagaTelemetry
 	// stored, when set, is told of every record this engine appends.
 	stored func(id string, version uint64, rec *record)
 	// cache holds the latest record of hot instances, by stream. An entry
@@ -125,8 +129,17 @@ func (e *engine[S]) process(ctx context.Context, id string, msg *message) (outco
 
 // retried runs the step of msg until it does not fail, or parks msg when
 // its handler keeps failing (at once when its failure cannot change: the
-// step's record would be too large).
+// step's record would be too large). It is one `step` span, a child of
+// the span in ctx, and one count of cairn.saga.steps.
 func (e *engine[S]) retried(ctx context.Context, id string, msg *message) (outcome, error) {
+	ctx, span := e.tel.startStep(ctx, id, msg)
+	out, err := e.attempt(ctx, id, msg, span)
+	span.end(ctx, msg, out, err)
+	return out, err
+}
+
+// attempt is retried, under the step's span.
+func (e *engine[S]) attempt(ctx context.Context, id string, msg *message, span stepSpan) (outcome, error) {
 	for attempt := 1; ; attempt++ {
 		out, herr, err := e.step(ctx, id, msg, nil)
 		switch {
@@ -135,6 +148,7 @@ func (e *engine[S]) retried(ctx context.Context, id string, msg *message) (outco
 		case herr == nil:
 			return out, nil
 		case attempt >= e.attempts || errors.Is(herr, ErrRecordTooLarge):
+			span.parked(herr)
 			e.log.WarnContext(ctx, "saga: message parked; the instance holds later messages behind it",
 				slog.String("saga", e.t.name), slog.String("instance", id), slog.String("message", msg.String()),
 				slog.Int("attempts", attempt), slog.Any("error", herr))
@@ -149,6 +163,7 @@ func (e *engine[S]) retried(ctx context.Context, id string, msg *message) (outco
 		}
 		e.log.DebugContext(ctx, "saga: handler failed; retrying", slog.String("saga", e.t.name),
 			slog.String("instance", id), slog.String("message", msg.String()), slog.Int("attempt", attempt), slog.Any("error", herr))
+		span.retry(attempt, herr)
 		if err := backoff.Wait(ctx, e.retry.Delay(attempt)); err != nil {
 			return out, err
 		}
@@ -191,16 +206,31 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		if in.exists {
 			next = in.version + 1
 		}
+		// The append's span is the record's context: its metadata carries
+		// it, and so do the deadlines it schedules, for the outbox's sends
+		// and the deadlines' firing to link to.
+		actx, op, traced := e.tel.startAppend(ctx, in.stream, true)
+		trace := traceParent(actx)
+		if trace != "" {
+			traceNewDeadlines(rec, &in.rec, trace)
+		}
 		data, err := e.encode(in, next, msg, rec, park != nil)
 		if err != nil {
+			if traced {
+				op.End(actx, 0, err)
+			}
 			if errors.Is(err, ErrRecordTooLarge) && out == handled {
 				return 0, err, nil // parked, as a handler's failure that will not change
 			}
 			return 0, nil, err
 		}
+		telemetry.Inject(actx, &data.Metadata)
 		hit(failpoint.SagaBeforeStepAppend)
-		res, err := e.store.Append(trusted.Writer(ctx), in.stream, in.expected(), data)
+		res, err := e.store.Append(trusted.Writer(actx), in.stream, in.expected(), data)
 		hit(failpoint.SagaAfterStepAppend)
+		if traced {
+			op.End(actx, next, err)
+		}
 		if err == nil && res.Duplicate && conflicts < maxConflicts {
 			// A record of this message at this version is stored already:
 			// this step (an earlier attempt whose reply was lost, another
@@ -231,6 +261,17 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		// progress of its sources say whether it handled msg already.
 		if err := backoff.Wait(ctx, e.retry.Delay(conflicts+1)/4); err != nil {
 			return 0, nil, err
+		}
+	}
+}
+
+// traceNewDeadlines records trace as the context of the deadlines that
+// rec schedules and was did not hold: a deadline keeps the context of
+// the step that scheduled it, not of the steps that carried it on.
+func traceNewDeadlines(rec, was *record, trace string) {
+	for i, d := range rec.Deadlines {
+		if d.Trace == "" && !slices.ContainsFunc(was.Deadlines, func(p deadline) bool { return p.ID == d.ID }) {
+			rec.Deadlines[i].Trace = trace
 		}
 	}
 }

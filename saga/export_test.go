@@ -2,6 +2,7 @@ package saga
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
 )
@@ -28,4 +29,17 @@ func (r *Runner[S]) SendRecords(ctx context.Context, id string) error {
 // internal/sagaharness, for tests that play the outbox by hand.
 func (r *Runner[S]) SendStored(ctx context.Context, ev eventstore.Event) error {
 	return r.sendStored(ctx, ev)
+}
+
+// ObserveGauges registers the runner's gauge callback as Run does, for
+// tests that read the gauges of a runner driven by hand; call the result
+// to unregister it.
+func (r *Runner[S]) ObserveGauges() (done func()) { return r.observeGauges() }
+
+// SetUnsentRefresh sets how long a count of the unsent commands is kept;
+// negative reads the store at every collection.
+func (r *Runner[S]) SetUnsentRefresh(d time.Duration) {
+	r.unsentCount.mu.Lock()
+	defer r.unsentCount.mu.Unlock()
+	r.unsentCount.refresh, r.unsentCount.known, r.unsentCount.at = d, false, time.Time{}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"slices"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/trusted"
 )
 
@@ -222,7 +225,12 @@ func (r *Runner[S]) operateLocked(ctx context.Context, id string, change func(in
 			return &RecordSizeError{Saga: r.e.t.name, Instance: id, Stream: in.stream, Message: "the operator's " + rec.Handled.Kind + " step",
 				Size: len(data.Data), Limit: MaxStepSize, Parts: largestParts(&rec)}
 		}
-		res, err := r.e.store.Append(trusted.Writer(ctx), in.stream, in.expected(), data)
+		actx, op, traced := r.tel.startAppend(ctx, in.stream, trace.SpanContextFromContext(ctx).IsValid())
+		telemetry.Inject(actx, &data.Metadata)
+		res, err := r.e.store.Append(trusted.Writer(actx), in.stream, in.expected(), data)
+		if traced {
+			op.End(actx, in.version+1, err)
+		}
 		if err == nil && res.Duplicate {
 			r.e.cache.Evict(in.stream)
 			return r.e.drain(ctx, id)

@@ -22,12 +22,19 @@ type RunnerOptions struct {
 	// of the policy.
 	Retry retry.Policy
 	// Logger receives what the runner handles on its own; nil means
-	// slog.Default().
+	// slog.Default(). Records logged inside a span name its trace_id and
+	// span_id.
 	Logger *slog.Logger
 	// TracerProvider and MeterProvider take the runner and its consumers's spans and
 	// metrics (docs/observability.md lists them); nil means the global
 	// providers of go.opentelemetry.io/otel, which do nothing until the
-	// service installs an SDK.
+	// service installs an SDK. The runner's consumers (its events and
+	// outbox consumers) are given both. Each message an instance takes is
+	// a `step <type>` span, each record a `append saga:<type>` span whose
+	// context the record keeps, each command the outbox sends a
+	// `send <command type>` span linked to that context, each deadline
+	// that fires a `deadline <type>` trace. The gauges are observed while
+	// [Runner.Run] runs.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
 

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/failpoint"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // send dispatches the commands that one step record (ev, an event of an
@@ -61,14 +62,20 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 				continue // its outcome was taken before a crash: that is final
 			}
 		}
-		back, err := r.dispatch(ctx, id, ev, c)
-		if err != nil {
-			return err
+		// The send is a span of its own, linked to the step that recorded
+		// the command; the bus's dispatch is its child, and so is the step
+		// that takes the command's rejection or failure back.
+		sctx, span := r.tel.startSend(ctx, id, ev, c)
+		res := r.dispatch(sctx, id, ev, c)
+		span.end(sctx, res.outcome, res.attempts, res.cause)
+		if res.err != nil {
+			return res.err
 		}
+		back := res.back
 		if back == nil {
 			continue
 		}
-		if _, err := r.e.process(ctx, id, back); err != nil {
+		if _, err := r.e.process(sctx, id, back); err != nil {
 			return err
 		}
 		if back.kind() == kindCommand {
@@ -78,18 +85,33 @@ func (r *Runner[S]) send(ctx context.Context, ev eventstore.Event, rec *record) 
 	return nil
 }
 
+// dispatched is what became of one recorded command the outbox sent.
+type dispatched struct {
+	// back is what to feed back to the instance: its rejection, or its
+	// failure for good; nil when the command was carried out.
+	back *message
+	// err is a failure that may pass: the record is sent again later.
+	err error
+	// outcome, attempts and cause (the rejection, or the failure) are
+	// what the send's span and metrics say.
+	outcome  sendOutcome
+	attempts int
+	cause    error
+}
+
 // dispatch sends one recorded command of instance id's record ev, and
-// returns what to feed back to the instance: its rejection, or its failure
-// for good (after the runner's attempts), or nil when it was carried out.
-// A failure that may pass is returned as err.
-func (r *Runner[S]) dispatch(ctx context.Context, id string, ev eventstore.Event, c sentCommand) (*message, error) {
+// returns what became of it (see dispatched).
+func (r *Runner[S]) dispatch(ctx context.Context, id string, ev eventstore.Event, c sentCommand) dispatched {
+	failed := func(err error, attempts int) dispatched {
+		return dispatched{back: commandFailed(ev, c, err), outcome: sendFailed, attempts: attempts, cause: err}
+	}
 	v, err := r.e.t.reg.DecodeValue(c.Command.upcast())
 	if err != nil {
-		return commandFailed(ev, c, fmt.Errorf("the recorded command does not decode: %w", err)), nil
+		return failed(fmt.Errorf("the recorded command does not decode: %w", err), 0)
 	}
 	cmd, ok := v.(command.Command)
 	if !ok {
-		return commandFailed(ev, c, fmt.Errorf("the recorded command decodes to %T, which is not a command", v)), nil
+		return failed(fmt.Errorf("the recorded command decodes to %T, which is not a command", v), 0)
 	}
 	for attempt := 1; ; attempt++ {
 		r.sent.Add(1)
@@ -97,26 +119,29 @@ func (r *Runner[S]) dispatch(ctx context.Context, id string, ev eventstore.Event
 			Command: cmd, RecordRejection: true})
 		hit(failpoint.OutboxAfterDispatch)
 		switch {
+		case err == nil && res.Duplicate:
+			return dispatched{outcome: sendDuplicate, attempts: attempt}
 		case err == nil:
-			return nil, nil
+			return dispatched{outcome: sendSent, attempts: attempt}
 		case res.Rejected:
 			// A rejection is the domain's answer, kept in the instance's
 			// history (Runner.Explain): worth a debug line, not one at info
 			// per declined payment.
 			r.e.log.DebugContext(ctx, "saga: a command was rejected; feeding it back to its instance",
-				slog.String("saga", r.e.t.name), slog.String("instance", id), slog.String("command_id", c.ID),
-				slog.String("command", c.Command.Type), slog.Any("reason", err))
-			return rejection(ev, c, err, r.rejectionCode(err)), nil
+				slog.String(telemetry.LogSaga, r.e.t.name), slog.String(telemetry.LogInstance, id), slog.String(telemetry.LogCommandID, c.ID),
+				slog.String(telemetry.LogCommandType, c.Command.Type), slog.Any("reason", err))
+			return dispatched{back: rejection(ev, c, err, r.rejectionCode(err)), outcome: sendRejected, attempts: attempt, cause: err}
 		case !commandsOwn(err) || ctx.Err() != nil:
-			return nil, fmt.Errorf("saga %q, instance %q: sending command %s (%T): %w", r.e.t.name, id, c.ID, cmd, err)
+			err = fmt.Errorf("saga %q, instance %q: sending command %s (%T): %w", r.e.t.name, id, c.ID, cmd, err)
+			return dispatched{err: err, outcome: sendFailed, attempts: attempt, cause: err}
 		case attempt >= r.e.attempts:
 			r.e.log.WarnContext(ctx, "saga: a command keeps failing without a rejection; its instance is parked on it",
-				slog.String("saga", r.e.t.name), slog.String("instance", id), slog.String("command_id", c.ID),
-				slog.String("command", c.Command.Type), slog.Int("attempts", attempt), slog.Any("error", err))
-			return commandFailed(ev, c, err), nil
+				slog.String(telemetry.LogSaga, r.e.t.name), slog.String(telemetry.LogInstance, id), slog.String(telemetry.LogCommandID, c.ID),
+				slog.String(telemetry.LogCommandType, c.Command.Type), slog.Int("attempts", attempt), slog.Any(telemetry.LogError, err))
+			return failed(err, attempt)
 		}
 		if err := backoff.Wait(ctx, r.e.retry.Delay(attempt)); err != nil {
-			return nil, err
+			return dispatched{err: err, outcome: sendFailed, attempts: attempt, cause: err}
 		}
 	}
 }

@@ -176,6 +176,10 @@ type deadline struct {
 	Name    string    `json:"name"`
 	At      time.Time `json:"at"`
 	Payload raw       `json:"payload"`
+	// Trace is the traceparent of the append of the step that scheduled
+	// the deadline, when that step was traced: the deadline's firing, a
+	// new trace, links to it.
+	Trace string `json:"trace,omitempty"`
 }
 
 // encodeRecord turns a record into the event that stores it.

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/batchconsumer"
+	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/projection"
 )
 
@@ -29,7 +30,8 @@ func (r *Runner[S]) start() (*consumers, error) {
 		}
 		r.deadLetters = opts.DeadLetters
 		popts := projection.Options{BatchSize: opts.BatchSize, MaxBatchDelay: opts.MaxBatchDelay, Leases: opts.Leases,
-			LeaseTTL: opts.LeaseTTL, Holder: opts.Holder, Logger: r.e.log, NoStatsLog: true}
+			LeaseTTL: opts.LeaseTTL, Holder: opts.Holder, Logger: r.e.log, NoStatsLog: true,
+			TracerProvider: opts.TracerProvider, MeterProvider: opts.MeterProvider}
 		eventsFilter, recordsFilter := r.eventsFilter(), recordsFilter(r.e.t.name)
 		c := &consumers{}
 		for k := range r.segments {
@@ -97,6 +99,11 @@ func (r *Runner[S]) checkpoints() storekit.CheckpointStore {
 // event of is no loss (a rollback past the release that added it starts);
 // an older release that does not read a type a newer one stored events of
 // is refused too, as it would pass them by.
+//
+// While Run runs, the runner's gauges (cairn.saga.parked, .held, .gaps,
+// .gap.age, .deadlines.pending, .deadlines.overdue, .outbox.unsent) are
+// observed through RunnerOptions.MeterProvider; they are unregistered
+// when the last Run of the runner returns.
 func (r *Runner[S]) Run(ctx context.Context) error {
 	c, err := r.start()
 	if err != nil {
@@ -105,6 +112,8 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 	if err := r.checkSubscription(ctx); err != nil {
 		return err
 	}
+	// The gauges are observed while Run runs (see gauges.go).
+	defer r.observeGauges()()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runs := &segmentRuns{ctx: ctx, fail: cancel, segs: c.segs, on: make(map[int]*running),
@@ -213,6 +222,7 @@ func (r *Runner[S]) handleEvents(ctx context.Context, k int, events []eventstore
 		case msg == nil:
 			if k == 0 {
 				r.e.stats.count(ignored)
+				r.tel.counted(ctx, ignored)
 			}
 			continue // an upcaster turned it into types the saga does not map
 		case Segment(id, r.segments) != k:
@@ -337,10 +347,12 @@ func (r *Runner[S]) parallel(ctx context.Context, ids []string, fn func(ctx cont
 func (r *Runner[S]) deadLetter(ctx context.Context, consumer string, ev eventstore.Event, id string, cause error) error {
 	herr := &HandlerError{Saga: r.e.t.name, Instance: id, Attempts: 1, Err: cause,
 		Message: fmt.Sprintf("event %s #%d of %q", ev.Type, ev.Version, ev.StreamID)}
-	r.e.log.WarnContext(ctx, "saga: an event cannot reach its instance; parked as a dead letter", slog.String("saga", r.e.t.name),
-		slog.String("consumer", consumer), slog.String("instance", id), slog.String("stream", ev.StreamID),
-		slog.Uint64("version", ev.Version), slog.String("type", ev.Type), slog.Any("error", cause))
+	r.e.log.WarnContext(ctx, "saga: an event cannot reach its instance; parked as a dead letter", slog.String(telemetry.LogSaga, r.e.t.name),
+		slog.String(telemetry.LogConsumer, consumer), slog.String(telemetry.LogInstance, id), slog.String(telemetry.LogStream, ev.StreamID),
+		slog.Uint64(telemetry.LogVersion, ev.Version), slog.String(telemetry.LogEventType, ev.Type), slog.String(telemetry.LogEventID, ev.ID.String()),
+		slog.Any(telemetry.LogError, cause))
 	r.e.stats.count(parkedOut)
+	r.tel.counted(ctx, parkedOut)
 	if r.deadLetters == nil {
 		return herr
 	}
@@ -354,6 +366,7 @@ func (r *Runner[S]) deadLetter(ctx context.Context, consumer string, ev eventsto
 // with its stream and version, and counted in [Stats].
 func (r *Runner[S]) unreadable(ctx context.Context, ev eventstore.Event, err error) {
 	r.e.stats.unreadable.Add(1)
-	r.e.log.WarnContext(ctx, "saga: a record of an instance stream cannot be read; it is passed over", slog.String("saga", r.e.t.name),
-		slog.String("stream", ev.StreamID), slog.Uint64("version", ev.Version), slog.String("type", ev.Type), slog.Any("error", err))
+	r.e.log.WarnContext(ctx, "saga: a record of an instance stream cannot be read; it is passed over", slog.String(telemetry.LogSaga, r.e.t.name),
+		slog.String(telemetry.LogStream, ev.StreamID), slog.Uint64(telemetry.LogVersion, ev.Version), slog.String(telemetry.LogEventType, ev.Type),
+		slog.Any(telemetry.LogError, err))
 }

@@ -2,7 +2,6 @@ package saga
 
 import (
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/backoff"
 	"github.com/cairn-es/cairn/internal/lru"
+	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
 // Runner runs one saga type on an event store: it takes messages (events
@@ -53,6 +53,13 @@ type Runner[S any] struct {
 	segments int
 	held     atomic.Pointer[[]int]
 	activity sync.RWMutex
+
+	// tel traces and measures the runner's work (the engine shares it);
+	// gaugeReg is its gauge callback while Run runs, and unsentCount the
+	// latest count of the commands not sent yet (see unsentNow).
+	tel         *sagaTelemetry
+	gaugeReg    gaugeRegistration
+	unsentCount unsentCount
 }
 
 // NewRunner returns a runner of saga type t on store, whose commands go
@@ -75,10 +82,8 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	if clock == nil {
 		clock = systemClock{}
 	}
-	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: opts.Logger, retry: backoff.Of(opts.Retry), attempts: opts.Retry.Attempts, stats: &counters{}}
-	if e.log == nil {
-		e.log = slog.Default()
-	}
+	e := &engine[S]{t: t, store: store, clock: clock, now: clock.Now, log: telemetry.Logger(opts.Logger), retry: backoff.Of(opts.Retry),
+		attempts: opts.Retry.Attempts, stats: &counters{}, tel: newSagaTelemetry(t.name, t.commandTypes(), store, opts)}
 	if e.attempts <= 0 {
 		e.attempts = DefaultAttempts
 	}
@@ -89,7 +94,7 @@ func NewRunner[S any](t *Type[S], store eventstore.Store, bus *command.Bus, opts
 	default:
 		e.cache = lru.New[*instance[S]](opts.CacheSize)
 	}
-	r := &Runner[S]{e: e, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(e.anyOrder), reports: lru.New[cachedReport](reportCacheSize), opts: opts, workers: opts.Workers, segments: segments}
+	r := &Runner[S]{e: e, tel: e.tel, bus: bus, timers: newSegmentTimers(segments), stuck: newStuckIndex(e.anyOrder), reports: lru.New[cachedReport](reportCacheSize), opts: opts, workers: opts.Workers, segments: segments}
 	if opts.Exclusive && opts.Leases == nil {
 		leases, ok := r.checkpoints().(storekit.LeaseStore)
 		if !ok {

@@ -38,6 +38,7 @@ func (r *Runner[S]) HandleStored(ctx context.Context, ev eventstore.Event) (Outc
 	}
 	if !r.e.t.storedTypes()[ev.Type] {
 		r.e.stats.count(ignored)
+		r.tel.counted(ctx, ignored)
 		return Ignored, nil
 	}
 	id, msg, problem := r.e.storedMessage(ev)
@@ -47,6 +48,7 @@ func (r *Runner[S]) HandleStored(ctx context.Context, ev eventstore.Event) (Outc
 			Message: fmt.Sprintf("event %s #%d of %q", ev.Type, ev.Version, ev.StreamID)}
 	case msg == nil:
 		r.e.stats.count(ignored)
+		r.tel.counted(ctx, ignored)
 		return Ignored, nil
 	}
 	out, err := r.e.process(ctx, id, msg)

@@ -178,6 +178,27 @@ func (x *stuckIndex) heldCount() int {
 	return n
 }
 
+// counts returns, in one pass, how many instances are parked, how many
+// messages they hold, how many gaps are open and when the oldest opened:
+// what the gauges observe, without the sorting of the lists.
+func (x *stuckIndex) counts() (parked, held, gaps int, oldest time.Time) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, s := range x.of {
+		if s.parked != nil {
+			parked++
+		}
+		held += s.held
+		for _, g := range s.gaps {
+			if gaps == 0 || g.Since.Before(oldest) {
+				oldest = g.Since
+			}
+			gaps++
+		}
+	}
+	return parked, held, gaps, oldest
+}
+
 // overdue returns the gaps open since before cutoff that were not returned
 // before.
 func (x *stuckIndex) overdue(cutoff time.Time) []Gap {

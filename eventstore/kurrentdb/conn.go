@@ -121,7 +121,7 @@ func (s *Store) replace(old *conn) {
 	}
 	cli, err := esdb.NewClient(s.cfg)
 	if err != nil {
-		s.log.Error("kurrentdb: cannot make a new client", "err", err)
+		s.log.Error("kurrentdb: cannot make a new client", "error", err)
 		return
 	}
 	s.conn = &conn{cli: cli}

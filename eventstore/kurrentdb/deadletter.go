@@ -208,7 +208,7 @@ func (s *Store) compacted(f *letterFold, from uint64, err error) {
 	if err != nil {
 		f.since = f.next
 		s.log.Debug("kurrentdb: compacting the dead letters of a consumer failed; the next write that makes it due tries again",
-			"consumer", f.consumer, "stream", f.stream, "from", from, "err", err)
+			"consumer", f.consumer, "stream", f.stream, "version", from, "error", err)
 		return
 	}
 	f.since = from

@@ -50,7 +50,7 @@ func (s *Store) subscribeOnce() (live bool) {
 		switch {
 		case r.err != nil:
 			if s.closing.Err() == nil {
-				s.log.Debug("kurrentdb: live subscription ended; subscribers poll until it is back", "err", r.err)
+				s.log.Debug("kurrentdb: live subscription ended; subscribers poll until it is back", "error", r.err)
 			}
 			return live
 		case r.caughtUp:

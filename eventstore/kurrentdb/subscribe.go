@@ -62,7 +62,7 @@ func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter
 				attempt = 1
 			}
 			s.log.DebugContext(ctx, "kurrentdb: subscription dropped; subscribing again",
-				slog.String("after", after.String()), slog.Any("error", err))
+				slog.String("position", after.String()), slog.Any("error", err))
 			select {
 			case <-ctx.Done():
 			case <-s.done:

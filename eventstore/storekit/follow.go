@@ -149,7 +149,7 @@ func Follow(ctx context.Context, after eventstore.Position, filter eventstore.Fi
 				return
 			case err != nil && opts.Transient != nil && opts.Transient(err):
 				logger.WarnContext(ctx, "eventstore: subscription read failed; retrying",
-					slog.String("after", after.String()), slog.Any("error", err))
+					slog.String("position", after.String()), slog.Any("error", err))
 				wake = nil // wait for the timer, not a commit, before retrying
 			case err != nil:
 				yield(eventstore.Event{}, err)

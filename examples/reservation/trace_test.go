@@ -1,8 +1,3 @@
-//go:build cairn_e2e_trace
-
-// The build constraint is lifted once obs-bus, obs-proj and obs-saga are
-// merged: before them the library records no span for this test to follow.
-
 package main
 
 import (

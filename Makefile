@@ -162,5 +162,16 @@ demo-v2:
 	@$(GO) build -o /dev/null ./examples/reservation
 	$(GO) run ./examples/reservation -v2 -orders 100
 
+# The picture of one order's trace in docs/observability.md (issue 27): the
+# flagship example traced (-trace) on a few orders, its sale process killed
+# and restarted as always, and the order whose trace crosses the most
+# processes drawn by internal/tools/tracepic.
+.PHONY: trace-picture
+trace-picture:
+	@dir=$$(mktemp -d) && \
+	$(GO) run ./examples/reservation -data $$dir/data -orders 12 -seed 27 -clients 3 -workers 3 -pace 20ms -payment-window 1s -trace $$dir/trace/reservation.jsonl && \
+	$(GO) run ./internal/tools/tracepic -pick -o docs/observability-trace.svg $$dir/trace/reservation*.jsonl; \
+	status=$$?; rm -rf "$$dir"; exit $$status
+
 clean:
 	$(GO) clean -testcache

@@ -49,17 +49,17 @@ func mount(ctx context.Context, store eventstore.Store) (*cli.Service, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	bus, err := newBus(store, reg, log, m, func(context.Context, command.Observation) {})
-	if err != nil {
-		return nil, err
-	}
-	sale, err := saleRunner(m, reg, store, bus, saga.RunnerOptions{Logger: log}, defaultWindow)
-	if err != nil {
-		return nil, err
-	}
 	svc := &service{where: "admin", store: store, rm: readModelsOf(store), reg: reg, model: m, log: log}
 	if svc.rm == nil {
 		return nil, fmt.Errorf("the example keeps its read models in a SQLite or PostgreSQL store, not in a %T", store)
+	}
+	bus, err := svc.newBus(func(context.Context, command.Observation) {})
+	if err != nil {
+		return nil, err
+	}
+	sale, err := saleRunner(m, reg, store, bus, svc.runnerOptions(), defaultWindow)
+	if err != nil {
+		return nil, err
 	}
 	b, err := newBoard(ctx, svc)
 	if err != nil {

@@ -51,6 +51,10 @@ func newBoard(ctx context.Context, svc *service) (*board, error) {
 		Exclusive:  true,
 		Logger:     svc.log,
 		NoStatsLog: true,
+		// With -trace, each batch is a process span linked to the spans
+		// that appended its events.
+		TracerProvider: svc.tp,
+		MeterProvider:  svc.mp,
 	})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,10 @@
 // ended as its inputs dictate and every command took effect once, and
 // prints a summary.
 //
+// With -trace it installs the OpenTelemetry SDK in each of its processes
+// and writes their spans, one JSON line each, to files beside the path it
+// names (docs/observability.md draws one order's trace from them).
+//
 // With -v2 it runs version 2 of the code on the same data: payments belong
 // to a Finance aggregate, and version 1's history (its payments, and the
 // sales' state) is read through upcasters.
@@ -18,6 +22,7 @@
 //	go run ./examples/reservation [-data data] [-orders 300]
 //	go run ./examples/reservation -v2 [-orders 100]
 //	go run ./examples/reservation -store postgres://localhost/app?schema=reservation
+//	go run ./examples/reservation -trace trace/reservation.jsonl -orders 20
 //	go run ./examples/reservation admin --store sqlite:///path/to/data/reservation.db sagas ls
 package main
 
@@ -54,6 +59,7 @@ func main() {
 	flag.DurationVar(&cfg.window, "payment-window", defaultWindow, "how long a sale waits for its payment")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the orders and of the queue's faults; 0 for a new one")
 	flag.BoolVar(&cfg.kill, "kill", true, "kill the sale process once mid-way, and restart it")
+	flag.StringVar(&cfg.trace, "trace", "", "write every process's spans (and metrics) as JSON lines to files beside this path: the path itself for this process, <name>.sale-<n>.jsonl for the sale processes; unset, nothing is traced")
 	useV2 := flag.Bool("v2", false, "run version 2 of the code: payments belong to a Finance aggregate")
 	flag.Parse()
 	cfg.model = modelV1
@@ -68,7 +74,19 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	var tel *otelSDK
+	if cfg.trace != "" {
+		if tel, err = startTelemetry(cfg.trace, roleParent, false); err != nil {
+			fmt.Fprintln(os.Stderr, "reservation:", err)
+			os.Exit(2)
+		}
+		cfg.tracerProvider, cfg.meterProvider = tel.tracerProvider(), tel.meterProvider()
+	}
 	res, err := run(ctx, cfg)
+	// Whatever the run's end, write what the providers hold before exiting.
+	if terr := tel.shutdown(context.Background()); terr != nil {
+		fmt.Fprintln(os.Stderr, "reservation: -trace:", terr)
+	}
 	if err != nil {
 		cfg.progress.done()
 		fmt.Fprintln(os.Stderr, "reservation:", err)

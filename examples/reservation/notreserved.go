@@ -50,6 +50,10 @@ func newNotReserved(ctx context.Context, svc *service) (*notReserved, error) {
 		Exclusive:  true,
 		Logger:     svc.log,
 		NoStatsLog: true,
+		// With -trace, each batch is a process span linked to the spans
+		// that appended its events.
+		TracerProvider: svc.tp,
+		MeterProvider:  svc.mp,
 	})
 	if err != nil {
 		return nil, err

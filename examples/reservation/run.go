@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/saga"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // config is what one run of the example does.
@@ -33,6 +34,12 @@ type config struct {
 	// none).
 	out      io.Writer
 	progress *progress
+	// trace is the -trace path: the sale processes write their spans
+	// beside it ("" for none). tracerProvider and meterProvider are this
+	// process's (nil for the global ones).
+	trace          string
+	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
 }
 
 // result is what a run did and found: the summary's numbers.
@@ -62,6 +69,7 @@ func run(ctx context.Context, cfg config) (*result, error) {
 		return nil, err
 	}
 	defer svc.close()
+	svc.tp, svc.mp = cfg.tracerProvider, cfg.meterProvider
 	res := &result{model: cfg.model.name, killedAt: -1}
 
 	// What is there already, read by this version's code.
@@ -73,7 +81,7 @@ func run(ctx context.Context, cfg config) (*result, error) {
 		return nil, fmt.Errorf("the data in %s was written by %s; %s cannot read it (run with -%s, or use another -data folder)",
 			cfg.data, saved.Model, cfg.model.name, saved.Model)
 	}
-	reader, err := cfg.model.newSale(svc.reg, svc.store, nil, saga.RunnerOptions{Logger: svc.log}, cfg.window)
+	reader, err := cfg.model.newSale(svc.reg, svc.store, nil, svc.runnerOptions(), cfg.window)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +123,7 @@ func run(ctx context.Context, cfg config) (*result, error) {
 	res.orders = newOrders(cfg.orders, cfg.model.name+strconv.FormatUint(rng.Uint64()%(36*36*36*36), 36)+"x", rng)
 	sends, planned := plan(res.orders, cfg.model.messages, rng)
 
-	sale, err := startSale(saleConfig{Data: cfg.data, Store: cfg.store, Model: cfg.model.name, Window: cfg.window})
+	sale, err := startSale(saleConfig{Data: cfg.data, Store: cfg.store, Model: cfg.model.name, Window: cfg.window}, cfg.trace)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/saga"
 )
 
@@ -31,6 +32,10 @@ type saleConfig struct {
 	Store  string        `json:"store"`
 	Model  string        `json:"model"`
 	Window time.Duration `json:"window"`
+	// Trace is the file the process writes its spans to ("" for none),
+	// and Role its name in them ("sale #2").
+	Trace string `json:"trace,omitempty"`
+	Role  string `json:"role,omitempty"`
 }
 
 // saleReport is what a sale process that was stopped (not killed) tells:
@@ -46,6 +51,10 @@ type saleReport struct {
 // saleProcess is the sale process, which restart replaces.
 type saleProcess struct {
 	cfg saleConfig
+	// trace is the run's -trace path ("" for none) and started counts
+	// the processes started, which name their spans files.
+	trace   string
+	started int
 	*process
 }
 
@@ -60,13 +69,31 @@ type process struct {
 	err  error
 }
 
-// startSale starts the sale process.
-func startSale(cfg saleConfig) (*saleProcess, error) {
-	p, err := start(cfg)
+// startSale starts the sale process; with trace (the run's -trace path)
+// set, each process it starts writes its spans beside it.
+func startSale(cfg saleConfig, trace string) (*saleProcess, error) {
+	s := &saleProcess{cfg: cfg, trace: trace}
+	if trace != "" {
+		if err := removeSaleFiles(trace); err != nil {
+			return nil, fmt.Errorf("-trace: %w", err)
+		}
+	}
+	p, err := start(s.next())
 	if err != nil {
 		return nil, err
 	}
-	return &saleProcess{cfg: cfg, process: p}, nil
+	s.process = p
+	return s, nil
+}
+
+// next is the configuration of the next process to start.
+func (s *saleProcess) next() saleConfig {
+	s.started++
+	cfg := s.cfg
+	if s.trace != "" {
+		cfg.Trace, cfg.Role = salePath(s.trace, s.started), fmt.Sprintf("sale #%d", s.started)
+	}
+	return cfg
 }
 
 // restart kills the process with SIGKILL (whatever it was doing stops
@@ -76,7 +103,7 @@ func (s *saleProcess) restart() (int, error) {
 	if err := s.kill(); err != nil {
 		return pid, err
 	}
-	p, err := start(s.cfg)
+	p, err := start(s.next())
 	if err != nil {
 		return pid, err
 	}
@@ -161,6 +188,10 @@ func (p *process) exited() error {
 	}
 }
 
+// saleFault, when a test sets it (in the test binary, which is the sale
+// process too), changes a sale process's runner options to inject a fault.
+var saleFault func(cfg saleConfig, store eventstore.Store, opts *saga.RunnerOptions)
+
 // serveSale is the sale process: it runs the sale until its stdin closes,
 // then sends what the steps recorded, fires the deadlines due, and writes
 // its report to stdout.
@@ -173,11 +204,21 @@ func serveSale(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var tel *otelSDK
+	if cfg.Trace != "" {
+		if tel, err = startTelemetry(cfg.Trace, cfg.Role, true); err != nil {
+			return err
+		}
+		// The spans are written as they end; this writes the last
+		// metrics. A process killed with SIGKILL never gets here.
+		defer func() { _ = tel.shutdown(context.WithoutCancel(ctx)) }()
+	}
 	svc, err := openService(ctx, cfg.Data, cfg.Store, m)
 	if err != nil {
 		return err
 	}
 	defer svc.close()
+	svc.tp, svc.mp = tel.tracerProvider(), tel.meterProvider()
 	var applied, resent, rejected atomic.Int64
 	bus, err := svc.newBus(func(_ context.Context, o command.Observation) {
 		switch {
@@ -193,7 +234,11 @@ func serveSale(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := m.newSale(svc.reg, svc.store, bus, saga.RunnerOptions{Logger: svc.log}, cfg.Window)
+	opts := svc.runnerOptions()
+	if saleFault != nil {
+		saleFault(cfg, svc.store, &opts)
+	}
+	s, err := m.newSale(svc.reg, svc.store, bus, opts, cfg.Window)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,9 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/saga"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // service is one process's view of the reservation service: its store
@@ -30,6 +33,11 @@ type service struct {
 	reg   *codec.Registry
 	model model
 	log   *slog.Logger
+	// tp and mp are the OpenTelemetry providers the service's components
+	// take (with -trace); nil for the global ones, which do nothing until a
+	// program installs an SDK.
+	tp trace.TracerProvider
+	mp metric.MeterProvider
 }
 
 // storeFile is the SQLite file in the data folder.
@@ -99,12 +107,14 @@ func openStore(ctx context.Context, dir, storeURL string, log *slog.Logger) (eve
 // newBus returns a command bus for the model's commands that tells
 // observe what each dispatch did.
 func (s *service) newBus(observe func(context.Context, command.Observation)) (*command.Bus, error) {
-	return newBus(s.store, s.reg, s.log, s.model, observe)
+	bus := command.New(s.store, s.reg, command.Options{Logger: s.log, Middleware: []command.Middleware{command.Observing(observe)},
+		TracerProvider: s.tp, MeterProvider: s.mp})
+	return bus, s.model.route(bus)
 }
 
-func newBus(store eventstore.Store, reg *codec.Registry, log *slog.Logger, m model, observe func(context.Context, command.Observation)) (*command.Bus, error) {
-	bus := command.New(store, reg, command.Options{Logger: log, Middleware: []command.Middleware{command.Observing(observe)}})
-	return bus, m.route(bus)
+// runnerOptions are the options of the service's saga runners.
+func (s *service) runnerOptions() saga.RunnerOptions {
+	return saga.RunnerOptions{Logger: s.log, TracerProvider: s.tp, MeterProvider: s.mp}
 }
 
 func (s *service) close() { _ = s.store.Close() }

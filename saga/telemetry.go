@@ -118,6 +118,8 @@ var noSpan = trace.SpanFromContext(context.Background())
 type stepSpan struct {
 	t    *sagaTelemetry
 	span trace.Span
+	// linked says the span was started linked to its message's context.
+	linked bool
 }
 
 // startStep starts the step of msg for instance id: a child of the span in
@@ -129,7 +131,17 @@ func (t *sagaTelemetry) startStep(ctx context.Context, id string, msg *message) 
 	if t.tracer.Off() {
 		return ctx, stepSpan{t: t, span: noSpan}
 	}
-	ctx, span := t.tracer.Start(ctx, t.stepName, t.stepStart...)
+	// The link goes in at the start, where a sampler sees it and a span
+	// cut short (a process killed mid-step) still has it, when the message
+	// is in hand; one a record names by reference is read during the step
+	// and linked at its end.
+	opts, linked := t.stepStart, false
+	if msg.event != nil {
+		if l, ok := telemetry.LinkTo(msg.event.Metadata); ok {
+			opts, linked = append(opts[:len(opts):len(opts)], trace.WithLinks(l)), true
+		}
+	}
+	ctx, span := t.tracer.Start(ctx, t.stepName, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(t.sagaType, telemetry.SagaInstanceKey.String(id))
 		switch msg.kind() {
@@ -141,7 +153,7 @@ func (t *sagaTelemetry) startStep(ctx context.Context, id string, msg *message) 
 			span.SetAttributes(telemetry.CommandIDKey.String(msg.in.Command))
 		}
 	}
-	return ctx, stepSpan{t: t, span: span}
+	return ctx, stepSpan{t: t, span: span, linked: linked}
 }
 
 // retry records a failed attempt of the step's handler, which runs again.
@@ -173,7 +185,7 @@ func (s stepSpan) end(ctx context.Context, msg *message, o outcome, err error) {
 		s.t.counted(ctx, o)
 	}
 	if s.span.IsRecording() {
-		if msg.event != nil {
+		if msg.event != nil && !s.linked {
 			if l, ok := telemetry.LinkTo(msg.event.Metadata); ok {
 				s.span.AddLink(l)
 			}
@@ -250,14 +262,17 @@ func (t *sagaTelemetry) startSend(ctx context.Context, id string, ev eventstore.
 	if t.tracer.Off() {
 		return ctx, sendSpan{t: t, span: noSpan, names: names, start: time.Now()}
 	}
-	ctx, span := t.tracer.Start(ctx, names.span, t.sendStart...)
+	// The link to the step that recorded the command goes in at the start,
+	// where a sampler sees it and a send cut short still has it.
+	opts := t.sendStart
+	if l, ok := telemetry.LinkTo(ev.Metadata); ok {
+		opts = append(opts[:len(opts):len(opts)], trace.WithLinks(l))
+	}
+	ctx, span := t.tracer.Start(ctx, names.span, opts...)
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.MessagingSystem, telemetry.MessagingOperationNameKey.String("send"),
 			telemetry.MessagingOperationTypeKey.String("send"), telemetry.MessagingDestinationKey.String(c.Command.Type),
 			telemetry.CommandIDKey.String(c.ID), t.sagaType, telemetry.SagaInstanceKey.String(id))
-		if l, ok := telemetry.LinkTo(ev.Metadata); ok {
-			span.AddLink(l)
-		}
 	}
 	return ctx, sendSpan{t: t, span: span, names: names, start: time.Now()}
 }

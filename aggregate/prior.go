@@ -70,6 +70,9 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 		if e.Version > s.last || e.Metadata.CommandID != commandID {
 			break
 		}
+		if e.Version == s.first {
+			out.Origin = e.Metadata.Extra
+		}
 		if out.CommandType == "" {
 			out.CommandType = e.Metadata.Extra[busrepo.CommandTypeKey]
 		}

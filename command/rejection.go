@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/busrepo"
 )
 
@@ -54,7 +55,8 @@ func (e *RecordedRejectionError) Unwrap() error { return e.registered }
 // this dispatch: its events, or its recorded rejection; or, when that
 // outcome was recorded for a command of another type than the one named
 // name, a [*CommandIDReusedError].
-func priorResult(reg *codec.Registry, res Result, prior busrepo.Outcome, name commandName) (Result, error) {
+func (b *Bus) priorResult(ctx context.Context, res Result, prior busrepo.Outcome, name commandName) (Result, error) {
+	b.tel.duplicateOf(ctx, eventstore.Metadata{Extra: prior.Origin})
 	if !name.is(prior.CommandType) {
 		return res, &CommandIDReusedError{CommandID: res.CommandID, Stream: res.Stream, Version: prior.FirstVersion,
 			Recorded: prior.CommandType, Command: name.name}
@@ -66,7 +68,7 @@ func priorResult(reg *codec.Registry, res Result, prior busrepo.Outcome, name co
 	res.Rejected = true
 	rej := prior.Rejection
 	return res, &RecordedRejectionError{CommandID: res.CommandID, Stream: res.Stream, Version: prior.LastVersion,
-		Command: rej.Command, Reason: rej.Reason, Code: rej.Code, registered: reg.ErrorOf(rej.Code, rej.Reason).Err}
+		Command: rej.Command, Reason: rej.Reason, Code: rej.Code, registered: b.reg.ErrorOf(rej.Code, rej.Reason).Err}
 }
 
 // recordRejection records the aggregate's rejection of msg in inst's

@@ -129,7 +129,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		}
 		if found {
 			b.cache.Put(stream, inst)
-			return priorResult(b.reg, res, prior, name)
+			return b.priorResult(ctx, res, prior, name)
 		}
 		events, err := r.decide(ctx, b, ct.tel, inst, msg.Command)
 		hit(failpoint.BusAfterDecide)
@@ -142,7 +142,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 				if perr != nil {
 					return res, perr
 				}
-				return priorResult(b.reg, res, prior, name)
+				return b.priorResult(ctx, res, prior, name)
 			}
 		}
 		if errors.Is(err, aggregate.ErrPanicked) {
@@ -175,7 +175,7 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		if err == nil {
 			b.cache.Put(stream, inst)
 			if out.Duplicate {
-				return priorResult(b.reg, res, out, name) // another dispatch's outcome came first
+				return b.priorResult(ctx, res, out, name) // another dispatch's outcome came first
 			}
 			if rejection != nil {
 				res.Version, res.Position, res.Rejected = out.LastVersion, out.Position, true

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/telemetry"
 )
 
@@ -237,6 +238,20 @@ func (t *busTelemetry) retried(ctx context.Context, ctel *commandTelemetry, next
 	t.retries.Add(ctx, 1, ctel.retried...)
 	if span, ok := ctx.Value(dispatchSpanKey{}).(trace.Span); ok {
 		span.AddEvent("retry", trace.WithAttributes(telemetry.AttemptKey.Int(next), telemetry.ErrorTypeKey.String(telemetry.ErrorType(err))))
+	}
+}
+
+// duplicateOf links the dispatch of a command whose ID had an outcome
+// before to the context of the append that stored that outcome (origin,
+// its first event's metadata), when the dispatch records: a redelivered
+// command leads to where it took effect.
+func (t *busTelemetry) duplicateOf(ctx context.Context, origin eventstore.Metadata) {
+	span, ok := ctx.Value(dispatchSpanKey{}).(trace.Span)
+	if !ok {
+		return
+	}
+	if l, ok := telemetry.LinkTo(origin); ok {
+		span.AddLink(l)
 	}
 }
 

@@ -141,6 +141,8 @@ func TestARedeliveredCommandKeepsItsFirstContextAndIsMarkedDuplicate(t *testing.
 	assert.True(t, attr(t, dispatch, telemetry.DuplicateKey).AsBool())
 	assert.Equal(t, "duplicate", attr(t, dispatch, telemetry.OutcomeKey).AsString())
 	assert.Empty(t, rec.Named("append account"), "a duplicate appends nothing")
+	require.Len(t, dispatch.Links(), 1, "a redelivery links to where its command took effect")
+	assert.Equal(t, first.SpanContext().SpanID(), dispatch.Links()[0].SpanContext.SpanID())
 
 	stored := storedContexts(t, store, "account-a1")
 	require.Len(t, stored, 1)

@@ -155,6 +155,11 @@ type Outcome struct {
 	// CommandType is the type of the command, as its events recorded it
 	// (see [SaveOptions.CommandType]); empty when they recorded none.
 	CommandType string
+	// Origin is the free metadata ([eventstore.Metadata.Extra]) of the
+	// command's first stored event, for a duplicate: it holds the trace
+	// context of the append that stored the outcome, which a redelivery's
+	// span links to.
+	Origin map[string]string
 }
 
 // A recorded rejection is one event of Cairn's own in an aggregate's

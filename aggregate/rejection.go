@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/busrepo"
+	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/trusted"
 )
 
@@ -45,9 +46,9 @@ func (r *Repository[T, PT]) saveRejection(ctx context.Context, inst *Instance[T,
 	// Recording a rejection is a step of the dispatch that decided it:
 	// traced as a child append.
 	actx, op := r.appends.Start(ctx, r.typ.name, inst.Stream, 1, true)
-	md := metadata(actx, opts)
 	ev := eventstore.EventData{ID: busrepo.EventID(inst.Stream, opts.CommandID, 0), Type: busrepo.RejectionType,
-		SchemaVersion: busrepo.RejectionSchemaVersion, Data: data, Metadata: md}
+		SchemaVersion: busrepo.RejectionSchemaVersion, Data: data, Metadata: metadata(op, opts)}
+	telemetry.Fit(&ev)
 	res, err := r.store.Append(trusted.Writer(actx), inst.Stream, inst.expected(), ev)
 	op.End(actx, res.FirstVersion, err)
 	if err != nil {

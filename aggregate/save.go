@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -33,12 +31,12 @@ type SaveOptions struct {
 	Metadata eventstore.Metadata
 }
 
-// metadata returns the metadata of the events that opts save, appended
-// under the span in ctx: when that span records, its context is recorded
-// too, so that whoever handles the events links to the append that stored
-// them. All events of one append share the one context, so it is set
-// before the metadata is copied into each.
-func metadata(ctx context.Context, opts busrepo.SaveOptions) eventstore.Metadata {
+// metadata returns the metadata of the events that opts save in the
+// append op: when its span records, its context is recorded too, so that
+// whoever handles the events links to the append that stored them. All
+// events of one append share the one context, so it is set before the
+// metadata is copied into each.
+func metadata(op telemetry.Append, opts busrepo.SaveOptions) eventstore.Metadata {
 	md := opts.Metadata.Clone()
 	md.CommandID = opts.CommandID
 	if opts.CommandType != "" {
@@ -47,9 +45,7 @@ func metadata(ctx context.Context, opts busrepo.SaveOptions) eventstore.Metadata
 		}
 		md.Extra[busrepo.CommandTypeKey] = opts.CommandType
 	}
-	if trace.SpanFromContext(ctx).IsRecording() {
-		telemetry.Inject(ctx, &md)
-	}
+	op.Inject(&md)
 	return md
 }
 
@@ -160,7 +156,7 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 		return busrepo.Outcome{}, err
 	}
 	actx, op := r.appends.Start(ctx, r.typ.name, inst.Stream, len(data), child)
-	md := metadata(actx, opts)
+	md := metadata(op, opts)
 	for i := range data {
 		if opts.CommandID != "" {
 			data[i].ID = busrepo.EventID(inst.Stream, opts.CommandID, i)
@@ -169,6 +165,7 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 		if i > 0 {
 			data[i].Metadata = md.Clone()
 		}
+		telemetry.Fit(&data[i])
 	}
 	res, err := r.store.Append(trusted.Writer(actx), inst.Stream, inst.expected(), data...)
 	op.End(actx, res.FirstVersion, err)

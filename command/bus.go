@@ -169,7 +169,7 @@ func (b *Bus) routesType(ct reflect.Type) bool {
 // runs inside that span, so that the span lasts as long as the caller
 // waits, a refusal by middleware is counted as the dispatch's outcome like
 // any other, and what middleware logs names the dispatch's trace.
-func (b *Bus) Dispatch(ctx context.Context, msg Message) (Result, error) {
+func (b *Bus) Dispatch(ctx context.Context, msg Message) (res Result, err error) {
 	var start time.Time
 	if b.tel.duration.Enabled(ctx) {
 		start = time.Now() // the clock is read only for a histogram that records
@@ -177,13 +177,29 @@ func (b *Bus) Dispatch(ctx context.Context, msg Message) (Result, error) {
 	ct := reflect.TypeOf(msg.Command)
 	ctel := b.telemetryOf(msg.Command)
 	ctx, span := b.tel.start(ctx, ctel)
-	res, err := b.dispatchMessage(ctx, &msg)
+	ended := false
+	defer func() {
+		if !ended { // a panic (of a middleware's) on its way up: end and count the dispatch as failed
+			b.tel.end(ctx, span, ctel, &msg, res, errDispatchPanicked, start)
+		}
+	}()
+	res, err = b.dispatchMessage(ctx, &msg)
 	if reflect.TypeOf(msg.Command) != ct {
 		ctel = b.telemetryOf(msg.Command) // middleware changed the command: count the one dispatched
 	}
 	b.tel.end(ctx, span, ctel, &msg, res, err, start)
+	ended = true
 	return res, err
 }
+
+// errDispatchPanicked is what a dispatch that panicked is traced and
+// counted with, as the panic goes on up to the caller.
+var errDispatchPanicked error = dispatchPanicked{}
+
+type dispatchPanicked struct{}
+
+func (dispatchPanicked) Error() string     { return "command: the dispatch panicked" }
+func (dispatchPanicked) ErrorType() string { return "panic" }
 
 // dispatchMessage checks msg and hands it to the middleware chain.
 func (b *Bus) dispatchMessage(ctx context.Context, msg *Message) (Result, error) {
@@ -198,6 +214,9 @@ func (b *Bus) dispatchMessage(ctx context.Context, msg *Message) (Result, error)
 
 // dispatch is the innermost handler: routing and the decide loop.
 func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
+	if err := msg.checkReserved(); err != nil {
+		return Result{CommandID: msg.ID}, err
+	}
 	if msg.Command == nil {
 		return Result{CommandID: msg.ID}, &NoRouteError{CommandType: "<nil>"}
 	}

@@ -29,10 +29,8 @@ func (m *Message) validate() error {
 	if m.RecordRejection && m.ID == "" {
 		return bad("Message.ID", "is empty, and RecordRejection is set: a recorded rejection is found again by its command ID, which a new random ID never is")
 	}
-	for k := range m.Extra {
-		if strings.HasPrefix(k, codec.ReservedPrefix) {
-			return bad("Message.Extra", fmt.Sprintf("key %q starts with %q, which is reserved for Cairn's own metadata", k, codec.ReservedPrefix))
-		}
+	if err := m.checkReserved(); err != nil {
+		return err
 	}
 	err := storekit.ValidateMetadata(eventstore.Metadata{
 		CorrelationID: m.CorrelationID, CausationID: m.CausationID, CommandID: m.ID, Extra: m.Extra,
@@ -48,4 +46,18 @@ func (m *Message) validate() error {
 		"metadata":       "Message.Extra",
 	}[invalid.Field]
 	return bad(field, invalid.Reason)
+}
+
+// checkReserved refuses Extra keys that only Cairn sets (its trace context,
+// a command's type): the bus appends as Cairn's own writer, which the
+// store trusts with them. The bus checks before its middleware runs and
+// again after, at the append, as middleware may add to Extra.
+func (m *Message) checkReserved() error {
+	for k := range m.Extra {
+		if strings.HasPrefix(k, codec.ReservedPrefix) {
+			return &eventstore.InvalidArgumentError{Index: -1, Field: "Message.Extra",
+				Reason: fmt.Sprintf("key %q starts with %q, which is reserved for Cairn's own metadata", k, codec.ReservedPrefix)}
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -134,13 +135,13 @@ func (g *lagGauges) reading(ctx context.Context) lagReading {
 		}
 	}
 	if err != nil {
-		g.log.WarnContext(ctx, "projection: reading the consumer's lag for its metrics", slog.Any(telemetry.LogError, err))
+		g.failed(ctx, "projection: reading the consumer's lag for its metrics", err)
 	}
 	r.lagOK = err == nil
 	if g.dead != nil {
 		r.parked, err = g.dead.CountDeadLetters(ctx, g.name)
 		if err != nil {
-			g.log.WarnContext(ctx, "projection: counting the consumer's dead letters for its metrics", slog.Any(telemetry.LogError, err))
+			g.failed(ctx, "projection: counting the consumer's dead letters for its metrics", err)
 		}
 		r.parkedOK = err == nil
 	}
@@ -167,4 +168,15 @@ func pendingAfter(ctx context.Context, store eventstore.Store, after eventstore.
 		n++
 	}
 	return n, first, false, nil
+}
+
+// failed logs a reading the stores did not answer: a warning, unless the
+// store is closed, which a service's metrics reader meets as it shuts
+// down after the store (the gauge then reports nothing, as it should).
+func (g *lagGauges) failed(ctx context.Context, msg string, err error) {
+	level := slog.LevelWarn
+	if errors.Is(err, eventstore.ErrClosed) {
+		level = slog.LevelDebug
+	}
+	g.log.Log(ctx, level, msg, slog.Any(telemetry.LogError, err))
 }

@@ -57,6 +57,9 @@ func (e *engine[S]) encode(in *instance[S], version uint64, msg *message, rec *r
 		if size <= limit {
 			return data, nil
 		}
+		if untraceDeadlines(rec) {
+			continue // the deadlines' links give way first: tracing never changes what fits
+		}
 		if h := &rec.Handled.Message; h.Event != nil {
 			h.Event, h.Metadata = nil, nil
 			continue
@@ -64,6 +67,20 @@ func (e *engine[S]) encode(in *instance[S], version uint64, msg *message, rec *r
 		return eventstore.EventData{}, &RecordSizeError{Saga: e.t.name, Instance: in.id, Stream: in.stream, Message: msg.String(),
 			Size: size, Limit: limit, Parts: largestParts(rec)}
 	}
+}
+
+// untraceDeadlines drops the trace context of rec's deadlines (the
+// scheduling steps their firing links to), reporting whether there was
+// any: a record that fits without them is stored as it would be with
+// tracing off.
+func untraceDeadlines(rec *record) bool {
+	dropped := false
+	for i := range rec.Deadlines {
+		if rec.Deadlines[i].Trace != "" {
+			rec.Deadlines[i].Trace, dropped = "", true
+		}
+	}
+	return dropped
 }
 
 // largestParts names the parts of rec that take the most room.

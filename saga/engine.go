@@ -210,8 +210,7 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 		// it, and so do the deadlines it schedules, for the outbox's sends
 		// and the deadlines' firing to link to.
 		actx, op, traced := e.tel.startAppend(ctx, in.stream, true)
-		trace := traceParent(actx)
-		if trace != "" {
+		if trace := op.TraceParent(); trace != "" {
 			traceNewDeadlines(rec, &in.rec, trace)
 		}
 		data, err := e.encode(in, next, msg, rec, park != nil)
@@ -224,7 +223,8 @@ func (e *engine[S]) step(ctx context.Context, id string, msg *message, park *par
 			}
 			return 0, nil, err
 		}
-		telemetry.Inject(actx, &data.Metadata)
+		op.Inject(&data.Metadata)
+		telemetry.Fit(&data)
 		hit(failpoint.SagaBeforeStepAppend)
 		res, err := e.store.Append(trusted.Writer(actx), in.stream, in.expected(), data)
 		hit(failpoint.SagaAfterStepAppend)

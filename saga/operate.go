@@ -226,7 +226,8 @@ func (r *Runner[S]) operateLocked(ctx context.Context, id string, change func(in
 				Size: len(data.Data), Limit: MaxStepSize, Parts: largestParts(&rec)}
 		}
 		actx, op, traced := r.tel.startAppend(ctx, in.stream, trace.SpanContextFromContext(ctx).IsValid())
-		telemetry.Inject(actx, &data.Metadata)
+		op.Inject(&data.Metadata)
+		telemetry.Fit(&data)
 		res, err := r.e.store.Append(trusted.Writer(actx), in.stream, in.expected(), data)
 		if traced {
 			op.End(actx, in.version+1, err)

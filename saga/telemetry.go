@@ -141,18 +141,18 @@ func (t *sagaTelemetry) startStep(ctx context.Context, id string, msg *message) 
 			opts, linked = append(opts[:len(opts):len(opts)], trace.WithLinks(l)), true
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, t.stepName, opts...)
-	if span.IsRecording() {
-		span.SetAttributes(t.sagaType, telemetry.SagaInstanceKey.String(id))
-		switch msg.kind() {
-		case kindEvent:
-			if msg.in.Source != "" {
-				span.SetAttributes(telemetry.SagaSourceKey.String(msg.in.Source), telemetry.SagaSequenceKey.Int64(int64(msg.in.Sequence)))
-			}
-		case kindRejected, kindCommand:
-			span.SetAttributes(telemetry.CommandIDKey.String(msg.in.Command))
+	// So do the attributes, for the same reasons.
+	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs = append(attrs, t.sagaType, telemetry.SagaInstanceKey.String(id))
+	switch msg.kind() {
+	case kindEvent:
+		if msg.in.Source != "" {
+			attrs = append(attrs, telemetry.SagaSourceKey.String(msg.in.Source), telemetry.SagaSequenceKey.Int64(int64(msg.in.Sequence)))
 		}
+	case kindRejected, kindCommand:
+		attrs = append(attrs, telemetry.CommandIDKey.String(msg.in.Command))
 	}
+	ctx, span := t.tracer.Start(ctx, t.stepName, append(opts[:len(opts):len(opts)], trace.WithAttributes(attrs...))...)
 	return ctx, stepSpan{t: t, span: span, linked: linked}
 }
 
@@ -268,12 +268,10 @@ func (t *sagaTelemetry) startSend(ctx context.Context, id string, ev eventstore.
 	if l, ok := telemetry.LinkTo(ev.Metadata); ok {
 		opts = append(opts[:len(opts):len(opts)], trace.WithLinks(l))
 	}
-	ctx, span := t.tracer.Start(ctx, names.span, opts...)
-	if span.IsRecording() {
-		span.SetAttributes(telemetry.MessagingSystem, telemetry.MessagingOperationNameKey.String("send"),
-			telemetry.MessagingOperationTypeKey.String("send"), telemetry.MessagingDestinationKey.String(c.Command.Type),
-			telemetry.CommandIDKey.String(c.ID), t.sagaType, telemetry.SagaInstanceKey.String(id))
-	}
+	ctx, span := t.tracer.Start(ctx, names.span, append(opts[:len(opts):len(opts)], trace.WithAttributes(telemetry.MessagingSystem,
+		telemetry.MessagingOperationNameKey.String("send"), telemetry.MessagingOperationTypeKey.String("send"),
+		telemetry.MessagingDestinationKey.String(c.Command.Type), telemetry.CommandIDKey.String(c.ID), t.sagaType,
+		telemetry.SagaInstanceKey.String(id)))...)
 	return ctx, sendSpan{t: t, span: span, names: names, start: time.Now()}
 }
 
@@ -339,14 +337,6 @@ func endDeadline(span trace.Span, err error) {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
-}
-
-// traceParent returns the traceparent of the span in ctx, "" when it has
-// no valid one: what a deadline keeps of the step that scheduled it.
-func traceParent(ctx context.Context) string {
-	var md eventstore.Metadata
-	telemetry.Inject(ctx, &md)
-	return md.Extra[eventstore.TraceParentKey]
 }
 
 // commandTypes returns the codec names of the command types the saga

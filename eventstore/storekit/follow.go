@@ -34,7 +34,7 @@ const MaxPageBytes = 4 << 20
 
 // PageBytes counts e against [MaxPageBytes]: its data and metadata, as
 // [MaxEventSize] counts them.
-func PageBytes(e *eventstore.Event) int { return eventBytes(&e.EventData) }
+func PageBytes(e *eventstore.Event) int { return EventSize(&e.EventData) }
 
 // PageFull reports whether a page of n events holding size bytes (the sum
 // of their [PageBytes]) is full under a limit of limit events: a page

@@ -96,7 +96,7 @@ func eventDataProblem(e *eventstore.EventData) (field, reason string) {
 	if field, reason := metadataProblem(&e.Metadata); reason != "" {
 		return field, reason
 	}
-	if size := eventBytes(e); size > MaxEventSize {
+	if size := EventSize(e); size > MaxEventSize {
 		return "data", fmt.Sprintf("with metadata is %d bytes, more than the limit of %d", size, MaxEventSize)
 	}
 	return "", ""
@@ -144,9 +144,9 @@ func metadataProblem(md *eventstore.Metadata) (field, reason string) {
 	return "", ""
 }
 
-// bytes is what e counts against [MaxEventSize] (and a page against
-// [MaxPageBytes]): its data and metadata.
-func eventBytes(e *eventstore.EventData) int {
+// EventSize is what e counts against [MaxEventSize] (and a page against
+// [MaxPageBytes]): its data and metadata, in bytes.
+func EventSize(e *eventstore.EventData) int {
 	md := &e.Metadata
 	size := len(e.Data) + len(md.CorrelationID) + len(md.CausationID) + len(md.CommandID)
 	for k, v := range md.Extra {

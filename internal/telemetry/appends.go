@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-es/cairn/eventstore"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -62,13 +63,14 @@ func (a *Appends) Start(ctx context.Context, category, stream string, n int, chi
 	if (child && !trace.SpanFromContext(ctx).IsRecording()) || a.tracer.Off() {
 		return ctx, op
 	}
-	ctx, op.span = a.tracer.Start(ctx, "append "+category, trace.WithSpanKind(trace.SpanKindClient))
-	if op.span.IsRecording() {
-		op.span.SetAttributes(a.system, DBOperationNameKey.String("append"), DBCollectionNameKey.String(category), StreamKey.String(stream))
-		if n > 1 {
-			op.span.SetAttributes(DBBatchSizeKey.Int(n))
-		}
+	// The attributes go in at the start, where a sampler sees them and a
+	// span cut short (its process killed mid-append) still has them.
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, a.system, DBOperationNameKey.String("append"), DBCollectionNameKey.String(category), StreamKey.String(stream))
+	if n > 1 {
+		attrs = append(attrs, DBBatchSizeKey.Int(n))
 	}
+	ctx, op.span = a.tracer.Start(ctx, "append "+category, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	return ctx, op
 }
 
@@ -106,6 +108,26 @@ func (a *Appends) okOptions(category string) []metric.RecordOption {
 	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(a.system, DBOperationNameKey.String("append"), DBCollectionNameKey.String(category)))}
 	a.ok.Store(category, opts)
 	return opts
+}
+
+// Inject records the append's span context in md, when the append is
+// traced and its span records; otherwise (tracing off, or a child append
+// under a span that does not record) it writes nothing, even when the
+// caller's context holds a span of another provider's: events record
+// where Cairn appended them, or nothing.
+func (op Append) Inject(md *eventstore.Metadata) {
+	if op.span == nil || !op.span.IsRecording() {
+		return
+	}
+	Inject(trace.ContextWithSpan(context.Background(), op.span), md)
+}
+
+// TraceParent is the traceparent of the append's span, as [Inject] would
+// record it: "" when it records nothing.
+func (op Append) TraceParent() string {
+	var md eventstore.Metadata
+	op.Inject(&md)
+	return md.Extra[eventstore.TraceParentKey]
 }
 
 // ErrorType is the error.type of err: the name of its innermost type that

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -15,6 +16,12 @@ const MaxLinks = 128
 
 // w3c reads and writes the W3C traceparent and tracestate.
 var w3c propagation.TraceContext
+
+// MaxTraceState is the longest tracestate recorded, in bytes: what W3C
+// asks every vendor to propagate at least. A longer one (a caller's, up to
+// 32 entries) is left out, as the specification allows, so that a
+// caller's tracing cannot crowd an event's own data.
+const MaxTraceState = 512
 
 // Inject records the trace context of the span in ctx in md, under
 // [eventstore.TraceParentKey] and [eventstore.TraceStateKey], when that
@@ -31,6 +38,20 @@ func Inject(ctx context.Context, md *eventstore.Metadata) {
 		md.Extra = make(map[string]string, 2)
 	}
 	w3c.Inject(ctx, metadataCarrier(md.Extra))
+	if len(md.Extra[eventstore.TraceStateKey]) > MaxTraceState {
+		delete(md.Extra, eventstore.TraceStateKey)
+	}
+}
+
+// Fit takes the trace context out of e again when it makes e larger than
+// a store takes ([storekit.MaxEventSize]): tracing never makes an append
+// fail that would succeed without it. The event then links nowhere.
+func Fit(e *eventstore.EventData) {
+	if _, held := e.Metadata.Extra[eventstore.TraceParentKey]; !held || storekit.EventSize(e) <= storekit.MaxEventSize {
+		return
+	}
+	delete(e.Metadata.Extra, eventstore.TraceParentKey)
+	delete(e.Metadata.Extra, eventstore.TraceStateKey)
 }
 
 // SpanContextOf returns the remote span context md records, or an invalid

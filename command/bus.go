@@ -176,7 +176,7 @@ func (b *Bus) Dispatch(ctx context.Context, msg Message) (res Result, err error)
 	}
 	ct := reflect.TypeOf(msg.Command)
 	ctel := b.telemetryOf(msg.Command)
-	ctx, span := b.tel.start(ctx, ctel)
+	ctx, span := b.tel.start(ctx, ctel, msg.ID)
 	ended := false
 	defer func() {
 		if !ended { // a panic (of a middleware's) on its way up: end and count the dispatch as failed

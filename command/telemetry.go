@@ -182,11 +182,17 @@ type dispatchSpanKey struct{}
 // span of the operation, so that a sampler sees every dispatch; except
 // while no span can record (see busTelemetry.tracer), when it returns a nil
 // span.
-func (t *busTelemetry) start(ctx context.Context, ctel *commandTelemetry) (context.Context, trace.Span) {
+func (t *busTelemetry) start(ctx context.Context, ctel *commandTelemetry, commandID string) (context.Context, trace.Span) {
 	if t.tracer.Off() {
 		return ctx, nil
 	}
-	ctx, span := t.tracer.Start(ctx, ctel.dispatchName, internalSpan...)
+	// What is known of the command goes in at the start, where a sampler
+	// sees it and a span cut short (its process killed) still has it.
+	attrs := ctel.attrs
+	if commandID != "" {
+		attrs = append(attrs[:len(attrs):len(attrs)], telemetry.CommandIDKey.String(commandID))
+	}
+	ctx, span := t.tracer.Start(ctx, ctel.dispatchName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	if span.IsRecording() {
 		ctx = context.WithValue(ctx, dispatchSpanKey{}, span)
 	}

@@ -48,7 +48,7 @@ func BenchmarkTelemetryOff(b *testing.B) {
 			start = time.Now()
 		}
 		ctel := bus.telemetryOf(msg.Command)
-		dctx, span := bus.tel.start(ctx, ctel)
+		dctx, span := bus.tel.start(ctx, ctel, "m")
 		_, load := bus.tel.child(dctx, rt.tel.loadName)
 		endChild(load, nil)
 		_, decide := bus.tel.child(dctx, rt.tel.decideName)
@@ -80,11 +80,11 @@ func TestTheGlobalDefaultProviderIsRecognised(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	idle := New(store, codec.NewRegistry(codec.Options{}), Options{})
 	assert.True(t, idle.tel.tracer.Off())
-	_, span := idle.tel.start(context.Background(), nilCommand)
+	_, span := idle.tel.start(context.Background(), nilCommand, "")
 	assert.Nil(t, span, "no span while no SDK is installed")
 	explicit := New(store, codec.NewRegistry(codec.Options{}), Options{TracerProvider: otel.GetTracerProvider()})
 	assert.False(t, explicit.tel.tracer.Off(), "the global provider passed explicitly is always asked")
-	_, span = explicit.tel.start(context.Background(), nilCommand)
+	_, span = explicit.tel.start(context.Background(), nilCommand, "")
 	require.NotNil(t, span)
 	span.End()
 }

@@ -3,6 +3,7 @@ package projection_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -13,8 +14,12 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/testrig/oteltest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 	"github.com/cairn-es/cairn/projection"
 	"github.com/cairn-es/cairn/projection/projectiontest"
 	"github.com/cairn-es/cairn/retry"
@@ -38,10 +43,35 @@ func lagOf(t *testing.T, rec *oteltest.Recorder, consumer string) (int64, float6
 // once it has caught up, and stops at projection.LagCap.
 func TestLagFollowsTheStoreWhileTheConsumerIsStopped(t *testing.T) {
 	defer projection.SetLagCache(0)()
+	stores := map[string]func(t *testing.T) lagStore{
+		"memory": func(*testing.T) lagStore { return memory.New() },
+		"SQLite": func(t *testing.T) lagStore {
+			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "events.db"), sqlite.Options{})
+			require.NoError(t, err)
+			return s
+		},
+		"PostgreSQL": func(t *testing.T) lagStore {
+			server := pgtest.ForTest(t, pgtest.Options{})
+			s, err := postgres.Open(context.Background(), server.URL, postgres.Options{Schema: server.TempSchema(t, "lag")})
+			require.NoError(t, err)
+			return s
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) { testLagFollowsTheStore(t, open(t)) })
+	}
+}
+
+// lagStore is a store that keeps its consumers' checkpoints too.
+type lagStore interface {
+	eventstore.Store
+	storekit.CheckpointStore
+}
+
+func testLagFollowsTheStore(t *testing.T, events lagStore) {
 	rec := oteltest.New(t)
-	events := memory.New()
 	t.Cleanup(func() { _ = events.Close() })
-	c, err := projection.New("lagging", events, projectiontest.Registry(t), memory.New(),
+	c, err := projection.New("lagging", events, projectiontest.Registry(t), events,
 		func(context.Context, codec.Decoded) error { return nil },
 		projection.Options{Filter: eventstore.Filter{StreamPrefixes: []string{"item-"}},
 			TracerProvider: rec.TracerProvider, MeterProvider: rec.MeterProvider, Logger: discard()})

@@ -3,6 +3,7 @@ package saga_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,8 +14,11 @@ import (
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/sqlite"
 	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/testrig/oteltest"
+	"github.com/cairn-es/cairn/internal/testrig/pgtest"
 	"github.com/cairn-es/cairn/retry"
 	"github.com/cairn-es/cairn/saga"
 )
@@ -33,6 +37,32 @@ func requireGauge(t *testing.T, rec *oteltest.Recorder, name, typ string, want i
 	require.Equal(t, want, got, name)
 }
 
+// gaugeStores are the stores the gauges are checked on: what they read
+// (records, checkpoints, the log) comes from the store.
+func gaugeStores(t *testing.T) map[string]func(t *testing.T) eventstore.Store {
+	return map[string]func(t *testing.T) eventstore.Store{
+		"memory": func(*testing.T) eventstore.Store { return memory.New() },
+		"SQLite": func(t *testing.T) eventstore.Store {
+			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "events.db"), sqlite.Options{})
+			require.NoError(t, err)
+			return s
+		},
+		"PostgreSQL": func(t *testing.T) eventstore.Store {
+			server := pgtest.ForTest(t, pgtest.Options{})
+			s, err := postgres.Open(context.Background(), server.URL, postgres.Options{Schema: server.TempSchema(t, "gauges")})
+			require.NoError(t, err)
+			return s
+		},
+	}
+}
+
+// onGaugeStores runs test on each of gaugeStores.
+func onGaugeStores(t *testing.T, test func(t *testing.T, store eventstore.Store)) {
+	for name, open := range gaugeStores(t) {
+		t.Run(name, func(t *testing.T) { test(t, open(t)) })
+	}
+}
+
 // Gate is the state of a saga whose handler fails while its switch is
 // broken; Knock is its message.
 type (
@@ -44,6 +74,10 @@ type (
 // failing handler are counted now; a Skip, and a Retry after the fix,
 // each take one off.
 func TestTheParkedGaugeFollowsTheOperatorsSkipAndRetry(t *testing.T) {
+	onGaugeStores(t, testTheParkedGaugeFollowsTheOperatorsSkipAndRetry)
+}
+
+func testTheParkedGaugeFollowsTheOperatorsSkipAndRetry(t *testing.T, store eventstore.Store) {
 	ctx := context.Background()
 	reg := codec.NewRegistry(codec.Options{})
 	require.NoError(t, codec.Register[Gate](reg, "gate.state", 1))
@@ -60,7 +94,6 @@ func TestTheParkedGaugeFollowsTheOperatorsSkipAndRetry(t *testing.T) {
 			s.N++
 			return nil
 		}}))
-	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
 	rec := oteltest.New(t)
 	r, err := saga.NewRunner(typ, store, nil, saga.RunnerOptions{Logger: testLogger(t), MeterProvider: rec.MeterProvider,
@@ -96,7 +129,11 @@ func TestTheParkedGaugeFollowsTheOperatorsSkipAndRetry(t *testing.T) {
 // a gap, whose age follows the runner's clock; the gap filling closes it,
 // and so does an operator's Release.
 func TestTheHeldAndGapGaugesFollowTheGap(t *testing.T) {
-	f := newTracedFixture(t)
+	onGaugeStores(t, testTheHeldAndGapGaugesFollowTheGap)
+}
+
+func testTheHeldAndGapGaugesFollowTheGap(t *testing.T, store eventstore.Store) {
+	f := newTracedFixtureOn(t, store)
 	ctx := context.Background()
 	defer f.runner.ObserveGauges()()
 	note := func(seq uint64, text string) saga.Outcome {
@@ -138,7 +175,11 @@ func TestTheHeldAndGapGaugesFollowTheGap(t *testing.T) {
 // pending; once the runner's clock passes them they are overdue too,
 // until they fire.
 func TestTheDeadlineGaugesCountPendingAndOverdue(t *testing.T) {
-	f := newTracedFixture(t)
+	onGaugeStores(t, testTheDeadlineGaugesCountPendingAndOverdue)
+}
+
+func testTheDeadlineGaugesCountPendingAndOverdue(t *testing.T, store eventstore.Store) {
+	f := newTracedFixtureOn(t, store)
 	ctx := context.Background()
 	defer f.runner.ObserveGauges()()
 	for _, id := range []string{"1", "2"} {
@@ -166,7 +207,11 @@ func TestTheDeadlineGaugesCountPendingAndOverdue(t *testing.T) {
 // the count is kept for its refresh interval, and falls to zero once the
 // outbox has sent them.
 func TestTheUnsentGaugeCountsWhatAnotherRunnerRecorded(t *testing.T) {
-	f := newTracedFixture(t)
+	onGaugeStores(t, testTheUnsentGaugeCountsWhatAnotherRunnerRecorded)
+}
+
+func testTheUnsentGaugeCountsWhatAnotherRunnerRecorded(t *testing.T, store eventstore.Store) {
+	f := newTracedFixtureOn(t, store)
 	ctx := context.Background()
 	for _, id := range []string{"1", "2", "3"} {
 		_, err := f.runner.Deliver(ctx, saga.Delivery{Source: "orders-in", Event: OrderPlaced{OrderID: id}})

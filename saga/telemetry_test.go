@@ -32,7 +32,7 @@ import (
 // outbox_test.go), a clock the test moves, and the SDK recording what the
 // runner traces and measures.
 type tracedFixture struct {
-	store  *memory.Store
+	store  eventstore.Store
 	reg    *codec.Registry
 	sale   *saga.Type[Sale]
 	bus    *command.Bus
@@ -43,7 +43,12 @@ type tracedFixture struct {
 }
 
 func newTracedFixture(t *testing.T) *tracedFixture {
-	f := &tracedFixture{store: memory.New(), clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)),
+	return newTracedFixtureOn(t, memory.New())
+}
+
+// newTracedFixtureOn is newTracedFixture on store, which it closes.
+func newTracedFixtureOn(t *testing.T, store eventstore.Store) *tracedFixture {
+	f := &tracedFixture{store: store, clock: sagatest.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)),
 		rec: oteltest.New(t), log: &bytes.Buffer{}}
 	t.Cleanup(func() { _ = f.store.Close() })
 	f.reg = testRegistry(t)

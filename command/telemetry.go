@@ -186,13 +186,27 @@ func (t *busTelemetry) start(ctx context.Context, ctel *commandTelemetry, comman
 	if t.tracer.Off() {
 		return ctx, nil
 	}
-	// What is known of the command goes in at the start, where a sampler
-	// sees it and a span cut short (its process killed) still has it.
-	attrs := ctel.attrs
-	if commandID != "" {
-		attrs = append(attrs[:len(attrs):len(attrs)], telemetry.CommandIDKey.String(commandID))
+	// What is known of the command goes in at the start, where a span cut
+	// short (its process killed mid-dispatch) still has it: under a span
+	// that records (an outbox's send, a traced caller), whose children
+	// are sampled with it. A root dispatch that its sampler may drop gets
+	// it only once it is known to record, which keeps an unsampled
+	// dispatch as cheap as it was.
+	attrs := func() []attribute.KeyValue {
+		if commandID == "" {
+			return ctel.attrs
+		}
+		return append(ctel.attrs[:len(ctel.attrs):len(ctel.attrs)], telemetry.CommandIDKey.String(commandID))
 	}
-	ctx, span := t.tracer.Start(ctx, ctel.dispatchName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		ctx, span := t.tracer.Start(ctx, ctel.dispatchName, internalSpan...)
+		if span.IsRecording() {
+			span.SetAttributes(attrs()...)
+			ctx = context.WithValue(ctx, dispatchSpanKey{}, span)
+		}
+		return ctx, span
+	}
+	ctx, span := t.tracer.Start(ctx, ctel.dispatchName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs()...))
 	if span.IsRecording() {
 		ctx = context.WithValue(ctx, dispatchSpanKey{}, span)
 	}

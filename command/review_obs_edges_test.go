@@ -30,7 +30,7 @@ import (
 // store whose reads fail, a cancelled context, and contention between two
 // buses (processes) that gives up.
 func TestReviewEveryDispatchSpanEndsOnEveryErrorPath(t *testing.T) {
-	tp, spans := countingProvider(t)
+	tp, spans := oteltest.Counting(t)
 	rec := oteltest.New(t)
 	mem := memory.New()
 	t.Cleanup(func() { _ = mem.Close() })
@@ -58,7 +58,7 @@ func TestReviewEveryDispatchSpanEndsOnEveryErrorPath(t *testing.T) {
 	_, err = b.Dispatch(cancelled, command.Message{ID: "c", Command: commandtest.Increment{ID: "a"}})
 	require.Error(t, err)
 
-	assert.Empty(t, spans.names(), "spans left open")
+	assert.Empty(t, spans.Names(), "spans left open")
 }
 
 // Passing edge: under contention from 8 goroutines on two buses (two
@@ -67,7 +67,7 @@ func TestReviewEveryDispatchSpanEndsOnEveryErrorPath(t *testing.T) {
 // the retries that the results' Attempts show.
 func TestReviewCommandMetricsAreExactUnderContention(t *testing.T) {
 	rec := oteltest.New(t)
-	tp, spans := countingProvider(t)
+	tp, spans := oteltest.Counting(t)
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
 	opts := command.Options{Retry: retry.Policy{Attempts: 2, Initial: time.Microsecond, Max: time.Microsecond}}
@@ -107,7 +107,7 @@ func TestReviewCommandMetricsAreExactUnderContention(t *testing.T) {
 	r, _ := sumInt64(t, rec, "cairn.command.retries")
 	assert.EqualValues(t, retries, r)
 	t.Logf("handled %d, conflicted %d, retries %d", handled, conflicted, retries)
-	assert.Empty(t, spans.names(), "spans left open")
+	assert.Empty(t, spans.Names(), "spans left open")
 }
 
 // Passing edge: one command ID dispatched by 8 goroutines at once is

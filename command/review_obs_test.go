@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cairn-es/cairn/aggregate"
@@ -25,40 +24,6 @@ import (
 	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/testrig/oteltest"
 )
-
-// openSpans counts the spans that start and end, to find any left open.
-type openSpans struct {
-	mu   sync.Mutex
-	open map[trace.SpanID]string
-}
-
-func newOpenSpans() *openSpans { return &openSpans{open: map[trace.SpanID]string{}} }
-
-func (p *openSpans) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.open[s.SpanContext().SpanID()] = s.Name()
-}
-
-func (p *openSpans) OnEnd(s sdktrace.ReadOnlySpan) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.open, s.SpanContext().SpanID())
-}
-
-func (p *openSpans) Shutdown(context.Context) error { return nil }
-
-func (p *openSpans) ForceFlush(context.Context) error { return nil }
-
-func (p *openSpans) names() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, n := range p.open {
-		out = append(out, n)
-	}
-	return out
-}
 
 // downStore is a store whose appends and stream reads fail while down.
 type downStore struct {
@@ -111,13 +76,6 @@ func reviewBus(t *testing.T, store eventstore.Store, tp trace.TracerProvider, re
 	return b
 }
 
-func countingProvider(t *testing.T) (*sdktrace.TracerProvider, *openSpans) {
-	p := newOpenSpans()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(p))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return tp, p
-}
-
 // sumInt64 sums every data point of the int64 sum called name.
 func sumInt64(t *testing.T, rec *oteltest.Recorder, name string) (total int64, byAttrs map[string]int64) {
 	t.Helper()
@@ -145,7 +103,7 @@ func sumInt64(t *testing.T, rec *oteltest.Recorder, name string) (total int64, b
 // chain returns, not in a defer, so a panic skips both. The panic itself
 // still reaches the caller (as before tracing); only the telemetry is lost.
 func TestReviewAPanickingMiddlewareStillEndsAndCountsTheDispatch(t *testing.T) {
-	tp, spans := countingProvider(t)
+	tp, spans := oteltest.Counting(t)
 	rec := oteltest.New(t)
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
@@ -159,7 +117,7 @@ func TestReviewAPanickingMiddlewareStillEndsAndCountsTheDispatch(t *testing.T) {
 	require.Panics(t, func() {
 		_, _ = b.Dispatch(context.Background(), command.Message{ID: "m", Command: commandtest.Increment{ID: "a"}})
 	}, "the panic still reaches the caller")
-	assert.Empty(t, spans.names(), "the dispatch span must end when the dispatch panics")
+	assert.Empty(t, spans.Names(), "the dispatch span must end when the dispatch panics")
 	total, _ := sumInt64(t, rec, "cairn.commands")
 	assert.EqualValues(t, 1, total, "the dispatch must be counted (as failed)")
 }

@@ -10,15 +10,12 @@ import (
 	"iter"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
@@ -86,7 +83,7 @@ func TestReviewGarbageTraceContextsOnlyDropTheLink(t *testing.T) {
 // handler that panics (parked), a handler failure that stops the consumer,
 // a context cancelled inside a handler, and a store whose read fails.
 func TestReviewEveryConsumerSpanEndsOnEveryErrorPath(t *testing.T) {
-	tp, spans := reviewCounting(t)
+	tp, spans := oteltest.Counting(t)
 	rec := oteltest.New(t)
 	events := memory.New()
 	t.Cleanup(func() { _ = events.Close() })
@@ -137,7 +134,7 @@ func TestReviewEveryConsumerSpanEndsOnEveryErrorPath(t *testing.T) {
 		require.NoError(t, err)
 		require.Error(t, c.CatchUp(context.Background()))
 	}
-	assert.Empty(t, spans.names(), "spans left open")
+	assert.Empty(t, spans.Names(), "spans left open")
 }
 
 // Passing edge: a consumer that ran (Run, then stopped) and is dropped
@@ -262,45 +259,6 @@ func TestReviewACatchUpOfTracedEventsCostsNothingMoreWithTracingOff(t *testing.T
 	plain, traced := perEvent(false), perEvent(true)
 	t.Logf("allocations per event: %.2f plain, %.2f traced", plain, traced)
 	assert.InDelta(t, plain, traced, 0.05)
-}
-
-// reviewOpen counts the spans that start and end, to find any left open.
-type reviewOpen struct {
-	mu   sync.Mutex
-	open map[trace.SpanID]string
-}
-
-func (p *reviewOpen) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.open[s.SpanContext().SpanID()] = s.Name()
-}
-
-func (p *reviewOpen) OnEnd(s sdktrace.ReadOnlySpan) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.open, s.SpanContext().SpanID())
-}
-
-func (p *reviewOpen) Shutdown(context.Context) error { return nil }
-
-func (p *reviewOpen) ForceFlush(context.Context) error { return nil }
-
-func (p *reviewOpen) names() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, n := range p.open {
-		out = append(out, n)
-	}
-	return out
-}
-
-func reviewCounting(t *testing.T) (*sdktrace.TracerProvider, *reviewOpen) {
-	p := &reviewOpen{open: map[trace.SpanID]string{}}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(p))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return tp, p
 }
 
 // failingReads is a store whose ReadAll fails after after events.

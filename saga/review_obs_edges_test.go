@@ -9,15 +9,12 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
@@ -84,9 +81,7 @@ func TestReviewSagaGaugesAcrossRestartsAndNoLeftovers(t *testing.T) {
 // step record the store fails to append, a handler that panics (parked),
 // a cancelled context, and a Run stopped while it works.
 func TestReviewEverySagaSpanEndsOnEveryErrorPath(t *testing.T) {
-	spans := &reviewOpen{open: map[trace.SpanID]string{}}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(spans))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tp, spans := oteltest.Counting(t)
 	ctx := edgeContext(t)
 	g := newEdgeRig(t, edgeOnMemory, edgeHooks{event: func(_ context.Context, s *edgeState, e edgeEvent, _ *saga.Output) error {
 		if e.Text == "panic" {
@@ -119,7 +114,7 @@ func TestReviewEverySagaSpanEndsOnEveryErrorPath(t *testing.T) {
 	require.Eventually(t, func() bool { return len(edgeSeen(t, r, "3")) > 0 }, 5*time.Second, 5*time.Millisecond)
 	stop()
 	require.NoError(t, <-done)
-	assert.Empty(t, spans.names(), "spans left open")
+	assert.Empty(t, spans.Names(), "spans left open")
 }
 
 // Passing edge: a delivery redelivered to another runner (a crash after
@@ -295,36 +290,4 @@ func reviewGates(t *testing.T, store eventstore.Store, rec *oteltest.Recorder, b
 		require.NoError(t, err)
 		return r
 	}
-}
-
-// reviewOpen counts the spans that start and end, to find any left open.
-type reviewOpen struct {
-	mu   sync.Mutex
-	open map[trace.SpanID]string
-}
-
-func (p *reviewOpen) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.open[s.SpanContext().SpanID()] = s.Name()
-}
-
-func (p *reviewOpen) OnEnd(s sdktrace.ReadOnlySpan) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.open, s.SpanContext().SpanID())
-}
-
-func (p *reviewOpen) Shutdown(context.Context) error { return nil }
-
-func (p *reviewOpen) ForceFlush(context.Context) error { return nil }
-
-func (p *reviewOpen) names() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, n := range p.open {
-		out = append(out, n)
-	}
-	return out
 }

@@ -5,6 +5,7 @@ package oteltest
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -209,6 +210,53 @@ func Reachable(spans []sdktrace.ReadOnlySpan, root trace.SpanID) []sdktrace.Read
 				queue = append(queue, n)
 			}
 		}
+	}
+	return out
+}
+
+// OpenSpans is a span processor that keeps the spans started and not yet
+// ended: a test that ends with any open found a path that leaks a span.
+type OpenSpans struct {
+	mu   sync.Mutex
+	open map[trace.SpanID]string
+}
+
+// Counting returns a tracer provider that samples every span, and the
+// OpenSpans it reports to; the provider shuts down when t ends.
+func Counting(t testing.TB) (*sdktrace.TracerProvider, *OpenSpans) {
+	p := &OpenSpans{open: map[trace.SpanID]string{}}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(p))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp, p
+}
+
+// OnStart notes s as open.
+func (p *OpenSpans) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open[s.SpanContext().SpanID()] = s.Name()
+}
+
+// OnEnd notes s as ended.
+func (p *OpenSpans) OnEnd(s sdktrace.ReadOnlySpan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.open, s.SpanContext().SpanID())
+}
+
+// Shutdown does nothing.
+func (p *OpenSpans) Shutdown(context.Context) error { return nil }
+
+// ForceFlush does nothing.
+func (p *OpenSpans) ForceFlush(context.Context) error { return nil }
+
+// Names returns the names of the spans open now.
+func (p *OpenSpans) Names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.open))
+	for _, n := range p.open {
+		out = append(out, n)
 	}
 	return out
 }

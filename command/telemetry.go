@@ -3,12 +3,10 @@ package command
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -102,11 +100,7 @@ func newBusTelemetry(opts Options) *busTelemetry {
 		metric.WithDescription("Duration of command dispatches, middleware included."),
 		metric.WithExplicitBucketBoundaries(telemetry.MessagingDurationBuckets...))
 	for _, err := range errs {
-		if err != nil {
-			// The API hands back a no-op instrument with the error:
-			// the bus goes on without that metric.
-			otel.Handle(fmt.Errorf("cairn command bus: %w", err))
-		}
+		telemetry.Unmade("command bus", err)
 	}
 	return t
 }

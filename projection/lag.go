@@ -87,16 +87,16 @@ func (c *Consumer) registerGauges(dead storekit.DeadLetterStore) {
 	var err error
 	g.lag, err = meter.Int64ObservableGauge("cairn.consumer.lag", metric.WithUnit("{event}"),
 		metric.WithDescription(fmt.Sprintf("Events after the consumer's checkpoint that its filter selects (at most %d).", LagCap)))
-	otelHandle(err)
+	telemetry.Unmade("projection", err)
 	g.age, err = meter.Float64ObservableGauge("cairn.consumer.lag.age", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest event the consumer has yet to handle; 0 when it is caught up."))
-	otelHandle(err)
+	telemetry.Unmade("projection", err)
 	g.parked, err = meter.Int64ObservableGauge("cairn.consumer.dead_letters", metric.WithUnit("{event}"),
 		metric.WithDescription("The consumer's dead letters."))
-	otelHandle(err)
+	telemetry.Unmade("projection", err)
 	reg, err := meter.RegisterCallback(g.observe, g.lag, g.age, g.parked)
 	if err != nil {
-		otelHandle(err)
+		telemetry.Unmade("projection", err)
 		return
 	}
 	runtime.AddCleanup(c, func(r metric.Registration) { _ = r.Unregister() }, reg)

@@ -2,10 +2,8 @@ package projection
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -72,10 +70,10 @@ func newInstruments(name string, opts Options) *instruments {
 	in.duration, err = meter.Float64Histogram("messaging.process.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of the handling of a batch of stored events by a consumer, checkpoint included."),
 		metric.WithExplicitBucketBoundaries(telemetry.MessagingDurationBuckets...))
-	otelHandle(err)
+	telemetry.Unmade("projection", err)
 	in.consumed, err = meter.Int64Counter("messaging.client.consumed.messages", metric.WithUnit("{message}"),
 		metric.WithDescription("Stored events handed to a consumer's handlers."))
-	otelHandle(err)
+	telemetry.Unmade("projection", err)
 	return in
 }
 
@@ -261,12 +259,4 @@ func endRebuild(ctx context.Context, span trace.Span, done uint64, err error) {
 		}
 	}
 	span.End()
-}
-
-// otelHandle reports an instrument that could not be made; OpenTelemetry
-// then hands back a no-op instrument, and the consumer goes on.
-func otelHandle(err error) {
-	if err != nil {
-		otel.Handle(fmt.Errorf("cairn projection telemetry: %w", err))
-	}
 }

@@ -52,11 +52,11 @@ func newGaugeInstruments(meter metric.Meter, sagaType attribute.KeyValue) gaugeI
 		{&g.unsent, "cairn.saga.outbox.unsent", "{command}", "Commands a saga recorded that its outbox has not sent yet."},
 	} {
 		*i.to, err = meter.Int64ObservableGauge(i.name, metric.WithUnit(i.unit), metric.WithDescription(i.description))
-		handle(err)
+		telemetry.Unmade("saga", err)
 	}
 	g.gapAge, err = meter.Float64ObservableGauge("cairn.saga.gap.age", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest gap a saga's instances wait on (0 for none)."))
-	handle(err)
+	telemetry.Unmade("saga", err)
 	return g
 }
 
@@ -78,7 +78,7 @@ func (r *Runner[S]) observeGauges() (done func()) {
 		i := &r.tel.gauges
 		reg, err := r.tel.meter.RegisterCallback(r.gaugeCallback, i.parked, i.held, i.gaps, i.gapAge, i.pending, i.overdue, i.unsent)
 		if err != nil {
-			handle(err)
+			telemetry.Unmade("saga", err)
 			return func() {}
 		}
 		g.reg = reg
@@ -89,7 +89,7 @@ func (r *Runner[S]) observeGauges() (done func()) {
 		defer g.mu.Unlock()
 		if g.runs--; g.runs == 0 {
 			if err := g.reg.Unregister(); err != nil {
-				handle(err)
+				telemetry.Unmade("saga", err)
 			}
 			g.reg = nil
 		}

@@ -2,11 +2,9 @@ package saga
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -78,28 +76,20 @@ func newSagaTelemetry(name string, commandTypes []string, store eventstore.Store
 	var err error
 	t.steps, err = meter.Int64Counter("cairn.saga.steps", metric.WithUnit("{message}"),
 		metric.WithDescription("Messages a saga's instances took, by what became of them."))
-	handle(err)
+	telemetry.Unmade("saga", err)
 	for o := handled; o <= parkedOut; o++ {
 		t.stepOptions[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(t.sagaType,
 			telemetry.OutcomeKey.String(Outcome(o).String())))}
 	}
 	t.sent, err = meter.Int64Counter("messaging.client.sent.messages", metric.WithUnit("{message}"),
 		metric.WithDescription("Commands a saga's outbox sent."))
-	handle(err)
+	telemetry.Unmade("saga", err)
 	t.sendTime, err = meter.Float64Histogram("messaging.client.operation.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of a saga's outbox sends."),
 		metric.WithExplicitBucketBoundaries(telemetry.MessagingDurationBuckets...))
-	handle(err)
+	telemetry.Unmade("saga", err)
 	t.gauges = newGaugeInstruments(meter, t.sagaType)
 	return t
-}
-
-// handle reports an instrument that could not be made; OpenTelemetry's
-// API hands back a no-op one, so the saga goes on.
-func handle(err error) {
-	if err != nil {
-		otel.Handle(fmt.Errorf("cairn saga telemetry: %w", err))
-	}
 }
 
 // counted counts one message that reached an outcome.

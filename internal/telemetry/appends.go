@@ -35,9 +35,7 @@ func NewAppends(tracer Tracer, meter metric.Meter, store any) *Appends {
 		metric.WithUnit("s"),
 		metric.WithDescription("Duration of appends to the event store."),
 		metric.WithExplicitBucketBoundaries(DBDurationBuckets...))
-	if err != nil {
-		otelHandle(err)
-	}
+	Unmade("append", err)
 	return &Appends{tracer: tracer, duration: duration, system: DBSystem(store)}
 }
 
@@ -156,8 +154,11 @@ func isWrapper(err error) bool {
 	return false
 }
 
-// otelHandle reports an instrument that could not be made; OpenTelemetry's
-// API then hands back a no-op instrument, so the component goes on.
-func otelHandle(err error) {
-	otel.Handle(fmt.Errorf("cairn telemetry: %w", err))
+// Unmade reports an instrument that component could not make, when err is
+// not nil: OpenTelemetry's API then hands back a no-op instrument, so the
+// component goes on without that metric.
+func Unmade(component string, err error) {
+	if err != nil {
+		otel.Handle(fmt.Errorf("cairn %s telemetry: %w", component, err))
+	}
 }

@@ -124,20 +124,7 @@ func newGraph(spans []Span) *graph {
 // picture whose messages shared a batch.
 func Picture(spans []Span, roots ...trace.SpanID) []Span {
 	g := newGraph(spans)
-	in := map[trace.SpanID]bool{}
-	var queue []trace.SpanID
-	add := func(id trace.SpanID) {
-		if _, ok := g.byID[id]; ok && !in[id] {
-			in[id] = true
-			queue = append(queue, id)
-		}
-	}
-	for _, r := range roots {
-		add(r)
-	}
-	for len(queue) > 0 {
-		id := queue[0]
-		queue = queue[1:]
+	in := g.walk(roots, func(id trace.SpanID, add func(trace.SpanID)) {
 		if len(g.byID[id].Links) <= 1 {
 			for _, c := range g.children[id] {
 				add(c)
@@ -151,7 +138,7 @@ func Picture(spans []Span, roots ...trace.SpanID) []Span {
 				add(d)
 			}
 		}
-	}
+	})
 	// The ancestors, for context.
 	for id := range in {
 		for p := g.byID[id].Parent; p.IsValid(); {
@@ -171,6 +158,25 @@ func Picture(spans []Span, roots ...trace.SpanID) []Span {
 // these spans).
 func Connected(spans []Span, roots ...trace.SpanID) []Span {
 	g := newGraph(spans)
+	return g.ordered(g.walk(roots, func(id trace.SpanID, add func(trace.SpanID)) {
+		s := g.byID[id]
+		add(s.Parent.SpanID())
+		for _, l := range s.Links {
+			add(l.SpanID())
+		}
+		for _, c := range g.children[id] {
+			add(c)
+		}
+		for _, l := range g.linkers[id] {
+			add(l)
+		}
+	}))
+}
+
+// walk returns the spans reached from roots, breadth first: next calls
+// add with the spans to go on to from each one reached. Spans not in the
+// graph are not reached.
+func (g *graph) walk(roots []trace.SpanID, next func(id trace.SpanID, add func(trace.SpanID))) map[trace.SpanID]bool {
 	in := map[trace.SpanID]bool{}
 	var queue []trace.SpanID
 	add := func(id trace.SpanID) {
@@ -185,19 +191,9 @@ func Connected(spans []Span, roots ...trace.SpanID) []Span {
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
-		s := g.byID[id]
-		add(s.Parent.SpanID())
-		for _, l := range s.Links {
-			add(l.SpanID())
-		}
-		for _, c := range g.children[id] {
-			add(c)
-		}
-		for _, l := range g.linkers[id] {
-			add(l)
-		}
+		next(id, add)
 	}
-	return g.ordered(in)
+	return in
 }
 
 func (g *graph) ordered(in map[trace.SpanID]bool) []Span {

@@ -10,22 +10,46 @@ import (
 )
 
 // priorOutcome is [busrepo.Repo.PriorOutcome]: the outcome of command
-// commandID in inst's stream, looked for without a bound.
+// commandID in inst's stream, exactly: what the instance does not
+// remember is asked of the store.
 func (r *Repository[T, PT]) priorOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (busrepo.Outcome, bool, error) {
-	out, found, _, err := r.lookup(ctx, inst, commandID, 0)
-	return out, found, err
+	if err := checkInstance(inst); err != nil {
+		return busrepo.Outcome{}, false, err
+	}
+	if commandID == "" || !inst.Exists {
+		return busrepo.Outcome{}, false, nil
+	}
+	base := inst.base
+	if first, ok := inst.remembers(commandID); ok {
+		out, found, err := r.readOutcome(ctx, inst.Stream, commandID, span{first: first, last: eventstore.End})
+		if err != nil || found {
+			return out, found, err
+		}
+		base = inst.Version + 1 // another command's ID has the same hash: ask the store
+	}
+	if base == 0 {
+		return busrepo.Outcome{}, false, nil
+	}
+	s, found, err := r.findBefore(ctx, inst.Stream, base, commandID)
+	if err != nil || !found {
+		return busrepo.Outcome{}, false, err
+	}
+	return r.readOutcome(ctx, inst.Stream, commandID, s)
 }
 
-// recentOutcome is [busrepo.Repo.RecentOutcome]: priorOutcome with the
-// scan of a store without a command index bounded by
-// [RepositoryOptions.ScanLimit].
+// recentOutcome is [busrepo.Repo.RecentOutcome]: the outcome of a command
+// the instance remembers, without asking the store about the others.
+//
+// A command the instance cannot answer for (its events would lie below
+// what it remembers: it was loaded from a snapshot, or has more commands
+// than it remembers) is reported as not found and not certain. That costs
+// nothing on the way of a new command, which is what such a command almost
+// always is: should it be an old one after all, the append of its decision
+// is refused, for the store finds the command's event IDs anywhere in the
+// stream (the eventstore.Store contract, which storetest checks), and the
+// bus then asks priorOutcome; a decision that appends nothing is never
+// returned before priorOutcome has said the command is new.
 func (r *Repository[T, PT]) recentOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (out busrepo.Outcome, found, certain bool, err error) {
-	return r.lookup(ctx, inst, commandID, r.scanLimit)
-}
-
-// lookup finds the outcome of command commandID, scanning at most limit
-// events of a store without a command index (zero: no limit).
-func (r *Repository[T, PT]) lookup(ctx context.Context, inst *Instance[T, PT], commandID string, limit int) (out busrepo.Outcome, found, certain bool, err error) {
 	if err := checkInstance(inst); err != nil {
 		return busrepo.Outcome{}, false, false, err
 	}
@@ -37,24 +61,9 @@ func (r *Repository[T, PT]) lookup(ctx context.Context, inst *Instance[T, PT], c
 		if err != nil || found {
 			return out, found, true, err
 		}
-		// Another command's ID has the same hash: ask the store.
-		return r.findOutcome(ctx, inst.Stream, inst.Version+1, commandID, limit)
+		return busrepo.Outcome{}, false, false, nil // a hash collision: only the store can tell
 	}
-	if inst.base == 0 {
-		return busrepo.Outcome{}, false, true, nil
-	}
-	return r.findOutcome(ctx, inst.Stream, inst.base, commandID, limit)
-}
-
-// findOutcome finds and reads the outcome of command commandID among the
-// events of stream below version base.
-func (r *Repository[T, PT]) findOutcome(ctx context.Context, stream string, base uint64, commandID string, limit int) (busrepo.Outcome, bool, bool, error) {
-	s, found, certain, err := r.findBefore(ctx, stream, base, commandID, limit)
-	if err != nil || !found {
-		return busrepo.Outcome{}, false, certain, err
-	}
-	out, found, err := r.readOutcome(ctx, stream, commandID, s)
-	return out, found, true, err
+	return busrepo.Outcome{}, false, inst.base == 0, nil
 }
 
 // readOutcome reads and decodes the events of command commandID, from
@@ -97,28 +106,23 @@ func (r *Repository[T, PT]) readOutcome(ctx context.Context, stream, commandID s
 }
 
 // findBefore finds the events of command commandID in stream at versions
-// below base. Without a command index it scans backward, and gives up
-// (certain false) after limit events that are not the command's, when
-// limit is positive.
-func (r *Repository[T, PT]) findBefore(ctx context.Context, stream string, base uint64, commandID string, limit int) (s span, found, certain bool, err error) {
+// below base: through the store's command index, or else by a backward
+// scan, down to the stream's first event when the command is not there.
+func (r *Repository[T, PT]) findBefore(ctx context.Context, stream string, base uint64, commandID string) (s span, found bool, err error) {
 	if idx, ok := r.store.(storekit.CommandIndex); ok {
 		r, found, err := idx.CommandResult(ctx, stream, commandID)
 		if err != nil || !found {
-			return span{}, false, true, err
+			return span{}, false, err
 		}
-		return span{first: r.FirstVersion, last: r.LastVersion}, true, true, nil
+		return span{first: r.FirstVersion, last: r.LastVersion}, true, nil
 	}
-	scanned := 0
 	for e, err := range r.store.ReadStream(ctx, stream, eventstore.Backward(base-1)) {
 		if err != nil {
-			return span{}, false, false, err
+			return span{}, false, err
 		}
 		if e.Metadata.CommandID != commandID {
 			if found {
 				break // one command's events are consecutive: one append
-			}
-			if scanned++; limit > 0 && scanned >= limit && e.Version > 0 {
-				return span{}, false, false, nil
 			}
 			continue
 		}
@@ -127,5 +131,5 @@ func (r *Repository[T, PT]) findBefore(ctx context.Context, stream string, base 
 		}
 		s.first, found = e.Version, true
 	}
-	return s, found, true, nil
+	return s, found, nil
 }

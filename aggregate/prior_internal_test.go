@@ -168,11 +168,12 @@ func (s *countingStore) ReadStream(ctx context.Context, stream string, opts even
 	}
 }
 
-// TestScanLimitBoundsTheLookup: without a command index, a new command on
-// an instance that remembers nothing below its base costs a read of the
-// whole stream below it; with ScanLimit, at most that many events, and the
-// answer says it is not certain.
-func TestScanLimitBoundsTheLookup(t *testing.T) {
+// TestRecentOutcomeNeverAsksTheStore: a new command on an instance that
+// remembers nothing below its base costs no read (the append's event-ID
+// check catches an old one), and the answer says it is not certain; a
+// remembered command is found; PriorOutcome is exact, reading the whole
+// stream below base of a store without a command index.
+func TestRecentOutcomeNeverAsksTheStore(t *testing.T) {
 	ctx := context.Background()
 	mem, reg, typ := noteSetup(t)
 	for c := range 100 {
@@ -181,27 +182,35 @@ func TestScanLimitBoundsTheLookup(t *testing.T) {
 		require.NoError(t, err)
 	}
 	store := &countingStore{Store: mem}
-	repo, err := NewRepository(store, reg, typ, RepositoryOptions{ScanLimit: 10})
+	repo, err := NewRepository(store, reg, typ, RepositoryOptions{})
 	require.NoError(t, err)
 	inst, err := repo.Load(ctx, "1")
 	require.NoError(t, err)
-	inst.commands, inst.next, inst.base = nil, 0, 100 // as if restored from a snapshot at version 99
 
 	store.read = 0
-	_, found, certain, err := repo.recentOutcome(ctx, inst, "new")
-	require.NoError(t, err)
-	assert.False(t, found)
-	assert.False(t, certain, "a scan that stopped at the limit cannot tell")
-	assert.Equal(t, 10, store.read, "events read")
-
 	out, found, certain, err := repo.recentOutcome(ctx, inst, "c95")
 	require.NoError(t, err)
-	assert.True(t, found && certain, "a command within the limit is found")
+	assert.True(t, found && certain, "a remembered command is found")
 	assert.Equal(t, uint64(95), out.FirstVersion)
+	_, found, certain, err = repo.recentOutcome(ctx, inst, "new")
+	require.NoError(t, err)
+	assert.True(t, !found && certain, "an instance that remembers every command knows a new one")
+
+	inst.commands, inst.next, inst.base = nil, 0, 100 // as if restored from a snapshot at version 99
+	store.read = 0
+	_, found, certain, err = repo.recentOutcome(ctx, inst, "new")
+	require.NoError(t, err)
+	assert.False(t, found)
+	assert.False(t, certain, "below what it remembers the instance cannot tell")
+	assert.Equal(t, 0, store.read, "events read")
 
 	store.read = 0
 	_, found, err = repo.priorOutcome(ctx, inst, "new")
 	require.NoError(t, err)
 	assert.False(t, found)
 	assert.Equal(t, 100, store.read, "PriorOutcome is exact: it reads the whole stream below base")
+	out, found, err = repo.priorOutcome(ctx, inst, "c7")
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, uint64(7), out.FirstVersion)
 }

@@ -34,21 +34,14 @@ type RepositoryOptions struct {
 	// service installs an SDK.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
-	// ScanLimit bounds how many events the command bus's lookup of a
-	// command's earlier outcome reads backward when the store has no
-	// [storekit.CommandIndex] and the instance does not remember the
-	// command (an instance remembers its last 1,024 commands). Zero means
-	// no bound: the lookup is exact, and a new command on an aggregate
-	// that was loaded from a snapshot, or has more than 1,024 commands,
-	// reads the stream down to its first event.
+	// ScanLimit is ignored.
 	//
-	// A bound makes that lookup inexact for older commands, so set it only
-	// on a store whose Append finds a command's event IDs anywhere in the
-	// stream, as the Store contract requires (storetest checks it): a
-	// redelivered command beyond the bound is then decided again, its
-	// append is refused (its event IDs derive from the command ID), and the
-	// command bus looks again without the bound. A store that checks only
-	// recent event IDs would store such a command twice.
+	// Deprecated: the command bus no longer asks the store whether a new
+	// command is an old one: when the instance does not remember it, the
+	// append of its decision is refused should its events be stored
+	// anywhere in the stream (the [eventstore.Store] contract), and only
+	// then, or before returning a decision that appends nothing, does the
+	// bus look, without a bound. There is nothing left to bound.
 	ScanLimit int
 }
 
@@ -65,8 +58,6 @@ type Repository[T any, PT Root[T]] struct {
 	// appends traces and times every append: Save's, and the command
 	// bus's saves and recorded rejections.
 	appends *telemetry.Appends
-
-	scanLimit int
 }
 
 // NewRepository returns the repository of typ's instances in store, decoding
@@ -87,7 +78,7 @@ func NewRepository[T any, PT Root[T]](store eventstore.Store, reg *codec.Registr
 	if err := reg.Validate(); err != nil {
 		return nil, &TypeError{Name: typ.name, Err: err, Reason: "its codec registry is not set up right: " + err.Error()}
 	}
-	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: telemetry.Logger(opts.Logger), seed: maphash.MakeSeed(), scanLimit: max(opts.ScanLimit, 0),
+	r := &Repository[T, PT]{store: store, reg: reg, typ: typ, snaps: opts.Snapshots, log: telemetry.Logger(opts.Logger), seed: maphash.MakeSeed(),
 		appends: telemetry.NewAppends(telemetry.NewTracer(opts.TracerProvider), telemetry.Meter(opts.MeterProvider), store)}
 	if r.snaps == nil {
 		r.snaps, _ = store.(storekit.SnapshotStore)

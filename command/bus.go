@@ -53,12 +53,10 @@ type Options struct {
 	// them. Nil means the event store itself when it implements
 	// [storekit.SnapshotStore], else no snapshots.
 	Snapshots storekit.SnapshotStore
-	// ScanLimit bounds the backward scan that looks for a command's
-	// earlier events in a store without an [storekit.CommandIndex]; zero
-	// means none, an exact answer at the cost of reading an aggregate's
-	// whole stream for each new command once it is loaded from a snapshot
-	// or has more commands than it remembers. See
-	// [aggregate.RepositoryOptions.ScanLimit] for when a bound is safe.
+	// ScanLimit is ignored.
+	//
+	// Deprecated: see [aggregate.RepositoryOptions.ScanLimit]: the bus no
+	// longer reads the stream to tell a new command from an old one.
 	ScanLimit int
 	// Middleware wraps every dispatch, the first outermost.
 	Middleware []Middleware

@@ -17,6 +17,12 @@
 //     ID again and decides again, a bounded number of times with jittered
 //     backoff. Two processes racing on one command ID therefore end with one
 //     effect: the loser finds the winner's events.
+//   - The bus keeps the aggregates it loaded (Options.CacheSize) and decides
+//     on a cached state without reading the stream first: the append's
+//     version check catches a state that another process has moved past. A
+//     decision that appends nothing (a rejection, an accepted no-op) has no
+//     such check, so the bus brings the cached state up to date with the
+//     stream and decides again before it returns one.
 //   - A rejection writes nothing, so a command ID that comes back is decided
 //     again. A sender that needs one final outcome per command ID (a saga's
 //     outbox) sets Message.RecordRejection: the rejection is then appended

@@ -59,7 +59,7 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 	}
 	r := b.repos[typ]
 	if r == nil {
-		repo, err := aggregate.NewRepository(b.store, b.reg, typ, aggregate.RepositoryOptions{Snapshots: b.opts.Snapshots, Logger: b.log, ScanLimit: b.opts.ScanLimit,
+		repo, err := aggregate.NewRepository(b.store, b.reg, typ, aggregate.RepositoryOptions{Snapshots: b.opts.Snapshots, Logger: b.log,
 			TracerProvider: b.opts.TracerProvider, MeterProvider: b.opts.MeterProvider})
 		if err != nil {
 			return err
@@ -108,12 +108,15 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 	if md.CausationID == "" {
 		md.CausationID = msg.ID
 	}
-	// exact is set once a lookup bounded by Options.ScanLimit could not
-	// tell and an append was then refused: the command may be an old one.
-	exact := false
+	// exact is set once the instance could not tell whether the command
+	// is new and an append was then refused: the command may be an old one,
+	// whose events the store found by their IDs.
+	// refresh is set once a decision on a cached instance appended
+	// nothing: the next one is made on the stream as it is.
+	exact, refresh := false, false
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
-		inst, err := r.tracedLoad(ctx, b, ct.tel, id, stream)
+		inst, current, err := r.tracedLoad(ctx, b, ct.tel, id, stream, refresh)
 		if err != nil {
 			return res, err
 		}
@@ -133,10 +136,23 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		}
 		events, err := r.decide(ctx, b, ct.tel, inst, msg.Command)
 		hit(failpoint.BusAfterDecide)
+		if !current && appendsNothing(msg, events, err) {
+			// The cached state may be one that another process has moved
+			// past. A decision that appends is checked by the append's
+			// expected version; this one is not, so it is made again on
+			// the stream as it is. A Handle that panicked may also have
+			// left the cached state half-changed: it is loaded anew.
+			if errors.Is(err, aggregate.ErrPanicked) {
+				b.cache.Evict(stream)
+			}
+			refresh = true
+			attempt-- // deciding again on current state is not a retry
+			continue
+		}
 		if !certain && (err != nil || len(events) == 0) {
 			// A rejection or a no-op appends nothing, so no store would
-			// refuse it: look without the bound before returning it, for
-			// the command may have produced events long ago.
+			// refuse it: ask the store before returning it, for the
+			// command may have produced events long ago.
 			if prior, found, perr := r.bus.PriorOutcome(ctx, inst, msg.ID); perr != nil || found {
 				b.cache.Evict(stream) // Handle may have panicked half-way
 				if perr != nil {
@@ -194,8 +210,8 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		if !errors.Is(err, eventstore.ErrWrongVersion) && !errors.Is(err, eventstore.ErrEventIDConflict) {
 			return res, err
 		}
-		// Beyond the scan limit, a refusal may be the store finding the
-		// command's own event IDs: the next attempt looks without the bound.
+		// When the instance could not tell, a refusal may be the store
+		// finding the command's own event IDs: the next attempt asks it.
 		exact = exact || !certain
 		if attempt >= b.opts.Retry.Attempts {
 			return res, &ContentionError{Stream: stream, CommandID: msg.ID, Attempts: attempt, Err: err}
@@ -221,32 +237,50 @@ func aggregateID(cmd Command) (id string, err error) {
 	return cmd.AggregateID(), nil
 }
 
+// appendsNothing reports whether a decision leaves the stream as it is,
+// so that no version check would reveal that it was made on a stale state:
+// a rejection that is not recorded, an accepted no-op, or a panic.
+func appendsNothing(msg *Message, events []any, err error) bool {
+	if err != nil {
+		return !msg.RecordRejection || errors.Is(err, aggregate.ErrPanicked)
+	}
+	return len(events) == 0
+}
+
 // tracedLoad is load, under a `load {aggregate}` span while the dispatch
 // records.
-func (r *typedRoute[T, PT]) tracedLoad(ctx context.Context, b *Bus, tel *commandTelemetry, id, stream string) (*aggregate.Instance[T, PT], error) {
+func (r *typedRoute[T, PT]) tracedLoad(ctx context.Context, b *Bus, tel *commandTelemetry, id, stream string, refresh bool) (inst *aggregate.Instance[T, PT], current bool, err error) {
 	lctx, span := b.tel.child(ctx, tel.loadName)
-	inst, cached, err := r.load(lctx, b, id, stream)
+	inst, cached, current, err := r.load(lctx, b, id, stream, refresh)
 	if span != nil {
 		span.SetAttributes(telemetry.StreamKey.String(stream), telemetry.CachedKey.Bool(cached))
 	}
 	endChild(span, err)
-	return inst, err
+	return inst, current, err
 }
 
-// load returns the cached instance of stream, brought up to date with the
-// events others appended since, or loads it; cached says which.
-func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string) (inst *aggregate.Instance[T, PT], cached bool, err error) {
+// load returns the cached instance of stream, or loads it; cached says
+// which. A cached instance is brought up to date with the events others
+// appended since only when refresh is set; current reports whether inst
+// is the stream as it is now, loaded or refreshed. The bus decides on a
+// cached state as it is, for the append of a decision expects its version
+// and fails when the stream has moved on (see appendsNothing for the
+// decisions that append nothing).
+func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string, refresh bool) (inst *aggregate.Instance[T, PT], cached, current bool, err error) {
 	held, _ := b.cache.Get(stream)
 	if inst, ok := held.(*aggregate.Instance[T, PT]); ok {
+		if !refresh {
+			return inst, true, false, nil
+		}
 		fresh, err := r.bus.Refresh(ctx, inst)
 		if err != nil {
 			b.cache.Evict(stream) // partly refreshed: no longer a state of the stream
-			return nil, true, err
+			return nil, true, false, err
 		}
-		return fresh, true, nil
+		return fresh, true, true, nil
 	}
 	inst, err = r.repo.Load(ctx, id)
-	return inst, false, err
+	return inst, false, true, err
 }
 
 // decide lets inst decide cmd, under a `decide {command type}` span while

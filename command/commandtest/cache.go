@@ -12,6 +12,9 @@ import (
 var cacheTests = []test{
 	{"StaleCacheNeverDecides", testStaleCache},
 	{"StaleCacheFindsOthersCommands", testStaleCacheDuplicate},
+	{"StaleCacheNoOpIsDecidedAgain", testStaleCacheNoOp},
+	{"StaleCacheDecisionIsNeverStored", testStaleCacheDecision},
+	{"StaleCacheRecordedRejectionIsNeverStored", testStaleCacheRecordedRejection},
 }
 
 // testStaleCache has two buses (two deployments) share a store, each with
@@ -57,4 +60,53 @@ func testStaleCacheDuplicate(t testing.TB, e *env) {
 	check.Equal(t, again.Version, applied.Version)
 	check.Equal(t, again.Events, applied.Events)
 	check.Equal(t, e.load(id).Count, 6)
+}
+
+// staleBlue has blue cache a counter at 1 and green move it to 2 behind
+// blue's back.
+func staleBlue(t testing.TB, e *env, name string) (blue *command.Bus, id string) {
+	ctx := context.Background()
+	blue, green := e.bus(command.Options{}, 0), e.bus(command.Options{}, 0)
+	id = e.id(name)
+	_, err := blue.Dispatch(ctx, command.Message{ID: "c1", Command: Increment{ID: id}})
+	check.NoError(t, err)
+	_, err = green.Dispatch(ctx, command.Message{ID: "c2", Command: Increment{ID: id}})
+	check.NoError(t, err)
+	return blue, id
+}
+
+// testStaleCacheNoOp: a decision that the cached state accepts as a no-op
+// appends nothing, so no version check would catch it; the bus must make
+// it again on the stream as it is, which refuses it.
+func testStaleCacheNoOp(t testing.TB, e *env) {
+	blue, id := staleBlue(t, e, "stale-noop")
+	res, err := blue.Dispatch(context.Background(), command.Message{ID: "c3", Command: CheckCount{ID: id, Want: 1}})
+	check.ErrorIs(t, err, ErrWrongCount, "the count is 2, whatever blue's cache held")
+	check.True(t, res.Rejected)
+	check.Equal(t, res.Attempts, 1, "deciding again on the refreshed state is not a retry")
+}
+
+// testStaleCacheDecision: a decision on the cached state that appends is
+// refused by its expected version, and decided again on the stream as it
+// is: IncrementAt{At: 1} would add to a count of 1, but the count is 2.
+func testStaleCacheDecision(t testing.TB, e *env) {
+	blue, id := staleBlue(t, e, "stale-decision")
+	res, err := blue.Dispatch(context.Background(), command.Message{ID: "c3", Command: IncrementAt{ID: id, At: 1}})
+	check.ErrorIs(t, err, ErrWrongCount)
+	check.Equal(t, res.Attempts, 2, "the stale decision's append met a version conflict")
+	check.Equal(t, e.load(id).Count, 2, "nothing of the stale decision was stored")
+}
+
+// testStaleCacheRecordedRejection: a rejection that is recorded appends,
+// so it too is caught by its expected version: on the stream as it is the
+// command is accepted, and no rejection is stored.
+func testStaleCacheRecordedRejection(t testing.TB, e *env) {
+	blue, id := staleBlue(t, e, "stale-recorded")
+	ctx := context.Background()
+	res, err := blue.Dispatch(ctx, command.Message{ID: "c3", Command: CheckCount{ID: id, Want: 2}, RecordRejection: true})
+	check.NoError(t, err, "the count is 2: accepted, never a recorded rejection made on the cached 1")
+	check.True(t, !res.Rejected)
+	again, err := blue.Dispatch(ctx, command.Message{ID: "c3", Command: CheckCount{ID: id, Want: 2}, RecordRejection: true})
+	check.NoError(t, err, "no rejection was recorded for c3")
+	check.True(t, !again.Rejected)
 }

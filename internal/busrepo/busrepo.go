@@ -32,11 +32,13 @@ import (
 type Repo[I any] interface {
 	// Refresh brings inst up to date with its stream: it applies the
 	// events appended since inst was loaded or saved, by another process
-	// or another bus. A cache of instances calls it before each use, so
-	// that a command is never decided, and never rejected, on a state
-	// that others have moved past: a rejection appends nothing, so no
-	// version conflict would reveal it. Usually the stream has no new
-	// event, and Refresh costs one short read.
+	// or another bus. A cache of instances calls it when a decision made on
+	// a cached instance appends nothing (a rejection, an accepted no-op),
+	// and decides again: no version conflict would reveal that such a
+	// decision was made on a state that others have moved past. A
+	// decision that appends needs no refresh: its append expects the
+	// instance's version. Usually the stream has no new event, and
+	// Refresh costs one short read.
 	//
 	// inst is updated in place and returned. On error inst must be
 	// discarded; should its stream have been deleted and recreated,
@@ -58,12 +60,15 @@ type Repo[I any] interface {
 	// the same values the first dispatch returned (after upcasting).
 	PriorOutcome(ctx context.Context, inst I, commandID string) (Outcome, bool, error)
 
-	// RecentOutcome is PriorOutcome with the scan of a store without a
-	// command index bounded by aggregate.RepositoryOptions.ScanLimit. When
-	// the scan stops at the limit without finding the command, certain is
-	// false: the command may still have produced events further back, and
-	// only PriorOutcome can tell. With a command index, or no limit, the
-	// answer is always certain.
+	// RecentOutcome is PriorOutcome answered from what the instance
+	// remembers, never from the store: a command it cannot answer for
+	// (below a snapshot, or forgotten) is reported not found and, unlike
+	// a command that is certainly new, not certain. The caller must then
+	// not return a decision that appends nothing before PriorOutcome has
+	// said the command is new; a decision that appends is safe, for the
+	// store refuses the events of a command it holds anywhere in the
+	// stream (their IDs derive from the command ID), and then PriorOutcome
+	// finds its outcome.
 	RecentOutcome(ctx context.Context, inst I, commandID string) (out Outcome, found, certain bool, err error)
 
 	// Save is aggregate.Repository.Save, recording opts.CommandType with

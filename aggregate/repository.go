@@ -202,8 +202,23 @@ func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, bu
 			}
 		}
 	}
+	applied(inst, e)
+	return buf, nil
+}
+
+// applyValue applies to inst the value v of the stored event e, which
+// decoding e would give (see [codec.Registry.RoundTrip]).
+func applyValue[T any, PT Root[T]](inst *Instance[T, PT], e *eventstore.Event, v any) error {
+	if err := inst.apply(v); err != nil {
+		return &ApplyError{Stream: e.StreamID, Version: e.Version, Type: e.Type, SchemaVersion: e.SchemaVersion, Err: err}
+	}
+	applied(inst, e)
+	return nil
+}
+
+// applied moves inst to the stored event e, which it has applied.
+func applied[T any, PT Root[T]](inst *Instance[T, PT], e *eventstore.Event) {
 	inst.Version, inst.Exists = e.Version, true
 	inst.sinceSnapshot++
 	inst.track(e.Metadata.CommandID, e.Version)
-	return buf, nil
 }

@@ -82,7 +82,9 @@ type Outcome struct {
 
 // Save appends events to inst's stream, expecting inst's version, and on
 // success applies them to inst, as decoded from what was appended, so that
-// the state is the one a replay builds. Nothing is appended for no events.
+// the state is the one a replay builds (the codec spares the decoding when
+// it knows the decoded value is the one given: see
+// [codec.Registry.RoundTrip]). Nothing is appended for no events.
 // The command bus (package command) does this for every command, after
 // looking for the command's earlier outcome; Save is for code that
 // decides outside the bus, such as a migration or a test's set-up.
@@ -180,13 +182,20 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 	var buf []codec.Decoded
 	for i := range data {
 		e := eventstore.Event{EventData: data[i], StreamID: inst.Stream, Version: res.FirstVersion + uint64(i)}
-		if buf, err = r.apply(inst, &e, buf[:0]); err != nil {
+		// What a replay applies is the stored event decoded: the value in
+		// hand when the codec knows the two are equal, else the decoding.
+		if v, exact := r.reg.RoundTrip(events[i]); exact {
+			err = applyValue(inst, &e, v)
+			out.Events = append(out.Events, v)
+		} else if buf, err = r.apply(inst, &e, buf[:0]); err == nil {
+			for _, d := range buf {
+				out.Events = append(out.Events, d.Value)
+			}
+		}
+		if err != nil {
 			r.log.ErrorContext(ctx, "aggregate: stored events that the aggregate cannot apply",
 				slog.String(telemetry.LogStream, inst.Stream), slog.Uint64(telemetry.LogVersion, e.Version), slog.Any(telemetry.LogError, err))
 			return out, err
-		}
-		for _, d := range buf {
-			out.Events = append(out.Events, d.Value)
 		}
 	}
 	r.maybeSnapshot(ctx, inst)

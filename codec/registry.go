@@ -58,6 +58,11 @@ type entry struct {
 	decode func(data []byte) (any, error)
 	// encode marshals a T or a non-nil *T.
 	encode func(v any) ([]byte, error)
+	// exact reports that a T comes back from the serializer as it went
+	// in, provided that strings, when not nil, accepts it (see
+	// [Registry.RoundTrip]).
+	exact   bool
+	strings func(reflect.Value) bool
 }
 
 // NewRegistry returns an empty registry.
@@ -144,6 +149,10 @@ func Register[T any](r *Registry, name string, version uint32) error {
 			}
 			return nil, fmt.Errorf("%T is not %s", v, goType) // unreachable: looked up by type
 		},
+	}
+	switch ser.(type) {
+	case JSON, *JSON:
+		e.exact, e.strings = exactJSON(goType)
 	}
 	r.byName[name] = e
 	r.byType[goType] = e

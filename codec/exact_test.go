@@ -1,0 +1,217 @@
+package codec_test
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand"
+	"reflect"
+	"testing"
+	"testing/quick"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// Types whose JSON round trip is exact.
+type (
+	exactFlat struct {
+		Amount  int     `json:"amount"`
+		Small   int8    `json:"small,omitempty"`
+		Big     uint64  `json:"big"`
+		Ratio   float64 `json:"ratio"`
+		Half    float32
+		Done    bool   `json:",omitempty"`
+		Note    string `json:"note"`
+		Quoted  int    `json:"quoted,string"`
+		Dash    string `json:"-,"`
+		private struct{} // zero-size, unexported: refused (see exactUnexported)
+	}
+	exactNested struct {
+		Label  string        `json:"label"`
+		Inner  exactInner    `json:"inner"`
+		Grid   [2][3]int     `json:"grid"`
+		Names  [2]string     `json:"names"`
+		Inners [2]exactInner `json:"inners"`
+	}
+	exactInner struct {
+		Code string `json:"code"`
+		N    uint16 `json:"n"`
+	}
+	exactScalar string
+)
+
+// Types whose round trip is not known to be exact, each for its reason.
+type (
+	withTime     struct{ At time.Time }
+	withSlice    struct{ Items []int }
+	withMap      struct{ Tags map[string]string }
+	withPointer  struct{ N *int }
+	withAny      struct{ V any }
+	withHidden   struct{ n int }
+	withDropped  struct {
+		N int `json:"-"`
+	}
+	withEmbedded struct{ exactInner }
+	withClash    struct {
+		A int `json:"x"`
+		B int `json:"X"`
+	}
+	withOddName struct {
+		A int `json:"a b"`
+	}
+	withOwnJSON  struct{ N int }
+	withOwnText  struct{ N int }
+	innerOwnJSON struct{ In withOwnJSON }
+	withComplex  struct{ C complex128 }
+	exactUnexported = exactFlat
+)
+
+func (withOwnJSON) MarshalJSON() ([]byte, error)  { return []byte(`{"N":1}`), nil }
+func (*withOwnText) UnmarshalText(b []byte) error { return nil }
+
+func roundTripRegistry(t testing.TB, opts codec.Options) *codec.Registry {
+	t.Helper()
+	reg := codec.NewRegistry(opts)
+	require.NoError(t, codec.Register[exactFlatNoPrivate](reg, "t.flat", 1))
+	require.NoError(t, codec.Register[exactNested](reg, "t.nested", 2))
+	require.NoError(t, codec.Register[exactScalar](reg, "t.scalar", 1))
+	require.NoError(t, codec.Register[exactFlat](reg, "t.private", 1))
+	require.NoError(t, codec.Register[withTime](reg, "t.time", 1))
+	require.NoError(t, codec.Register[withSlice](reg, "t.slice", 1))
+	require.NoError(t, codec.Register[withMap](reg, "t.map", 1))
+	require.NoError(t, codec.Register[withPointer](reg, "t.pointer", 1))
+	require.NoError(t, codec.Register[withAny](reg, "t.any", 1))
+	require.NoError(t, codec.Register[withHidden](reg, "t.hidden", 1))
+	require.NoError(t, codec.Register[withDropped](reg, "t.dropped", 1))
+	require.NoError(t, codec.Register[withEmbedded](reg, "t.embedded", 1))
+	require.NoError(t, codec.Register[withClash](reg, "t.clash", 1))
+	require.NoError(t, codec.Register[withOddName](reg, "t.oddname", 1))
+	require.NoError(t, codec.Register[withOwnJSON](reg, "t.ownjson", 1))
+	require.NoError(t, codec.Register[withOwnText](reg, "t.owntext", 1))
+	require.NoError(t, codec.Register[innerOwnJSON](reg, "t.innerownjson", 1))
+	require.NoError(t, codec.Register[withComplex](reg, "t.complex", 1))
+	require.NoError(t, reg.Validate())
+	return reg
+}
+
+type exactFlatNoPrivate struct {
+	Amount int     `json:"amount"`
+	Small  int8    `json:"small,omitempty"`
+	Big    uint64  `json:"big"`
+	Ratio  float64 `json:"ratio"`
+	Half   float32
+	Done   bool   `json:",omitempty"`
+	Note   string `json:"note"`
+	Quoted int    `json:"quoted,string"`
+	Dash   string `json:"-,"`
+}
+
+// decodeOf encodes v and decodes it back, as a save and a replay would.
+func decodeOf(t testing.TB, reg *codec.Registry, v any) any {
+	t.Helper()
+	data, err := reg.Encode(v)
+	require.NoError(t, err)
+	ds, err := reg.Decode(eventstore.Event{EventData: data, StreamID: "s", Version: 0})
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	return ds[0].Value
+}
+
+// TestRoundTripIsTheDecodedValue: whenever RoundTrip answers, its value is
+// the one decoding the encoding gives, for random values of every exact
+// type (testing/quick), pointers to them included.
+func TestRoundTripIsTheDecodedValue(t *testing.T) {
+	reg := roundTripRegistry(t, codec.Options{})
+	cfg := &quick.Config{MaxCount: 2000, Rand: rand.New(rand.NewSource(1))}
+	for _, typ := range []reflect.Type{reflect.TypeFor[exactFlatNoPrivate](), reflect.TypeFor[exactNested](), reflect.TypeFor[exactScalar]()} {
+		t.Run(typ.Name(), func(t *testing.T) {
+			answered := 0
+			check := func(v any) bool {
+				got, ok := reg.RoundTrip(v)
+				if !ok {
+					return true
+				}
+				answered++
+				return assert.Equal(t, decodeOf(t, reg, v), got) && assert.Equal(t, reflect.TypeOf(got), typ)
+			}
+			for range cfg.MaxCount {
+				rv, ok := quick.Value(typ, cfg.Rand)
+				require.True(t, ok)
+				if f, isFlat := rv.Interface().(exactFlatNoPrivate); isFlat && (math.IsNaN(f.Ratio) || math.IsInf(f.Ratio, 0)) {
+					continue // not encodable at all
+				}
+				require.True(t, check(rv.Interface()))
+				ptr := reflect.New(typ)
+				ptr.Elem().Set(rv)
+				require.True(t, check(ptr.Interface()), "a *T round-trips to the T")
+			}
+			assert.Equal(t, 2*cfg.MaxCount, answered, "every valid value of an exact type is answered for")
+		})
+	}
+}
+
+// TestRoundTripRefusesWhatItCannotKnow: types whose decoded values differ
+// from (or share memory with) what was encoded, values with invalid
+// UTF-8, other serializers, and values that are not registered.
+func TestRoundTripRefusesWhatItCannotKnow(t *testing.T) {
+	reg := roundTripRegistry(t, codec.Options{})
+	n := 1
+	for _, v := range []any{
+		exactFlat{}, withTime{At: time.Now()}, withSlice{}, withMap{}, withPointer{N: &n}, withAny{V: 1}, withHidden{n: 1},
+		withDropped{N: 1}, withEmbedded{}, withClash{A: 1, B: 2}, withOddName{}, withOwnJSON{}, withOwnText{},
+		innerOwnJSON{}, withComplex{},
+		exactFlatNoPrivate{Note: "bad \xff byte"}, exactNested{Inners: [2]exactInner{{Code: "\xc3"}}}, exactScalar("\xed\xa0\x80"),
+		(*exactFlatNoPrivate)(nil), 42, nil,
+	} {
+		_, ok := reg.RoundTrip(v)
+		assert.False(t, ok, "%T %v", v, v)
+	}
+	// Each refusal is a real loss: the decoded value differs.
+	for _, v := range []any{withTime{At: time.Now()}, withHidden{n: 1}, withDropped{N: 1}, exactFlatNoPrivate{Note: "bad \xff byte"}} {
+		assert.NotEqual(t, v, decodeOf(t, reg, v), "%T", v)
+	}
+
+	other := roundTripRegistry(t, codec.Options{Serializer: indentJSON{}})
+	_, ok := other.RoundTrip(exactFlatNoPrivate{Amount: 1})
+	assert.False(t, ok, "only the default JSON serializer's round trip is known")
+
+	unfrozen := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[exactFlatNoPrivate](unfrozen, "t.flat", 1))
+	_, ok = unfrozen.RoundTrip(exactFlatNoPrivate{})
+	assert.False(t, ok, "a registry that is not validated answers nothing")
+}
+
+type indentJSON struct{}
+
+func (indentJSON) Marshal(v any) ([]byte, error)      { return json.MarshalIndent(v, "", " ") }
+func (indentJSON) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// FuzzRoundTripExact: for any field values that encode, RoundTrip answers with
+// exactly the decoded value, or not at all (invalid UTF-8).
+func FuzzRoundTripExact(f *testing.F) {
+	f.Add(int64(1), uint64(2), 0.5, "note", "code", true)
+	f.Add(int64(math.MinInt64), uint64(math.MaxUint64), math.Copysign(0, -1), "\xff", "\u2028<&>", false)
+	f.Add(int64(0), uint64(0), 1e308, "", "\ufffd", true)
+	reg := roundTripRegistry(f, codec.Options{})
+	f.Fuzz(func(t *testing.T, i int64, u uint64, x float64, s1, s2 string, b bool) {
+		v := exactNested{Label: s1, Inner: exactInner{Code: s2, N: uint16(u)}, Grid: [2][3]int{{int(i)}}, Names: [2]string{s2, s1}}
+		flat := exactFlatNoPrivate{Amount: int(i), Big: u, Ratio: x, Half: float32(x), Done: b, Note: s1, Dash: s2, Quoted: int(i)}
+		for _, v := range []any{v, flat} {
+			data, err := reg.Encode(v)
+			if err != nil {
+				continue // NaN or infinity: nothing is saved, so nothing applied
+			}
+			got, ok := reg.RoundTrip(v)
+			if !ok {
+				continue
+			}
+			ds, err := reg.Decode(eventstore.Event{EventData: data, StreamID: "s"})
+			require.NoError(t, err)
+			require.Equal(t, ds[0].Value, got)
+		}
+	})
+}

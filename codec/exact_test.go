@@ -24,10 +24,10 @@ type (
 		Big     uint64  `json:"big"`
 		Ratio   float64 `json:"ratio"`
 		Half    float32
-		Done    bool   `json:",omitempty"`
-		Note    string `json:"note"`
-		Quoted  int    `json:"quoted,string"`
-		Dash    string `json:"-,"`
+		Done    bool     `json:",omitempty"`
+		Note    string   `json:"note"`
+		Quoted  int      `json:"quoted,string"`
+		Dash    string   `json:"-,"`
 		private struct{} // zero-size, unexported: refused (see exactUnexported)
 	}
 	exactNested struct {
@@ -46,13 +46,13 @@ type (
 
 // Types whose round trip is not known to be exact, each for its reason.
 type (
-	withTime     struct{ At time.Time }
-	withSlice    struct{ Items []int }
-	withMap      struct{ Tags map[string]string }
-	withPointer  struct{ N *int }
-	withAny      struct{ V any }
-	withHidden   struct{ n int }
-	withDropped  struct {
+	withTime    struct{ At time.Time }
+	withSlice   struct{ Items []int }
+	withMap     struct{ Tags map[string]string }
+	withPointer struct{ N *int }
+	withAny     struct{ V any }
+	withHidden  struct{ n int }
+	withDropped struct {
 		N int `json:"-"`
 	}
 	withEmbedded struct{ exactInner }
@@ -63,10 +63,10 @@ type (
 	withOddName struct {
 		A int `json:"a b"`
 	}
-	withOwnJSON  struct{ N int }
-	withOwnText  struct{ N int }
-	innerOwnJSON struct{ In withOwnJSON }
-	withComplex  struct{ C complex128 }
+	withOwnJSON     struct{ N int }
+	withOwnText     struct{ N int }
+	innerOwnJSON    struct{ In withOwnJSON }
+	withComplex     struct{ C complex128 }
 	exactUnexported = exactFlat
 )
 

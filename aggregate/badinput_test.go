@@ -69,6 +69,8 @@ func TestBadAggregateIDs(t *testing.T) {
 	for _, id := range []string{"", "a\x00", "a\xff", strings.Repeat("i", 600), strings.Repeat("i", 4<<20)} {
 		_, err := repo.Load(context.Background(), id)
 		check.Invalid(t, err, "aggregate ID", "Load")
+		_, err = repo.New(id)
+		check.Invalid(t, err, "aggregate ID", "New")
 		check.Invalid(t, typ.ValidateID(id), "aggregate ID", "ValidateID")
 	}
 	require.NoError(t, typ.ValidateID("ok"))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
+	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 )
 
@@ -34,6 +35,32 @@ func ExampleRepository() {
 	// Output:
 	// [{5}] 0 <nil>
 	// tally-7 0 5
+}
+
+// New starts an aggregate the caller knows to be new without reading the
+// store; should its stream exist after all, the save is refused.
+func ExampleRepository_New() {
+	ctx := context.Background()
+	store := memory.New()
+	defer store.Close()
+	reg := codec.NewRegistry(codec.Options{})
+	_ = codec.Register[Added](reg, "tally.added", 1)
+	tallies, _ := aggregate.NewType[Tally]("tally", aggregate.Options[Tally]{},
+		aggregate.Handles((*Tally).add), aggregate.Applies((*Tally).added))
+	repo, _ := aggregate.NewRepository(store, reg, tallies, aggregate.RepositoryOptions{})
+
+	inst, _ := repo.New("8")
+	events, _ := inst.Handle(ctx, Add{N: 3})
+	out, err := repo.Save(ctx, inst, events, aggregate.SaveOptions{})
+	fmt.Println(out.LastVersion, err)
+
+	again, _ := repo.New("8") // it exists now
+	events, _ = again.Handle(ctx, Add{N: 1})
+	_, err = repo.Save(ctx, again, events, aggregate.SaveOptions{})
+	fmt.Println(errors.Is(err, eventstore.ErrWrongVersion))
+	// Output:
+	// 0 <nil>
+	// true
 }
 
 // Cart is an aggregate in the typed style: one method per command it

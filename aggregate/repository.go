@@ -126,6 +126,20 @@ func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, P
 	return r.replay(ctx, r.empty(id, stream))
 }
 
+// New returns a new instance of aggregate id, with no events, without
+// asking the store: for an aggregate the caller is creating. Its Save
+// expects the stream not to exist, so that should it exist after all, the
+// save appends nothing and fails with an [*eventstore.WrongVersionError]
+// (Load the aggregate then). Load costs a read and answers either way;
+// New spares it where the caller knows the aggregate is new, such as one
+// whose ID it has just made up.
+func (r *Repository[T, PT]) New(id string) (*Instance[T, PT], error) {
+	if err := r.typ.ValidateID(id); err != nil {
+		return nil, err
+	}
+	return r.empty(id, r.typ.Stream(id)), nil
+}
+
 // refresh is [busrepo.Repo.Refresh]: it applies the events appended to
 // inst's stream since inst was loaded or saved.
 func (r *Repository[T, PT]) refresh(ctx context.Context, inst *Instance[T, PT]) (*Instance[T, PT], error) {

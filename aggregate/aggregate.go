@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/clip"
+	"github.com/cairn-es/cairn/internal/names"
 )
 
 // Aggregate is what the pointer to a user's aggregate struct may implement
@@ -129,6 +131,11 @@ func (t *Type[T, PT]) ID(stream string) (string, bool) {
 // the "stream name" that the store would report, since the ID is what the
 // caller chose.
 func (t *Type[T, PT]) ValidateID(id string) error {
+	// NewType checked that the name makes valid stream names: with a valid
+	// ID appended after "-", the stream name is valid if it is not too long.
+	if id != "" && len(t.name)+1+len(id) <= names.MaxStreamLen && utf8.ValidString(id) && !strings.ContainsFunc(id, names.IsControl) {
+		return nil
+	}
 	stream := t.Stream(id)
 	bad := func(reason string) error {
 		return &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "aggregate ID", Reason: reason}

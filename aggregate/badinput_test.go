@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/check"
 )
 
@@ -82,4 +83,17 @@ func TestTypeErrorsStayShort(t *testing.T) {
 	require.ErrorIs(t, err, aggregate.ErrInvalidType)
 	assert.LessOrEqual(t, len(err.Error()), 256, err.Error())
 	assert.Contains(t, err.Error(), "more than the limit")
+}
+
+// FuzzValidateIDAgreesWithTheStore: ValidateID accepts exactly the IDs
+// that make a stream name the store accepts.
+func FuzzValidateIDAgreesWithTheStore(f *testing.F) {
+	for _, id := range []string{"", "ok", "a\x00", "a\xff", "\x7f", "é", "$x", strings.Repeat("i", 505), strings.Repeat("i", 506)} {
+		f.Add(id)
+	}
+	typ := tallyType(f, 0)
+	f.Fuzz(func(t *testing.T, id string) {
+		want := id != "" && storekit.ValidateStream(typ.Stream(id)) == nil
+		assert.Equal(t, want, typ.ValidateID(id) == nil, "ID %q", id)
+	})
 }

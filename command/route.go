@@ -95,11 +95,11 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 	if err := r.typ.ValidateID(id); err != nil {
 		return res, fmt.Errorf("command %T: %w", msg.Command, err)
 	}
-	unlock, err := b.locks.Lock(ctx, stream)
+	held, err := b.locks.Lock(ctx, stream)
 	if err != nil {
 		return res, err
 	}
-	defer unlock()
+	defer held.Unlock()
 
 	md := eventstore.Metadata{CorrelationID: msg.CorrelationID, CausationID: msg.CausationID, Extra: msg.Extra}
 	if md.CorrelationID == "" {

@@ -115,11 +115,11 @@ const maxConflicts = 50
 // fails and parked when the retries run out, then whatever held messages
 // that step released. Only store errors (and the end of ctx) are returned.
 func (e *engine[S]) process(ctx context.Context, id string, msg *message) (outcome, error) {
-	unlock, err := e.locks.Lock(ctx, e.t.Stream(id))
+	held, err := e.locks.Lock(ctx, e.t.Stream(id))
 	if err != nil {
 		return 0, err
 	}
-	defer unlock()
+	defer held.Unlock()
 	out, err := e.retried(ctx, id, msg)
 	if err != nil {
 		return out, err
@@ -280,11 +280,11 @@ func traceNewDeadlines(rec, was *record, trace string) {
 // its record at version seen: a cached instance older than that is read
 // again first.
 func (e *engine[S]) resume(ctx context.Context, id string, seen uint64) error {
-	unlock, err := e.locks.Lock(ctx, e.t.Stream(id))
+	held, err := e.locks.Lock(ctx, e.t.Stream(id))
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer held.Unlock()
 	if in, ok := e.cache.Get(e.t.Stream(id)); ok && in.version < seen {
 		e.cache.Evict(in.stream)
 	}

@@ -29,11 +29,11 @@ import (
 // with nothing parked is a [*StaleError] that matches [ErrNotParked];
 // one with another message parked, a [*StaleError].
 func (r *Runner[S]) Retry(ctx context.Context, id, messageID string) (Outcome, error) {
-	unlock, err := r.e.locks.Lock(ctx, r.e.t.Stream(id))
+	held, err := r.e.locks.Lock(ctx, r.e.t.Stream(id))
 	if err != nil {
 		return 0, err
 	}
-	defer unlock()
+	defer held.Unlock()
 	in, err := r.e.read(ctx, id)
 	if err != nil {
 		return 0, err
@@ -189,11 +189,11 @@ func (r *Runner[S]) remaining(ctx context.Context, in *instance[S], m envelope, 
 // operate stores one operator's step on an instance, made by change from
 // its latest record, then handles what the step released.
 func (r *Runner[S]) operate(ctx context.Context, id string, change func(in *instance[S], rec *record) error) error {
-	unlock, err := r.e.locks.Lock(ctx, r.e.t.Stream(id))
+	held, err := r.e.locks.Lock(ctx, r.e.t.Stream(id))
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer held.Unlock()
 	return r.operateLocked(ctx, id, change)
 }
 

@@ -15,6 +15,7 @@ package busrepo
 
 import (
 	"context"
+	"crypto/sha1"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -126,13 +127,21 @@ var eventIDSpace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/ca
 // append of one decision is absorbed by the store's idempotent re-append.
 // A recorded rejection takes the ID of the command's first event (index 0).
 func EventID(stream, commandID string, index int) uuid.UUID {
-	b := make([]byte, 0, len(stream)+len(commandID)+22)
+	// uuid.NewSHA1(eventIDSpace, name), computed on a stack buffer: it is
+	// on every command's way, and the library's allocates three times.
+	var buf [256]byte
+	b := append(buf[:0], eventIDSpace[:]...)
 	b = append(b, stream...)
 	b = append(b, 0)
 	b = append(b, commandID...)
 	b = append(b, 0)
 	b = strconv.AppendInt(b, int64(index), 10)
-	return uuid.NewSHA1(eventIDSpace, b)
+	sum := sha1.Sum(b)
+	var id uuid.UUID
+	copy(id[:], sum[:])
+	id[6] = (id[6] & 0x0f) | 0x50 // version 5
+	id[8] = (id[8] & 0x3f) | 0x80 // RFC 4122 variant
+	return id
 }
 
 // CommandTypeKey is the metadata key (in [eventstore.Metadata.Extra])

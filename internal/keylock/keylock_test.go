@@ -1,0 +1,80 @@
+package keylock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/internal/testrig/race"
+)
+
+// TestOneHolderPerKey: under contention on a few keys, at most one
+// goroutine holds a key at a time, every one gets it, and no entry is left
+// once all are done, for entries are reused.
+func TestOneHolderPerKey(t *testing.T) {
+	var l Locks
+	const keys, workers, rounds = 3, 16, 300
+	var holders [keys]int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for r := range rounds {
+				key := (w + r) % keys
+				held, err := l.Lock(context.Background(), fmt.Sprint("k", key))
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				holders[key]++
+				assert.Equal(t, 1, holders[key], "key %d held twice", key)
+				mu.Unlock()
+				time.Sleep(time.Microsecond)
+				mu.Lock()
+				holders[key]--
+				mu.Unlock()
+				held.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, l.Len())
+}
+
+// TestLockGivesUpWithItsContext: a waiter whose context ends gets its
+// error and leaves no entry behind; the holder's lock is unaffected.
+func TestLockGivesUpWithItsContext(t *testing.T) {
+	var l Locks
+	held, err := l.Lock(context.Background(), "k")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = l.Lock(ctx, "k")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, 1, l.Len())
+	held.Unlock()
+	assert.Zero(t, l.Len())
+	again, err := l.Lock(context.Background(), "k")
+	require.NoError(t, err)
+	again.Unlock()
+}
+
+// TestLockAllocatesNothing: the entries are reused (not under the race
+// detector, where sync.Pool drops them at random).
+func TestLockAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("sync.Pool drops entries at random under the race detector")
+	}
+	var l Locks
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		held, _ := l.Lock(ctx, "k")
+		held.Unlock()
+	})
+	assert.Zero(t, allocs)
+}

@@ -49,16 +49,25 @@ func metadata(op telemetry.Append, opts busrepo.SaveOptions) eventstore.Metadata
 	return md
 }
 
+// ownKey returns a key of md that only Cairn sets (a trace context, a
+// command's type), and whether there is one.
+func ownKey(md eventstore.Metadata) (string, bool) {
+	for k := range md.Extra {
+		if strings.HasPrefix(k, storekit.ReservedTypePrefix) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
 // checkReserved refuses metadata keys that only Cairn sets: the
 // repository appends as Cairn's own writer, which the store trusts with
 // them, so a caller's key would pass for Cairn's (a forged trace context,
 // a command type).
 func checkReserved(stream string, md eventstore.Metadata) error {
-	for k := range md.Extra {
-		if strings.HasPrefix(k, storekit.ReservedTypePrefix) {
-			return &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "SaveOptions.Metadata.Extra",
-				Reason: fmt.Sprintf("key %s starts with %q, which is reserved for the metadata Cairn sets itself", clip.Quote(k), storekit.ReservedTypePrefix)}
-		}
+	if k, ok := ownKey(md); ok {
+		return &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "SaveOptions.Metadata.Extra",
+			Reason: fmt.Sprintf("key %s starts with %q, which is reserved for the metadata Cairn sets itself", clip.Quote(k), storekit.ReservedTypePrefix)}
 	}
 	return nil
 }
@@ -169,7 +178,11 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 		}
 		telemetry.Fit(&data[i])
 	}
-	res, err := r.store.Append(trusted.Writer(actx), inst.Stream, inst.expected(), data...)
+	wctx := actx
+	if _, own := ownKey(md); own {
+		wctx = trusted.Writer(actx) // the store takes Cairn's keys from Cairn only
+	}
+	res, err := r.store.Append(wctx, inst.Stream, inst.expected(), data...)
 	op.End(actx, res.FirstVersion, err)
 	if err != nil {
 		return busrepo.Outcome{}, err

@@ -36,7 +36,7 @@ func (s *Store) Streams(ctx context.Context, prefix, after string) iter.Seq2[sto
 				continue
 			}
 			last := len(st.entries) - 1
-			out = append(out, storekit.StreamInfo{Name: name, LastVersion: uint64(last), LastPosition: s.log[st.entries[last]].Position})
+			out = append(out, storekit.StreamInfo{Name: name, LastVersion: uint64(last), LastPosition: s.log.at(st.entries[last]).Position})
 		}
 		slices.SortFunc(out, func(a, b storekit.StreamInfo) int { return strings.Compare(a.Name, b.Name) })
 		return out, nil

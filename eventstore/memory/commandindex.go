@@ -30,7 +30,7 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (ev
 	var r eventstore.AppendResult
 	found := false
 	for v := len(st.entries) - 1; v >= 0; v-- {
-		e := &s.log[st.entries[v]]
+		e := s.log.at(st.entries[v])
 		if e.Metadata.CommandID != commandID {
 			if found {
 				break // one command's events are consecutive

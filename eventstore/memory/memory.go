@@ -33,18 +33,13 @@ type Store struct {
 	snapshots
 
 	mu      sync.RWMutex
-	log     []eventstore.Event // log[i] has position {Major: i+1}
+	log     eventLog // the event at index i has position {Major: i+1}
 	streams map[string]*stream
 	closed  bool
 
 	changes storekit.Notifier
 	done    chan struct{}
 	now     func() time.Time
-}
-
-type stream struct {
-	entries []int // indexes into Store.log, one per stream version
-	ids     map[uuid.UUID]uint64
 }
 
 // New returns an empty in-memory store.
@@ -91,10 +86,15 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	current := storekit.StreamState(next-1, st != nil)
 
 	if st != nil {
-		stored := make(map[uuid.UUID]uint64)
-		for _, e := range events {
-			if v, ok := st.ids[e.ID]; ok {
-				stored[e.ID] = v
+		// The map CheckRepeat takes is made only for a repeat, which is
+		// rare: an append finds none of its IDs.
+		var stored map[uuid.UUID]uint64
+		for i := range events {
+			if v, ok := st.version(&s.log, events[i].ID); ok {
+				if stored == nil {
+					stored = make(map[uuid.UUID]uint64, len(events))
+				}
+				stored[events[i].ID] = v
 			}
 		}
 		first, repeat, err := storekit.CheckRepeat(name, expected, events, storekit.Repeat{Stored: stored, Current: current})
@@ -106,7 +106,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 			return eventstore.AppendResult{
 				FirstVersion: first,
 				LastVersion:  last,
-				Position:     s.log[st.entries[last]].Position,
+				Position:     s.log.at(st.entries[last]).Position,
 				Duplicate:    true,
 			}, nil
 		}
@@ -116,28 +116,27 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	}
 
 	if st == nil {
-		st = &stream{ids: make(map[uuid.UUID]uint64)}
+		st = newStream()
 		s.streams[name] = st
 	}
 	now := s.now()
-	for i, e := range events {
-		version := next + uint64(i)
-		index := len(s.log)
-		s.log = append(s.log, eventstore.Event{
-			EventData:  e,
+	for i := range events {
+		index := s.log.n
+		e := s.log.add()
+		*e = eventstore.Event{
+			EventData:  events[i],
 			StreamID:   name,
-			Version:    version,
+			Version:    next + uint64(i),
 			Position:   eventstore.Position{Major: uint64(index) + 1},
 			RecordedAt: now,
-		})
-		st.entries = append(st.entries, index)
-		st.ids[e.ID] = version
+		}
+		st.add(&s.log, index)
 	}
 	s.changes.Notify()
 	return eventstore.AppendResult{
 		FirstVersion: next,
 		LastVersion:  next + uint64(len(events)) - 1,
-		Position:     s.log[len(s.log)-1].Position,
+		Position:     s.log.last().Position,
 	}, nil
 }
 
@@ -163,13 +162,23 @@ func (s *Store) streamPage(ctx context.Context, name string, from uint64, backwa
 		return nil, nil
 	}
 	n := uint64(len(st.entries))
-	var page []eventstore.Event
+	// The page is made at the size it will have, unless MaxPageBytes cuts
+	// it short: growing it by appending copied it several times.
+	count := n - min(from, n)
+	if backward {
+		count = min(from, n-1) + 1
+	}
+	if limit > 0 {
+		count = min(count, uint64(limit))
+	}
+	page := make([]eventstore.Event, 0, count)
 	size := 0
 	// full adds the event at index to the page and reports whether the
 	// page is full now.
 	full := func(index int) bool {
-		page = append(page, s.copyOf(index))
-		size += storekit.PageBytes(&s.log[index])
+		e := s.log.at(index)
+		page = append(page, copyOf(e))
+		size += storekit.PageBytes(e)
 		return storekit.PageFull(len(page), limit, size)
 	}
 	if backward {
@@ -216,26 +225,28 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 	start := after.Major
 	page := storekit.Page{Through: after}
 	size := 0
-	for i := start; i < uint64(len(s.log)); i++ {
-		if filter.Match(&s.log[i]) {
-			page.Events = append(page.Events, s.copyOf(int(i)))
-			size += storekit.PageBytes(&s.log[i])
+	for i := start; i < uint64(s.log.n); i++ {
+		e := s.log.at(int(i))
+		if filter.Match(e) {
+			page.Events = append(page.Events, copyOf(e))
+			size += storekit.PageBytes(e)
 			if storekit.PageFull(len(page.Events), limit, size) {
-				page.Through, page.Full = s.log[i].Position, true
+				page.Through, page.Full = e.Position, true
 				return page, nil
 			}
 		}
 	}
-	if n := len(s.log); n > 0 && after.Before(s.log[n-1].Position) {
-		page.Through = s.log[n-1].Position
+	if s.log.n > 0 && after.Before(s.log.last().Position) {
+		page.Through = s.log.last().Position
 	}
 	return page, nil
 }
 
-func (s *Store) copyOf(index int) eventstore.Event {
-	e := s.log[index]
-	e.EventData = e.EventData.Clone()
-	return e
+// copyOf returns a copy of stored event e that shares no memory with it.
+func copyOf(e *eventstore.Event) eventstore.Event {
+	c := *e
+	c.EventData = c.EventData.Clone()
+	return c
 }
 
 // Close implements [eventstore.Store.Close]. Every method of a closed store

@@ -40,6 +40,11 @@ type Store struct {
 	changes storekit.Notifier
 	done    chan struct{}
 	now     func() time.Time
+
+	// The page readers, bound once: a method value made at each read is
+	// an allocation.
+	readStreamPage storekit.StreamPageReader
+	readLogPage    storekit.PageReader
 }
 
 // New returns an empty in-memory store.
@@ -49,6 +54,7 @@ func New() *Store {
 		done:    make(chan struct{}),
 		now:     func() time.Time { return time.Now().UTC() },
 	}
+	s.readStreamPage, s.readLogPage = s.streamPage, s.readPage
 	s.consumers.init(s.done)
 	s.snapshots.init(s.done)
 	return s
@@ -143,110 +149,21 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 // ReadStream implements [eventstore.Store.ReadStream]. It copies events out
 // a page at a time, so the consumer may append while it ranges.
 func (s *Store) ReadStream(ctx context.Context, name string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadStreamPages(ctx, name, opts, s.streamPage, 0)
-}
-
-// streamPage copies up to limit events of a stream, starting at version
-// from.
-func (s *Store) streamPage(ctx context.Context, name string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, eventstore.ErrClosed
-	}
-	st := s.streams[name]
-	if st == nil {
-		return nil, nil
-	}
-	n := uint64(len(st.entries))
-	// The page is made at the size it will have, unless MaxPageBytes cuts
-	// it short: growing it by appending copied it several times.
-	count := n - min(from, n)
-	if backward {
-		count = min(from, n-1) + 1
-	}
-	if limit > 0 {
-		count = min(count, uint64(limit))
-	}
-	page := make([]eventstore.Event, 0, count)
-	size := 0
-	// full adds the event at index to the page and reports whether the
-	// page is full now.
-	full := func(index int) bool {
-		e := s.log.at(index)
-		page = append(page, copyOf(e))
-		size += storekit.PageBytes(e)
-		return storekit.PageFull(len(page), limit, size)
-	}
-	if backward {
-		for v := int64(min(from, n-1)); v >= 0; v-- {
-			if full(st.entries[v]) {
-				break
-			}
-		}
-		return page, nil
-	}
-	for v := from; v < n; v++ {
-		if full(st.entries[v]) {
-			break
-		}
-	}
-	return page, nil
+	return storekit.ReadStreamPages(ctx, name, opts, s.readStreamPage, 0)
 }
 
 // ReadAll implements [eventstore.Store.ReadAll].
 func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadPages(ctx, after, filter, s.readPage, 0)
+	return storekit.ReadPages(ctx, after, filter, s.readLogPage, 0)
 }
 
 // Subscribe implements [eventstore.Store.Subscribe]; live subscribers wake
 // on commit.
 func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return storekit.Follow(ctx, after, filter, s.readPage, storekit.FollowOptions{
+	return storekit.Follow(ctx, after, filter, s.readLogPage, storekit.FollowOptions{
 		Changed: s.changes.Changed,
 		Closed:  s.done,
 	})
-}
-
-func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (storekit.Page, error) {
-	if err := ctx.Err(); err != nil {
-		return storekit.Page{}, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return storekit.Page{}, eventstore.ErrClosed
-	}
-	// Positions are dense, {Major: index+1}: the first event after any
-	// position {m, minor} is {m+1, 0}, at index m, whatever minor is.
-	start := after.Major
-	page := storekit.Page{Through: after}
-	size := 0
-	for i := start; i < uint64(s.log.n); i++ {
-		e := s.log.at(int(i))
-		if filter.Match(e) {
-			page.Events = append(page.Events, copyOf(e))
-			size += storekit.PageBytes(e)
-			if storekit.PageFull(len(page.Events), limit, size) {
-				page.Through, page.Full = e.Position, true
-				return page, nil
-			}
-		}
-	}
-	if s.log.n > 0 && after.Before(s.log.last().Position) {
-		page.Through = s.log.last().Position
-	}
-	return page, nil
-}
-
-// copyOf returns a copy of stored event e that shares no memory with it.
-func copyOf(e *eventstore.Event) eventstore.Event {
-	c := *e
-	c.EventData = c.EventData.Clone()
-	return c
 }
 
 // Close implements [eventstore.Store.Close]. Every method of a closed store

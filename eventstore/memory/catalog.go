@@ -31,7 +31,8 @@ func (s *Store) Streams(ctx context.Context, prefix, after string) iter.Seq2[sto
 			return nil, eventstore.ErrClosed
 		}
 		var out []storekit.StreamInfo
-		for name, st := range s.streams {
+		for st := range s.streams.all {
+			name := st.name
 			if name <= after || !strings.HasPrefix(name, prefix) || len(st.entries) == 0 {
 				continue
 			}

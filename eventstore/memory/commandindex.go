@@ -23,7 +23,7 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (ev
 	if s.closed {
 		return eventstore.AppendResult{}, false, eventstore.ErrClosed
 	}
-	st := s.streams[stream]
+	st := s.streams.get(stream)
 	if st == nil {
 		return eventstore.AppendResult{}, false, nil
 	}

@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"hash/maphash"
+
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -58,16 +60,61 @@ const idScan = 32
 
 // stream is one stream's index into the log.
 type stream struct {
+	name    string
 	entries []int                // indexes into Store.log, one per stream version
 	ids     map[uuid.UUID]uint64 // versions by event ID, past idScan entries; nil before
+	next    *stream              // the next stream whose name has the same hash
 	inline  [2]int               // entries' first array, allocated with the stream
 }
 
-// newStream returns an empty stream.
-func newStream() *stream {
-	st := &stream{}
+// streamIndex finds streams by name. Its map is keyed by the name's hash,
+// so that growing it rehashes 8-byte keys in place: a map keyed by the
+// names re-read every name at each growth, which was most of the cost of
+// adding a stream once there were a few hundred thousand. Streams whose
+// names share a hash (a random seed's 64 bits: next to never) are chained.
+type streamIndex struct {
+	seed maphash.Seed
+	m    map[uint64]*stream
+}
+
+func newStreamIndex() streamIndex {
+	return streamIndex{seed: maphash.MakeSeed(), m: make(map[uint64]*stream)}
+}
+
+// hash returns the key of a stream name.
+func (x *streamIndex) hash(name string) uint64 { return maphash.String(x.seed, name) }
+
+// find returns the stream of a name whose key is h, or nil.
+func (x *streamIndex) find(h uint64, name string) *stream {
+	for st := x.m[h]; st != nil; st = st.next {
+		if st.name == name {
+			return st
+		}
+	}
+	return nil
+}
+
+// get returns the stream of a name, or nil.
+func (x *streamIndex) get(name string) *stream { return x.find(x.hash(name), name) }
+
+// add returns a new empty stream of a name whose key is h, which find
+// does not hold.
+func (x *streamIndex) add(h uint64, name string) *stream {
+	st := &stream{name: name, next: x.m[h]}
 	st.entries = st.inline[:0]
+	x.m[h] = st
 	return st
+}
+
+// all yields every stream.
+func (x *streamIndex) all(yield func(*stream) bool) {
+	for _, st := range x.m {
+		for ; st != nil; st = st.next {
+			if !yield(st) {
+				return
+			}
+		}
+	}
 }
 
 // version returns the version at which st holds event ID id.

@@ -34,7 +34,7 @@ type Store struct {
 
 	mu      sync.RWMutex
 	log     eventLog // the event at index i has position {Major: i+1}
-	streams map[string]*stream
+	streams streamIndex
 	closed  bool
 
 	changes storekit.Notifier
@@ -50,7 +50,7 @@ type Store struct {
 // New returns an empty in-memory store.
 func New() *Store {
 	s := &Store{
-		streams: make(map[string]*stream),
+		streams: newStreamIndex(),
 		done:    make(chan struct{}),
 		now:     func() time.Time { return time.Now().UTC() },
 	}
@@ -84,7 +84,8 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	if s.closed {
 		return eventstore.AppendResult{}, eventstore.ErrClosed
 	}
-	st := s.streams[name]
+	key := s.streams.hash(name)
+	st := s.streams.find(key, name)
 	var next uint64
 	if st != nil {
 		next = uint64(len(st.entries))
@@ -122,8 +123,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	}
 
 	if st == nil {
-		st = newStream()
-		s.streams[name] = st
+		st = s.streams.add(key, name)
 	}
 	now := s.now()
 	for i := range events {

@@ -27,7 +27,7 @@ func (s *Store) streamPage(ctx context.Context, name string, from uint64, backwa
 	if s.closed {
 		return nil, eventstore.ErrClosed
 	}
-	st := s.streams[name]
+	st := s.streams.get(name)
 	if st == nil {
 		return nil, nil
 	}

@@ -79,18 +79,6 @@ type Event struct {
 	RecordedAt time.Time
 }
 
-// NewEventID returns a new time-ordered event ID (UUIDv7), the kind stores
-// assign to events appended with a zero ID.
-func NewEventID() uuid.UUID {
-	id, err := uuid.NewV7()
-	if err != nil {
-		// NewV7 fails only when the system's random source fails, after which
-		// no ID this process makes can be trusted to be unique.
-		panic("eventstore: cannot read random bytes for an event ID: " + err.Error())
-	}
-	return id
-}
-
 // Clone returns a copy of e that shares no memory with it.
 func (e EventData) Clone() EventData {
 	e.Data = append(make([]byte, 0, len(e.Data)), e.Data...)

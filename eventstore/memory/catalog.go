@@ -31,12 +31,13 @@ func (s *Store) Streams(ctx context.Context, prefix, after string) iter.Seq2[sto
 			return nil, eventstore.ErrClosed
 		}
 		var out []storekit.StreamInfo
-		for name, st := range s.streams {
+		for st := range s.streams.all {
+			name := st.name
 			if name <= after || !strings.HasPrefix(name, prefix) || len(st.entries) == 0 {
 				continue
 			}
 			last := len(st.entries) - 1
-			out = append(out, storekit.StreamInfo{Name: name, LastVersion: uint64(last), LastPosition: s.log[st.entries[last]].Position})
+			out = append(out, storekit.StreamInfo{Name: name, LastVersion: uint64(last), LastPosition: s.log.at(st.entries[last]).Position})
 		}
 		slices.SortFunc(out, func(a, b storekit.StreamInfo) int { return strings.Compare(a.Name, b.Name) })
 		return out, nil

@@ -23,14 +23,14 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (ev
 	if s.closed {
 		return eventstore.AppendResult{}, false, eventstore.ErrClosed
 	}
-	st := s.streams[stream]
+	st := s.streams.get(stream)
 	if st == nil {
 		return eventstore.AppendResult{}, false, nil
 	}
 	var r eventstore.AppendResult
 	found := false
 	for v := len(st.entries) - 1; v >= 0; v-- {
-		e := &s.log[st.entries[v]]
+		e := s.log.at(st.entries[v])
 		if e.Metadata.CommandID != commandID {
 			if found {
 				break // one command's events are consecutive

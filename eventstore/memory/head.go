@@ -17,8 +17,8 @@ func (s *Store) Head(ctx context.Context) (eventstore.Position, error) {
 	if s.closed {
 		return eventstore.Position{}, eventstore.ErrClosed
 	}
-	if n := len(s.log); n > 0 {
-		return s.log[n-1].Position, nil
+	if s.log.n > 0 {
+		return s.log.last().Position, nil
 	}
 	return eventstore.Start, nil
 }

@@ -33,27 +33,28 @@ type Store struct {
 	snapshots
 
 	mu      sync.RWMutex
-	log     []eventstore.Event // log[i] has position {Major: i+1}
-	streams map[string]*stream
+	log     eventLog // the event at index i has position {Major: i+1}
+	streams streamIndex
 	closed  bool
 
 	changes storekit.Notifier
 	done    chan struct{}
 	now     func() time.Time
-}
 
-type stream struct {
-	entries []int // indexes into Store.log, one per stream version
-	ids     map[uuid.UUID]uint64
+	// The page readers, bound once: a method value made at each read is
+	// an allocation.
+	readStreamPage storekit.StreamPageReader
+	readLogPage    storekit.PageReader
 }
 
 // New returns an empty in-memory store.
 func New() *Store {
 	s := &Store{
-		streams: make(map[string]*stream),
+		streams: newStreamIndex(),
 		done:    make(chan struct{}),
 		now:     func() time.Time { return time.Now().UTC() },
 	}
+	s.readStreamPage, s.readLogPage = s.streamPage, s.readPage
 	s.consumers.init(s.done)
 	s.snapshots.init(s.done)
 	return s
@@ -83,7 +84,8 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	if s.closed {
 		return eventstore.AppendResult{}, eventstore.ErrClosed
 	}
-	st := s.streams[name]
+	key := s.streams.hash(name)
+	st := s.streams.find(key, name)
 	var next uint64
 	if st != nil {
 		next = uint64(len(st.entries))
@@ -91,10 +93,15 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	current := storekit.StreamState(next-1, st != nil)
 
 	if st != nil {
-		stored := make(map[uuid.UUID]uint64)
-		for _, e := range events {
-			if v, ok := st.ids[e.ID]; ok {
-				stored[e.ID] = v
+		// The map CheckRepeat takes is made only for a repeat, which is
+		// rare: an append finds none of its IDs.
+		var stored map[uuid.UUID]uint64
+		for i := range events {
+			if v, ok := st.version(&s.log, events[i].ID); ok {
+				if stored == nil {
+					stored = make(map[uuid.UUID]uint64, len(events))
+				}
+				stored[events[i].ID] = v
 			}
 		}
 		first, repeat, err := storekit.CheckRepeat(name, expected, events, storekit.Repeat{Stored: stored, Current: current})
@@ -106,7 +113,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 			return eventstore.AppendResult{
 				FirstVersion: first,
 				LastVersion:  last,
-				Position:     s.log[st.entries[last]].Position,
+				Position:     s.log.at(st.entries[last]).Position,
 				Duplicate:    true,
 			}, nil
 		}
@@ -116,126 +123,47 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	}
 
 	if st == nil {
-		st = &stream{ids: make(map[uuid.UUID]uint64)}
-		s.streams[name] = st
+		st = s.streams.add(key, name)
 	}
 	now := s.now()
-	for i, e := range events {
-		version := next + uint64(i)
-		index := len(s.log)
-		s.log = append(s.log, eventstore.Event{
-			EventData:  e,
+	for i := range events {
+		index := s.log.n
+		e := s.log.add()
+		*e = eventstore.Event{
+			EventData:  events[i],
 			StreamID:   name,
-			Version:    version,
+			Version:    next + uint64(i),
 			Position:   eventstore.Position{Major: uint64(index) + 1},
 			RecordedAt: now,
-		})
-		st.entries = append(st.entries, index)
-		st.ids[e.ID] = version
+		}
+		st.add(&s.log, index)
 	}
 	s.changes.Notify()
 	return eventstore.AppendResult{
 		FirstVersion: next,
 		LastVersion:  next + uint64(len(events)) - 1,
-		Position:     s.log[len(s.log)-1].Position,
+		Position:     s.log.last().Position,
 	}, nil
 }
 
 // ReadStream implements [eventstore.Store.ReadStream]. It copies events out
 // a page at a time, so the consumer may append while it ranges.
 func (s *Store) ReadStream(ctx context.Context, name string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadStreamPages(ctx, name, opts, s.streamPage, 0)
-}
-
-// streamPage copies up to limit events of a stream, starting at version
-// from.
-func (s *Store) streamPage(ctx context.Context, name string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, eventstore.ErrClosed
-	}
-	st := s.streams[name]
-	if st == nil {
-		return nil, nil
-	}
-	n := uint64(len(st.entries))
-	var page []eventstore.Event
-	size := 0
-	// full adds the event at index to the page and reports whether the
-	// page is full now.
-	full := func(index int) bool {
-		page = append(page, s.copyOf(index))
-		size += storekit.PageBytes(&s.log[index])
-		return storekit.PageFull(len(page), limit, size)
-	}
-	if backward {
-		for v := int64(min(from, n-1)); v >= 0; v-- {
-			if full(st.entries[v]) {
-				break
-			}
-		}
-		return page, nil
-	}
-	for v := from; v < n; v++ {
-		if full(st.entries[v]) {
-			break
-		}
-	}
-	return page, nil
+	return storekit.ReadStreamPages(ctx, name, opts, s.readStreamPage, 0)
 }
 
 // ReadAll implements [eventstore.Store.ReadAll].
 func (s *Store) ReadAll(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadPages(ctx, after, filter, s.readPage, 0)
+	return storekit.ReadPages(ctx, after, filter, s.readLogPage, 0)
 }
 
 // Subscribe implements [eventstore.Store.Subscribe]; live subscribers wake
 // on commit.
 func (s *Store) Subscribe(ctx context.Context, after eventstore.Position, filter eventstore.Filter) iter.Seq2[eventstore.Event, error] {
-	return storekit.Follow(ctx, after, filter, s.readPage, storekit.FollowOptions{
+	return storekit.Follow(ctx, after, filter, s.readLogPage, storekit.FollowOptions{
 		Changed: s.changes.Changed,
 		Closed:  s.done,
 	})
-}
-
-func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter eventstore.Filter, limit int) (storekit.Page, error) {
-	if err := ctx.Err(); err != nil {
-		return storekit.Page{}, err
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return storekit.Page{}, eventstore.ErrClosed
-	}
-	// Positions are dense, {Major: index+1}: the first event after any
-	// position {m, minor} is {m+1, 0}, at index m, whatever minor is.
-	start := after.Major
-	page := storekit.Page{Through: after}
-	size := 0
-	for i := start; i < uint64(len(s.log)); i++ {
-		if filter.Match(&s.log[i]) {
-			page.Events = append(page.Events, s.copyOf(int(i)))
-			size += storekit.PageBytes(&s.log[i])
-			if storekit.PageFull(len(page.Events), limit, size) {
-				page.Through, page.Full = s.log[i].Position, true
-				return page, nil
-			}
-		}
-	}
-	if n := len(s.log); n > 0 && after.Before(s.log[n-1].Position) {
-		page.Through = s.log[n-1].Position
-	}
-	return page, nil
-}
-
-func (s *Store) copyOf(index int) eventstore.Event {
-	e := s.log[index]
-	e.EventData = e.EventData.Clone()
-	return e
 }
 
 // Close implements [eventstore.Store.Close]. Every method of a closed store

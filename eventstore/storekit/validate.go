@@ -3,8 +3,6 @@ package storekit
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -57,28 +55,67 @@ func PrepareAppend(ctx context.Context, stream string, events []eventstore.Event
 			Reason: fmt.Sprintf("has %d events, more than the limit of %d", len(events), MaxAppendEvents)}
 	}
 	out := make([]eventstore.EventData, len(events))
-	seen := make(map[uuid.UUID]int, len(events))
-	for i, e := range events {
+	// A short append looks for repeated IDs among the events before
+	// each, as a map for so few costs more than it saves.
+	var seen map[uuid.UUID]int
+	if len(events) > seenScan {
+		seen = make(map[uuid.UUID]int, len(events))
+	}
+	total := 0
+	for i := range events {
+		e := &out[i]
+		*e = events[i]
 		bad := func(field, reason string) error {
 			return &eventstore.InvalidArgumentError{Stream: stream, Index: i, Field: field, Reason: reason}
 		}
-		if field, reason := eventDataProblem(&e); reason != "" {
+		if field, reason := eventDataProblem(e); reason != "" {
 			return nil, bad(field, reason)
 		}
-		e = e.Clone()
 		if e.ID == (uuid.UUID{}) {
 			e.ID = eventstore.NewEventID()
 		}
-		if j, dup := seen[e.ID]; dup {
+		if j, dup := repeated(out[:i], seen, e.ID); dup {
 			return nil, bad("id", fmt.Sprintf("%s repeats the ID of event %d in the same append", e.ID, j))
 		}
-		seen[e.ID] = i
-		out[i] = e
+		if seen != nil {
+			seen[e.ID] = i
+		}
+		total += len(e.Data)
+	}
+	// Once every event is valid, one array takes the copies of their data,
+	// each capped at its length so that an append to one cannot reach the
+	// next: one allocation per append rather than one per event.
+	buf := make([]byte, 0, total)
+	for i := range out {
+		e := &out[i]
+		start := len(buf)
+		buf = append(buf, e.Data...)
+		e.Data = buf[start:len(buf):len(buf)]
+		e.Metadata = e.Metadata.Clone()
 	}
 	if err := checkReserved(ctx, stream, out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// seenScan is the most events an append checks for repeated IDs without
+// a map.
+const seenScan = 16
+
+// repeated returns the index of the event before that has ID id: in seen
+// when it is not nil, else by comparing.
+func repeated(before []eventstore.EventData, seen map[uuid.UUID]int, id uuid.UUID) (int, bool) {
+	if seen != nil {
+		j, ok := seen[id]
+		return j, ok
+	}
+	for j := range before {
+		if before[j].ID == id {
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // eventDataProblem says which field of an event to append (or of a dead
@@ -130,18 +167,35 @@ func metadataProblem(md *eventstore.Metadata) (field, reason string) {
 	if len(md.CommandID) > MaxCommandIDLen {
 		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(md.CommandID), MaxCommandIDLen)
 	}
-	for _, k := range slices.Sorted(maps.Keys(md.Extra)) {
-		v := md.Extra[k]
-		switch {
-		case k == "":
-			return "metadata", "has an empty key"
-		case !utf8.ValidString(k) || strings.ContainsFunc(k, names.IsControl):
-			return "metadata", fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k))
-		case !names.StorableText(v):
-			return "metadata", fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k))
+	// The problem of the least key that has one: what checking the keys
+	// in sorted order finds first, without sorting them.
+	least, problem := "", ""
+	for k, v := range md.Extra {
+		if problem != "" && k >= least {
+			continue
+		}
+		if p := extraProblem(k, v); p != "" {
+			least, problem = k, p
 		}
 	}
+	if problem != "" {
+		return "metadata", problem
+	}
 	return "", ""
+}
+
+// extraProblem says what is wrong with one key and value of
+// [eventstore.Metadata.Extra], or "".
+func extraProblem(k, v string) string {
+	switch {
+	case k == "":
+		return "has an empty key"
+	case !utf8.ValidString(k) || strings.ContainsFunc(k, names.IsControl):
+		return fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k))
+	case !names.StorableText(v):
+		return fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k))
+	}
+	return ""
 }
 
 // EventSize is what e counts against [MaxEventSize] (and a page against

@@ -29,7 +29,7 @@ func StreamProblem(stream string) string {
 		return "is empty"
 	case len(stream) > MaxStreamLen:
 		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(stream), MaxStreamLen)
-	case !utf8.ValidString(stream) || strings.ContainsFunc(stream, IsControl):
+	case !printable(stream):
 		return "is not printable UTF-8"
 	case strings.HasPrefix(stream, "$"):
 		return `starts with "$", which is reserved for system streams`
@@ -45,7 +45,7 @@ func TypeProblem(typ string) string {
 		return "is empty"
 	case len(typ) > MaxTypeLen:
 		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(typ), MaxTypeLen)
-	case !utf8.ValidString(typ) || strings.ContainsFunc(typ, IsControl):
+	case !printable(typ):
 		return fmt.Sprintf("%s is not printable UTF-8", clip.Quote(typ))
 	}
 	return ""
@@ -57,4 +57,24 @@ func IsControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // StorableText reports whether s can be stored as text by every store:
 // valid UTF-8 (SQLite's JSON, PostgreSQL's text and jsonb) and no NUL byte,
 // which PostgreSQL's text cannot hold.
-func StorableText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+func StorableText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c >= utf8.RuneSelf {
+			return utf8.ValidString(s[i:]) && !strings.ContainsRune(s[i:], 0)
+		}
+	}
+	return true
+}
+
+// printable reports whether s is valid UTF-8 without control characters
+// ([IsControl]). Names are nearly always printable ASCII, which one pass
+// over the bytes settles without decoding runes; at the first other byte
+// the rest is checked rune by rune.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return utf8.ValidString(s[i:]) && !strings.ContainsFunc(s[i:], IsControl)
+		}
+	}
+	return true
+}

@@ -200,13 +200,24 @@ func (r *Repository[T, PT]) replay(ctx context.Context, inst *Instance[T, PT]) (
 	return inst, nil
 }
 
-// apply decodes one stored event and applies its values to inst. A
+// apply decodes one stored event, applies its values to inst, and appends
+// them to buf (their Event set only when they were upcast). A
 // recorded rejection (see [busrepo.RejectionType]) is not decoded nor applied: it
 // only moves inst's version, and inst remembers its command ID as any
 // command's, so that the command is found again.
 func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, buf []codec.Decoded) ([]codec.Decoded, error) {
 	if !busrepo.IsRejection(e) {
-		var err error
+		// An event at its type's current version, the usual case, is
+		// decoded without its envelope, which copying into buf for
+		// every event of a replay made a tenth of a load's cost: only the
+		// value goes in.
+		v, current, err := r.reg.DecodeCurrent(e)
+		if current {
+			if err != nil {
+				return buf, err
+			}
+			return append(buf, codec.Decoded{Value: v, Count: 1}), applyValue(inst, e, v)
+		}
 		if buf, err = r.reg.DecodeAppend(buf, *e); err != nil {
 			return buf, err
 		}

@@ -80,10 +80,9 @@ func (r *Registry) DecodeAppend(dst []Decoded, e eventstore.Event) ([]Decoded, e
 	}
 	// Fast path: the stored event is at the current version. Validation
 	// guarantees that no step applies to a current version.
-	if en, ok := r.byName[e.Type]; ok && en.version == e.SchemaVersion {
-		v, err := r.unmarshal(en, e.Data)
+	if v, current, err := r.DecodeCurrent(&e); current || err != nil {
 		if err != nil {
-			return dst, eventError(&e, fmt.Errorf("%w: %w", ErrUndecodable, err))
+			return dst, err
 		}
 		return append(dst, Decoded{Value: v, Event: e, Count: 1}), nil
 	}
@@ -105,6 +104,28 @@ func (r *Registry) DecodeAppend(dst []Decoded, e eventstore.Event) ([]Decoded, e
 		dst = append(dst, d)
 	}
 	return dst, nil
+}
+
+// DecodeCurrent decodes a stored event that is at its type's current
+// schema version, which no upcaster rewrites, into its one value, and
+// returns true; for any other event it returns false and decodes nothing,
+// and [Registry.DecodeAppend] is the way. It is what Decode gives for such
+// an event, without the [Decoded] envelope, which a reader that applies
+// values in stream order (an aggregate's load) does not need. An error is a
+// [*DecodeError], as Decode's.
+func (r *Registry) DecodeCurrent(e *eventstore.Event) (any, bool, error) {
+	if err := r.ready(); err != nil {
+		return nil, false, err
+	}
+	en, ok := r.byName[e.Type]
+	if !ok || en.version != e.SchemaVersion {
+		return nil, false, nil
+	}
+	v, err := r.unmarshal(en, e.Data)
+	if err != nil {
+		return nil, true, eventError(e, fmt.Errorf("%w: %w", ErrUndecodable, err))
+	}
+	return v, true, nil
 }
 
 // DecodeAll decodes a stream of stored events, as ReadStream, ReadAll and

@@ -215,3 +215,37 @@ func FuzzRoundTripExact(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeCurrentOnlyAnswersForCurrentEvents: an event at its type's
+// current version decodes to what Decode gives; an older one, or an
+// unknown type, is left to Decode; undecodable data is a DecodeError.
+func TestDecodeCurrentOnlyAnswersForCurrentEvents(t *testing.T) {
+	reg := roundTripRegistry(t, codec.Options{})
+	data, err := reg.Encode(exactNested{Label: "x"})
+	require.NoError(t, err)
+	e := eventstore.Event{EventData: data, StreamID: "s", Version: 4}
+	v, current, err := reg.DecodeCurrent(&e)
+	require.NoError(t, err)
+	require.True(t, current)
+	assert.Equal(t, decodeOf(t, reg, exactNested{Label: "x"}), v)
+
+	old := e
+	old.SchemaVersion = 1
+	_, current, err = reg.DecodeCurrent(&old)
+	assert.NoError(t, err)
+	assert.False(t, current, "version 1 of t.nested (current 2) is for the upcasters")
+	unknown := e
+	unknown.Type = "t.unknown"
+	_, current, err = reg.DecodeCurrent(&unknown)
+	assert.NoError(t, err)
+	assert.False(t, current)
+
+	bad := e
+	bad.Data = []byte(`{"label": 7}`)
+	_, current, err = reg.DecodeCurrent(&bad)
+	assert.True(t, current)
+	var de *codec.DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.ErrorIs(t, err, codec.ErrUndecodable)
+	assert.Equal(t, uint64(4), de.Version)
+}

@@ -30,8 +30,11 @@ type querier interface {
 }
 
 // Append implements [eventstore.Store.Append] in one round trip, in a
-// transaction of its own. Subscribers in this process are woken at once,
-// those in other processes by a NOTIFY sent after the commit.
+// transaction of its own, or, for a single event, in one that it may share
+// with other appends of this store made at the same time (group commit,
+// group.go): its result is the same either way. Subscribers in this
+// process are woken at once, those in other processes by a NOTIFY sent
+// after the commit.
 func (s *Store) Append(ctx context.Context, stream string, expected eventstore.ExpectedVersion, events ...eventstore.EventData) (eventstore.AppendResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return eventstore.AppendResult{}, err
@@ -51,15 +54,37 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	// the stream's earlier ones. TestStreamsStayInVersionOrderUnderMixedAppends
 	// checks it.
 	st := s.appendStatement(stream, expected, events, false)
-	for range maxRaces {
-		r, written, err := s.tryAppend(ctx, s.pool, st)
-		if err == nil && written {
-			s.wake()
-			return r, nil
+	tried := false // the group wrote nothing: look why before trying again
+	// An append that finds no other under way goes alone, at once: a group
+	// forms only from appends that overlap (group.go).
+	if len(events) == 1 && s.appending.Add(1) > 1 {
+		defer s.appending.Add(-1)
+		if err := ctx.Err(); err != nil {
+			return eventstore.AppendResult{}, fmt.Errorf("postgres: append to stream %q: %w", stream, err)
 		}
-		if err != nil && !isUniqueViolation(err) {
+		r, alone, err := s.groupAppendOne(ctx, st)
+		if err != nil {
 			return eventstore.AppendResult{}, s.closedOr(fmt.Errorf("postgres: append to stream %q: %w", stream, err))
 		}
+		if !alone {
+			return r, nil
+		}
+		tried = true
+	} else if len(events) == 1 {
+		defer s.appending.Add(-1)
+	}
+	for range maxRaces {
+		if !tried {
+			r, written, err := s.tryAppend(ctx, s.pool, st)
+			if err == nil && written {
+				s.wake()
+				return r, nil
+			}
+			if err != nil && !isUniqueViolation(err) {
+				return eventstore.AppendResult{}, s.closedOr(fmt.Errorf("postgres: append to stream %q: %w", stream, err))
+			}
+		}
+		tried = false
 		r, retry, err := s.explain(ctx, s.pool, stream, expected, events)
 		if err != nil || !retry {
 			return r, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -18,10 +19,50 @@ import (
 // Stream reads see every committed event of the stream at once; only the
 // global order waits for older transactions.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadStreamPages(ctx, stream, opts, s.streamPage, s.pageSize)
+	return func(yield func(eventstore.Event, error) bool) {
+		// The pages are read into one buffer, reused from read to read:
+		// ReadStreamPages yields copies of a page's events and is done with
+		// the page when it asks for the next one, or returns.
+		buf, _ := pages.Get().(*[]eventstore.Event)
+		if buf == nil {
+			buf = new([]eventstore.Event)
+		}
+		used := 0
+		defer func() {
+			if cap(*buf) <= maxPooledPage {
+				clear((*buf)[:used]) // keep no event's data alive
+				*buf = (*buf)[:0]
+				pages.Put(buf)
+			}
+		}()
+		read := func(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+			page, err := s.streamPage(ctx, (*buf)[:0], stream, from, backward, limit)
+			if err != nil {
+				return nil, err
+			}
+			*buf = page // its capacity is at least that of every earlier page
+			used = max(used, len(page))
+			return page, nil
+		}
+		for e, err := range storekit.ReadStreamPages(ctx, stream, opts, read, s.pageSize) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
 }
 
-func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+// pages holds the page buffers of finished stream reads, so that reading
+// a stream allocates no page after the first reads.
+var pages sync.Pool
+
+// maxPooledPage is the capacity beyond which a page buffer is dropped
+// rather than kept in pages: twice the default page size.
+const maxPooledPage = 2 * storekit.DefaultPageSize
+
+// streamPage appends to page the events of stream from version from on (or
+// back), up to limit of them.
+func (s *Store) streamPage(ctx context.Context, page []eventstore.Event, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -29,27 +70,27 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 	if backward {
 		sql = s.sql.streamBwd
 	}
-	page, err := s.queryEvents(ctx, sql, limit, stream, int64(from), limit)
+	page, err := s.queryEvents(ctx, page, sql, limit, stream, int64(from), limit)
 	if err != nil {
 		return nil, s.closedOr(fmt.Errorf("postgres: reading stream %q from version %d: %w", stream, from, err))
 	}
 	return page, nil
 }
 
-// queryEvents reads the events sql selects, up to limit of them and until
-// the page is full by [storekit.PageFull]; the rows after that are
-// passed over by the driver, not kept.
-func (s *Store) queryEvents(ctx context.Context, sql string, limit int, args ...any) ([]eventstore.Event, error) {
+// queryEvents appends to page the events sql selects, up to limit of them
+// and until the page is full by [storekit.PageFull]; the rows after that
+// are passed over by the driver, not kept.
+func (s *Store) queryEvents(ctx context.Context, page []eventstore.Event, sql string, limit int, args ...any) ([]eventstore.Event, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var page []eventstore.Event
 	var r rawEvent
+	dest := r.dest()
 	size := 0
 	for rows.Next() {
-		if err := rows.Scan(r.dest()...); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, corruptRow(err)
 		}
 		e, err := r.event()
@@ -188,32 +229,51 @@ func (s *Store) page(ctx context.Context, after eventstore.Position, filter even
 	return page, head, nil
 }
 
-// rawEvent is an events row as scanned, before it is checked.
+// rawEvent is an events row as scanned, before it is checked. Its text
+// columns are the driver's bytes, valid until the next row, and event turns
+// them into strings only when they differ from the previous row's: the rows
+// of a page mostly repeat their stream, type and metadata, so a page
+// allocates little more than each event's data.
 type rawEvent struct {
-	txID          uint64
-	seq           int64
-	stream        string
-	version       int64
-	id            pgtype.UUID
-	typ           string
-	schemaVersion int64
-	data          []byte
-	corr, caus    string
-	cmd           string
-	extra         []byte
-	recordedAt    time.Time
+	txID            uint64
+	seq             int64
+	stream          pgtype.DriverBytes
+	version         int64
+	id              pgtype.UUID
+	typ             pgtype.DriverBytes
+	schemaVersion   int64
+	data            []byte
+	corr, caus, cmd pgtype.DriverBytes
+	extra           []byte
+	recordedAt      time.Time
+
+	// The strings of the previous row, reused while the bytes repeat them.
+	lastStream, lastType, lastCorr, lastCaus, lastCmd string
 }
 
+// dest is where rows.Scan puts the columns of [eventColumns]; take it once
+// per query, not per row.
 func (r *rawEvent) dest() []any {
 	return []any{&r.txID, &r.seq, &r.stream, &r.version, &r.id, &r.typ, &r.schemaVersion, &r.data,
 		&r.corr, &r.caus, &r.cmd, &r.extra, &r.recordedAt}
 }
 
+// reuse returns b as a string: *last when they are equal (no copy), and
+// otherwise a new string, which becomes *last. Strings are immutable, so
+// events may share them.
+func reuse(b []byte, last *string) string {
+	if string(b) != *last {
+		*last = string(b)
+	}
+	return *last
+}
+
 // event checks the row and turns it into an event. Its slices are fresh
 // copies per row (pgx allocates them on scan), so events share no memory.
 func (r *rawEvent) event() (eventstore.Event, error) {
+	stream, typ := reuse(r.stream, &r.lastStream), reuse(r.typ, &r.lastType)
 	bad := func(what string) error {
-		return fmt.Errorf("%w: stream %q, version %d, type %q: %s", eventstore.ErrCorrupt, r.stream, r.version, r.typ, what)
+		return fmt.Errorf("%w: stream %q, version %d, type %q: %s", eventstore.ErrCorrupt, stream, r.version, typ, what)
 	}
 	if r.version < 0 || r.seq < 0 {
 		return eventstore.Event{}, bad(fmt.Sprintf("negative version or sequence (%d, %d)", r.version, r.seq))
@@ -224,36 +284,51 @@ func (r *rawEvent) event() (eventstore.Event, error) {
 	if !r.id.Valid {
 		return eventstore.Event{}, bad("event ID is NULL")
 	}
-	e := eventstore.Event{
+	extra, err := decodeExtra(r.extra)
+	if err != nil {
+		return eventstore.Event{}, bad(fmt.Sprintf("metadata is not an object of strings: %v", err))
+	}
+	data := r.data
+	if data == nil {
+		data = []byte{}
+	}
+	r.data, r.extra = nil, nil
+	return eventstore.Event{
 		EventData: eventstore.EventData{
 			ID:            r.id.Bytes,
-			Type:          r.typ,
+			Type:          typ,
 			SchemaVersion: uint32(r.schemaVersion),
-			Data:          r.data,
+			Data:          data,
 			Metadata: eventstore.Metadata{
-				CorrelationID: r.corr,
-				CausationID:   r.caus,
-				CommandID:     r.cmd,
+				CorrelationID: reuse(r.corr, &r.lastCorr),
+				CausationID:   reuse(r.caus, &r.lastCaus),
+				CommandID:     reuse(r.cmd, &r.lastCmd),
+				Extra:         extra,
 			},
 		},
-		StreamID:   r.stream,
+		StreamID:   stream,
 		Version:    uint64(r.version),
 		Position:   eventstore.Position{Major: r.txID, Minor: uint64(r.seq)},
 		RecordedAt: r.recordedAt.UTC(),
+	}, nil
+}
+
+// decodeExtra decodes the extra column: nil for none (NULL, JSON null or
+// an empty object). The map is declared here, not in event, because
+// json.Unmarshal takes its address: that puts it on the heap, once per row
+// if it were event's.
+func decodeExtra(b []byte) (map[string]string, error) {
+	if len(b) == 0 || string(b) == "null" {
+		return nil, nil
 	}
-	if e.Data == nil {
-		e.Data = []byte{}
+	var extra map[string]string
+	if err := json.Unmarshal(b, &extra); err != nil {
+		return nil, err
 	}
-	if len(r.extra) > 0 && string(r.extra) != "null" {
-		if err := json.Unmarshal(r.extra, &e.Metadata.Extra); err != nil {
-			return eventstore.Event{}, bad(fmt.Sprintf("metadata is not an object of strings: %v", err))
-		}
-		if len(e.Metadata.Extra) == 0 {
-			e.Metadata.Extra = nil
-		}
+	if len(extra) == 0 {
+		return nil, nil
 	}
-	r.data, r.extra = nil, nil
-	return e, nil
+	return extra, nil
 }
 
 // corruptRow reports a row that does not scan into an event: its columns

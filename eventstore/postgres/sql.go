@@ -11,7 +11,11 @@ type statements struct {
 	append, appendOne, current, stored string
 	// appendTx and appendOneTx are the append statements of AppendTx,
 	// which also refuse to write behind a younger transaction (txorder.go).
-	appendTx, appendOneTx         string
+	appendTx, appendOneTx string
+	// appendGroup is a single-event append in a group (group.go): the
+	// younger-writer check, and nothing written instead of a unique
+	// violation, which would roll back the other appends of the group.
+	appendGroup                   string
 	readAll, streamFwd, streamBwd string
 	lag, head                     string
 }
@@ -109,6 +113,8 @@ func newStatements(schema string) statements {
 		// AppendTx's: the same, with the younger-writer check.
 		appendTx:    fill(appendMany(appendBaseTx, appendCondTx)),
 		appendOneTx: fill(appendSingle(appendBaseTx, appendCondTx)),
+		appendGroup: fill(appendSingle(appendBaseTx, appendCondTx+`
+			ON CONFLICT DO NOTHING`)),
 		// Why an append wrote nothing: the stream's last event, and the
 		// caller's transaction ID if it has one (NULL outside a transaction
 		// that wrote, where no ID need be taken).

@@ -137,6 +137,8 @@ type Store struct {
 
 	changes   storekit.Notifier // wakes this process's subscribers
 	notify    chan struct{}     // asks the notify worker to tell other processes
+	groups    chan *groupAppend // hands single-event appends to the group workers
+	appending atomic.Int32      // single-event Appends under way
 	lifecycle sync.Mutex        // orders starting the listener against Close
 	listening bool
 	stop      context.CancelFunc // ends the workers
@@ -210,6 +212,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		logger:   opts.Logger,
 		done:     make(chan struct{}),
 		notify:   make(chan struct{}, 1),
+		groups:   make(chan *groupAppend), // unbuffered: see groupAppendOne
 	}
 	if s.poll <= 0 {
 		s.poll = DefaultPollInterval
@@ -226,6 +229,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	s.workerCtx, s.stop = context.WithCancel(context.Background())
 	s.workers.Add(1)
 	go s.notifyWorker()
+	s.workers.Add(groupWorkers)
+	for range groupWorkers {
+		go s.groupWorker()
+	}
 	return s, nil
 }
 

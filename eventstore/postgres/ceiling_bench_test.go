@@ -1,0 +1,213 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/postgres"
+)
+
+// BenchmarkCeiling sets the store's paths of the peers workloads (see
+// the bench-peers harness) beside the least that pgx and the server must
+// do for each on the store's own table, with its indexes:
+//
+//   - save: one new stream's single event. raw is one INSERT ... RETURNING
+//     of the position, in a transaction of its own (autocommit).
+//   - conc16: 16 goroutines doing save's work, each on a stream of its own,
+//     per event. raw inserts the next version the writer knows.
+//   - load100: one stream of 100 events read in full. raw is one SELECT of
+//     the rows, scanned into the same Go types, not turned into events.
+//   - cmd10: a stream of 10 events read, then one more event appended to it
+//     at the version read. raw is load's SELECT and save's INSERT.
+//
+// raw skips everything the contract adds (the expected-version check,
+// idempotency, wake-ups), so the gap between raw and store is the most that
+// any change to the store can win; what raw takes is the engine's share.
+func BenchmarkCeiling(b *testing.B) {
+	for _, name := range []string{"save", "conc16", "load100", "cmd10"} {
+		for _, via := range []string{"raw", "store"} {
+			b.Run(name+"/"+via, func(b *testing.B) { benchCeiling(b, name, via == "raw") })
+		}
+	}
+}
+
+// ceilingWorld is a store and its pool, with the raw statements on the
+// store's table.
+type ceilingWorld struct {
+	s             *postgres.Store
+	insert, query string
+	n             atomic.Int64 // stream names
+}
+
+func newCeilingWorld(b *testing.B) *ceilingWorld {
+	s := newStoreAt(b, withPoolSize(server.URL, 32), postgres.Options{})
+	q := pgx.Identifier{s.Schema()}.Sanitize()
+	return &ceilingWorld{
+		s: s,
+		insert: `INSERT INTO ` + q + `.events (stream, version, event_id, type, schema_version, data,
+			correlation_id, causation_id, command_id, extra)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING tx_id, seq`,
+		query: `SELECT tx_id, seq, stream, version, event_id, type, schema_version, data,
+			correlation_id, causation_id, command_id, extra, recorded_at
+			FROM ` + q + `.events WHERE stream = $1 AND version >= $2 ORDER BY version LIMIT $3`,
+	}
+}
+
+// ceilingData is the harness's event: a small JSON object.
+var ceilingData = []byte(`{"amount":1}`)
+
+func ceilingEvent() eventstore.EventData {
+	return eventstore.EventData{ID: eventstore.NewEventID(), Type: "account.deposited", SchemaVersion: 1, Data: ceilingData}
+}
+
+func (w *ceilingWorld) stream() string { return fmt.Sprintf("ceiling-%d", w.n.Add(1)) }
+
+// put writes one event at version; expected is what the store is told.
+func (w *ceilingWorld) put(ctx context.Context, raw bool, stream string, version uint64) error {
+	e := ceilingEvent()
+	if raw {
+		var txID uint64
+		var seq int64
+		return w.s.Pool().QueryRow(ctx, w.insert, stream, int64(version), pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type,
+			int64(e.SchemaVersion), e.Data, "", "", "", nil).Scan(&txID, &seq)
+	}
+	expected := eventstore.NoStream
+	if version > 0 {
+		expected = eventstore.Exact(version - 1)
+	}
+	_, err := w.s.Append(ctx, stream, expected, e)
+	return err
+}
+
+// get reads stream in full and returns how many events it has.
+func (w *ceilingWorld) get(ctx context.Context, raw bool, stream string) (int, error) {
+	n := 0
+	if raw {
+		var (
+			txID                         uint64
+			seq, version, schemaVersion  int64
+			name, typ, corr, caus, cmdID string
+			id                           pgtype.UUID
+			data, extra                  []byte
+			at                           time.Time
+		)
+		rows, err := w.s.Pool().Query(ctx, w.query, stream, int64(0), 500)
+		if err != nil {
+			return 0, err
+		}
+		_, err = pgx.ForEachRow(rows, []any{&txID, &seq, &name, &version, &id, &typ, &schemaVersion, &data,
+			&corr, &caus, &cmdID, &extra, &at}, func() error { n++; return nil })
+		return n, err
+	}
+	for _, err := range w.s.ReadStream(ctx, stream, eventstore.Forward(0)) {
+		if err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// seed writes n streams of length events each, through the store.
+func (w *ceilingWorld) seed(b *testing.B, n, length int) []string {
+	streams := make([]string, n)
+	for i := range streams {
+		streams[i] = w.stream()
+		evs := make([]eventstore.EventData, length)
+		for j := range evs {
+			evs[j] = ceilingEvent()
+		}
+		if _, err := w.s.Append(context.Background(), streams[i], eventstore.NoStream, evs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return streams
+}
+
+func benchCeiling(b *testing.B, workload string, raw bool) {
+	ctx := context.Background()
+	w := newCeilingWorld(b)
+	b.ReportAllocs()
+	var cpu, seeding, server, serverSeeding time.Duration
+	defer func() {
+		b.ReportMetric(float64((procCPU()-cpu-seeding).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		if now, ok := serverCPU(); ok {
+			b.ReportMetric(float64((now-server-serverSeeding).Nanoseconds())/float64(b.N), "server-cpu-ns/op")
+		}
+	}()
+	start := func() { cpu = procCPU(); server, _ = serverCPU() }
+	start()
+	switch workload {
+	case "save":
+		b.ResetTimer()
+		for range b.N {
+			if err := w.put(ctx, raw, w.stream(), 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	case "conc16":
+		streams := w.seed(b, 16, 1)
+		var next atomic.Int64
+		var failed atomic.Value
+		var wg sync.WaitGroup
+		start()
+		b.ResetTimer()
+		for g := range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for v := uint64(1); next.Add(1) <= int64(b.N); v++ {
+					if err := w.put(ctx, raw, streams[g], v); err != nil {
+						failed.Store(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+	case "load100":
+		stream := w.seed(b, 1, 100)[0]
+		start()
+		b.ResetTimer()
+		for range b.N {
+			if n, err := w.get(ctx, raw, stream); err != nil || n != 100 {
+				b.Fatalf("read %d events, %v", n, err)
+			}
+		}
+	case "cmd10":
+		var streams []string
+		b.ResetTimer()
+		for i := range b.N {
+			if i%256 == 0 {
+				b.StopTimer()
+				t := procCPU()
+				st, _ := serverCPU()
+				streams = w.seed(b, 256, 10)
+				seeding += procCPU() - t
+				st2, _ := serverCPU()
+				serverSeeding += st2 - st
+				b.StartTimer()
+			}
+			stream := streams[i%256]
+			n, err := w.get(ctx, raw, stream)
+			if err != nil || n != 10 {
+				b.Fatalf("read %d events, %v", n, err)
+			}
+			if err := w.put(ctx, raw, stream, uint64(n)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	zs "zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -81,7 +82,8 @@ func execute(conn *zs.Conn, query string) error {
 }
 
 // queryEvents runs query with args on conn and decodes every row it
-// returns as an event. The statement stays prepared on conn, one per query
+// returns as an event, up to limit events or a full page (see
+// [storekit.PageFull]). The statement stays prepared on conn, one per query
 // text: the page queries take few shapes (by the number of types and
 // stream prefixes in a filter, not their values).
 func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []eventstore.Event, full bool, err error) {
@@ -97,8 +99,15 @@ func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []e
 	if err := bindAll(stmt, args); err != nil {
 		return nil, false, err
 	}
-	events = make([]eventstore.Event, 0, min(limit, 64))
-	row := &stmtRow{stmt: stmt}
+	sc := scratchPool.Get().(*pageScratch)
+	defer sc.put()
+	sc.row.stmt = stmt
+	// The page is decoded into the scratch slice, which keeps its capacity
+	// from read to read, and copied out at its exact length: a read of a
+	// missing stream allocates nothing, and one of 100 events one slice of
+	// 100, rather than a slice grown from a guess.
+	page := sc.events[:0]
+	defer func() { sc.events = page }()
 	size := 0
 	for {
 		found, err := stmt.Step()
@@ -106,18 +115,49 @@ func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []e
 			return nil, false, err
 		}
 		if !found {
-			return events, false, nil
+			break
 		}
-		e, err := decodeEvent(row)
-		if err != nil {
+		page = append(page, eventstore.Event{})
+		e := &page[len(page)-1]
+		if err := decodeEventInto(&sc.row, e, &sc.extras); err != nil {
 			return nil, false, err
 		}
-		events = append(events, e)
-		size += storekit.PageBytes(&e)
-		if storekit.PageFull(len(events), limit, size) {
-			return events, true, nil // the statement is reset unstepped further
+		size += storekit.PageBytes(e)
+		if storekit.PageFull(len(page), limit, size) {
+			full = true // the statement is reset unstepped further
+			break
 		}
 	}
+	if len(page) > 0 {
+		events = make([]eventstore.Event, len(page))
+		copy(events, page)
+	}
+	return events, full, nil
+}
+
+// pageScratch is what a page read reuses from one read to the next: the
+// slice it decodes into and the strings it has seen.
+type pageScratch struct {
+	events []eventstore.Event
+	row    stmtRow
+	extras extraCache
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(pageScratch) }}
+
+// maxScratchEvents bounds the slice a pageScratch keeps between reads.
+const maxScratchEvents = storekit.DefaultPageSize
+
+func (sc *pageScratch) put() {
+	// The slice drops the events' data, which now belong to the caller;
+	// the remembered strings and metadata stay, to be met again.
+	clear(sc.events)
+	if cap(sc.events) > maxScratchEvents {
+		sc.events = nil
+	}
+	sc.events = sc.events[:0]
+	sc.row.stmt = nil
+	scratchPool.Put(sc)
 }
 
 // stmtRow is the current row of an event reader's statement. The events of

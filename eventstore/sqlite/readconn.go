@@ -2,12 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	zs "zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -19,24 +19,41 @@ import (
 // events are decoded straight from the statement (see stmtRow), without
 // database/sql's conversions; reads got two to three times faster. The
 // rarer reads of the consumer tables stay on database/sql (Store.readers).
+//
+// The pool is a channel of connections rather than sqlitex.Pool, whose
+// Take hands every connection a context and a goroutine that waits to
+// interrupt it: a goroutine started and stopped per read, a tenth of a
+// short stream read's CPU, for interrupts these reads never use (see
+// noInterrupt).
 type eventReaders struct {
-	pool *sqlitex.Pool
+	free   chan *zs.Conn
+	closed chan struct{}
+	all    []*zs.Conn
+	once   sync.Once
 }
 
-func openEventReaders(abs string, opts Options) (*eventReaders, error) {
-	pool, err := sqlitex.NewPool(fileURI(abs, "mode=ro"), sqlitex.PoolOptions{
-		Flags:    zs.OpenReadOnly | zs.OpenURI,
-		PoolSize: opts.MaxReaders,
-		PrepareConn: func(conn *zs.Conn) error {
-			conn.SetBusyTimeout(opts.BusyTimeout)
-			return nil
-		},
-	})
-	if err != nil {
-		return nil, err
+func openEventReaders(abs string, opts Options) (r *eventReaders, err error) {
+	r = &eventReaders{free: make(chan *zs.Conn, opts.MaxReaders), closed: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			_ = r.close()
+		}
+	}()
+	for range opts.MaxReaders {
+		conn, err := zs.OpenConn(fileURI(abs, "mode=ro"), zs.OpenReadOnly|zs.OpenURI)
+		if err != nil {
+			return nil, err
+		}
+		r.all = append(r.all, conn)
+		conn.SetBusyTimeout(opts.BusyTimeout)
+		r.free <- conn
 	}
-	return &eventReaders{pool: pool}, nil
+	return r, nil
 }
+
+// errReadersClosed is what a read that waits for a connection gets once
+// the store closes; readErr reports it as [eventstore.ErrClosed].
+var errReadersClosed = errors.New("sqlite: the event readers are closed")
 
 // with runs fn on a connection of the pool, waiting for one while ctx
 // allows. fn's statements are not interrupted when ctx ends (see
@@ -44,16 +61,23 @@ func openEventReaders(abs string, opts Options) (*eventReaders, error) {
 // transaction that it was left in (by an error, or a panic that the caller
 // recovered): it would read an old snapshot forever.
 func (r *eventReaders) with(ctx context.Context, fn func(conn *zs.Conn) error) (err error) {
-	conn, err := r.pool.Take(ctx)
-	if err != nil {
-		return err
+	var conn *zs.Conn
+	select {
+	case conn = <-r.free:
+	default:
+		select {
+		case conn = <-r.free:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.closed:
+			return errReadersClosed
+		}
 	}
-	conn.SetInterrupt(nil)
 	defer func() {
 		if rerr := leaveReadTx(conn); err == nil {
 			err = rerr
 		}
-		r.pool.Put(conn)
+		r.free <- conn
 	}()
 	if err := leaveReadTx(conn); err != nil {
 		return err
@@ -69,7 +93,17 @@ func leaveReadTx(conn *zs.Conn) error {
 	return execute(conn, "ROLLBACK")
 }
 
-func (r *eventReaders) close() error { return r.pool.Close() }
+// close waits for every connection to come back, and closes them all.
+func (r *eventReaders) close() error {
+	var errs []error
+	r.once.Do(func() {
+		close(r.closed)
+		for range r.all {
+			errs = append(errs, (<-r.free).Close())
+		}
+	})
+	return errors.Join(errs...)
+}
 
 // execute runs a statement that returns nothing the caller needs,
 // preparing it once per connection.

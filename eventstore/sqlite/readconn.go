@@ -202,6 +202,7 @@ type stmtRow struct {
 	stmt    *zs.Stmt
 	last    [12]string
 	scratch []byte
+	slab    []byte // the unused end of the current slab (see alloc)
 }
 
 func (r *stmtRow) integer(i int) (int64, bool) {
@@ -233,11 +234,34 @@ func (r *stmtRow) blob(i int, dst []byte) ([]byte, bool) {
 	}
 	n := r.stmt.ColumnLen(i)
 	if cap(dst) < n {
-		dst = make([]byte, n)
+		dst = r.alloc(n)
 	}
 	dst = dst[:n]
 	r.stmt.ColumnBytes(i, dst)
 	return dst, true
+}
+
+// Event data of up to slabMax bytes is cut from slabs of slabSize bytes, so
+// that a page of small events makes one allocation for their data rather
+// than one per event. Each event's data is capped at its length (an append
+// to it copies, never writes into its neighbor's), and it keeps at most its
+// slab alive.
+const (
+	slabSize = 4096
+	slabMax  = 256
+)
+
+// alloc returns n bytes for the caller to keep.
+func (r *stmtRow) alloc(n int) []byte {
+	if n > slabMax {
+		return make([]byte, n)
+	}
+	if len(r.slab) < n {
+		r.slab = make([]byte, slabSize)
+	}
+	b := r.slab[:n:n]
+	r.slab = r.slab[n:]
+	return b
 }
 
 func (r *stmtRow) null(i int) bool { return r.stmt.ColumnType(i) == zs.TypeNull }

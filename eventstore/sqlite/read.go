@@ -73,7 +73,7 @@ func streamQuery(backward bool, limit int) string {
 
 // ReadStream implements [eventstore.Store.ReadStream], a page at a time.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadStreamPages(ctx, stream, opts, s.streamPage, storekit.DefaultPageSize)
+	return storekit.ReadStreamPages(ctx, stream, opts, s.pageOfStream, storekit.DefaultPageSize)
 }
 
 func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {

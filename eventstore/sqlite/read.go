@@ -83,7 +83,7 @@ func (s *Store) streamPage(ctx context.Context, stream string, from uint64, back
 	query := streamQuery(backward, limit)
 	var events []eventstore.Event
 	err := s.events.with(ctx, func(conn *zs.Conn) (err error) {
-		events, _, err = queryEvents(conn, query, []any{stream, int64(from)}, limit)
+		events, _, err = queryEvents(conn, query, []any{stream, int64(from)}, limit, stream)
 		return err
 	})
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		if err := stmt.Reset(); err != nil {
 			return err
 		}
-		if page.Events, page.Full, err = queryEvents(conn, query, args, limit); err != nil {
+		if page.Events, page.Full, err = queryEvents(conn, query, args, limit, ""); err != nil {
 			return err
 		}
 		return execute(conn, "COMMIT")

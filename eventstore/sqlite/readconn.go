@@ -120,7 +120,10 @@ func execute(conn *zs.Conn, query string) error {
 // [storekit.PageFull]). The statement stays prepared on conn, one per query
 // text: the page queries take few shapes (by the number of types and
 // stream prefixes in a filter, not their values).
-func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []eventstore.Event, full bool, err error) {
+//
+// stream, when not empty, is the stream that the query selects by equality
+// (stream = ?): column 1 then holds exactly its bytes, and is not read.
+func queryEvents(conn *zs.Conn, query string, args []any, limit int, stream string) (events []eventstore.Event, full bool, err error) {
 	stmt, err := conn.Prepare(query)
 	if err != nil {
 		return nil, false, err
@@ -135,7 +138,7 @@ func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []e
 	}
 	sc := scratchPool.Get().(*pageScratch)
 	defer sc.put()
-	sc.row.stmt = stmt
+	sc.row.stmt, sc.row.stream = stmt, stream
 	// The page is decoded into the scratch slice, which keeps its capacity
 	// from read to read, and copied out at its exact length: a read of a
 	// missing stream allocates nothing, and one of 100 events one slice of
@@ -190,7 +193,7 @@ func (sc *pageScratch) put() {
 		sc.events = nil
 	}
 	sc.events = sc.events[:0]
-	sc.row.stmt = nil
+	sc.row.stmt, sc.row.stream = nil, ""
 	scratchPool.Put(sc)
 }
 
@@ -203,6 +206,10 @@ type stmtRow struct {
 	last    [12]string
 	scratch []byte
 	slab    []byte // the unused end of the current slab (see alloc)
+	// stream, when not empty, is what column 1 holds in every row: the
+	// query selected by stream = ?, and SQLite compares TEXT byte by byte
+	// (a STRICT TEXT column holds nothing else that could compare equal).
+	stream string
 }
 
 func (r *stmtRow) integer(i int) (int64, bool) {
@@ -213,6 +220,9 @@ func (r *stmtRow) integer(i int) (int64, bool) {
 }
 
 func (r *stmtRow) text(i int) (string, bool) {
+	if i == 1 && r.stream != "" {
+		return r.stream, true
+	}
 	if r.stmt.ColumnType(i) != zs.TypeText {
 		return "", false
 	}

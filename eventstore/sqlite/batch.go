@@ -91,7 +91,8 @@ func (w *writer) commitAppends(c *appendConn, jobs []*appendJob) error {
 			if position, err = c.insertEvent(j.stream, version, e, j.extra(i), recordedAt); err != nil {
 				return err
 			}
-			if j.callerIDs {
+			if j.callerIDs && len(jobs) > 1 {
+				// Only a later append of the group reads these.
 				if st.ids == nil {
 					st.ids = make(map[uuid.UUID]storedEvent)
 				}

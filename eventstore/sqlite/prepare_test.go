@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -110,6 +111,9 @@ func TestStatementLimit(t *testing.T) {
 		{1, storekit.DefaultPageSize}, {storekit.DefaultPageSize, storekit.DefaultPageSize},
 		{storekit.DefaultPageSize + 1, 2 * storekit.DefaultPageSize}, {1 << 40, 1 << 40}, {1<<62 + 1, 1<<62 + 1},
 	} {
+		if c.limit > math.MaxInt {
+			continue // a 32-bit int cannot ask for it
+		}
 		require.Equal(t, c.want, statementLimit(int(c.limit)), "limit %d", c.limit)
 	}
 }

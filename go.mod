@@ -19,6 +19,7 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0
 	golang.org/x/mod v0.38.0
 	golang.org/x/term v0.44.0
+	modernc.org/libc v1.66.3
 	modernc.org/sqlite v1.38.2
 	zombiezen.com/go/sqlite v1.4.2
 )
@@ -45,7 +46,6 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
-	modernc.org/libc v1.66.3 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )

@@ -35,7 +35,10 @@ func (s *Store) Append(ctx context.Context, stream string, expected eventstore.E
 	if _, err := await(ctx, s.w, &j.handoff, j.done); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	return j.result, s.fileFailure("append to stream "+quote(stream), j.err)
+	if j.err != nil {
+		return j.result, s.fileFailure("append to stream "+quote(stream), j.err)
+	}
+	return j.result, nil
 }
 
 // newAppendJob checks and encodes an append for the writer.
@@ -55,8 +58,14 @@ func newAppendJob(ctx context.Context, stream string, expected eventstore.Expect
 	}
 	// Encoding here, not in the writer, keeps the single writer busy only
 	// with SQLite.
-	extras := make([]any, len(prepared))
+	var extras []any // nil when no event has any
 	for i := range prepared {
+		if len(prepared[i].Metadata.Extra) == 0 {
+			continue
+		}
+		if extras == nil {
+			extras = make([]any, len(prepared))
+		}
 		if extras[i], err = encodeExtra(prepared[i].Metadata.Extra); err != nil {
 			return nil, &eventstore.InvalidArgumentError{
 				Stream: stream, Index: i, Field: "metadata", Reason: err.Error()}
@@ -77,7 +86,7 @@ type appendJob struct {
 	stream    string
 	expected  eventstore.ExpectedVersion
 	events    []eventstore.EventData
-	extras    []any // Metadata.Extra of each event, encoded
+	extras    []any // Metadata.Extra of each event, encoded; nil when all are empty
 	callerIDs bool
 
 	handoff
@@ -85,6 +94,14 @@ type appendJob struct {
 	result eventstore.AppendResult
 	err    error
 	done   chan struct{}
+}
+
+// extra is the encoded Metadata.Extra of event i, nil for none.
+func (j *appendJob) extra(i int) any {
+	if j.extras == nil {
+		return nil
+	}
+	return j.extras[i]
 }
 
 func (j *appendJob) finish(err error) {
@@ -221,7 +238,7 @@ func (j *appendJob) insert(tx *writeTx, next uint64) (int64, error) {
 			e := &chunk[i]
 			args = append(args, j.stream, int64(next)+int64(start+i), e.ID[:], e.Type, int64(e.SchemaVersion), e.Data,
 				nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
-				j.extras[start+i], recordedAt)
+				j.extra(start+i), recordedAt)
 		}
 		res, err := tx.conn.ExecContext(context.Background(), insertQuery(len(chunk)), args...)
 		clear(args)

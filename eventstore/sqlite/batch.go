@@ -40,7 +40,12 @@ const idChunk = 64
 // error, with no job finished, when SQLite failed; then the caller rolls
 // back and runs the group again one savepoint per job.
 func (w *writer) commitAppends(c *appendConn, jobs []*appendJob) error {
-	streams, err := groupState(c, jobs)
+	if w.streams == nil {
+		w.streams = make(map[string]*groupStream)
+	}
+	defer clear(w.streams)
+	streams := w.streams
+	err := groupState(c, jobs, streams)
 	if err != nil {
 		return err
 	}
@@ -83,10 +88,11 @@ func (w *writer) commitAppends(c *appendConn, jobs []*appendJob) error {
 		for i := range j.events {
 			e := &j.events[i]
 			version := first + uint64(i)
-			if position, err = c.insertEvent(j.stream, version, e, j.extras[i], recordedAt); err != nil {
+			if position, err = c.insertEvent(j.stream, version, e, j.extra(i), recordedAt); err != nil {
 				return err
 			}
-			if j.callerIDs {
+			if j.callerIDs && len(jobs) > 1 {
+				// Only a later append of the group reads these.
 				if st.ids == nil {
 					st.ids = make(map[uuid.UUID]storedEvent)
 				}
@@ -100,10 +106,10 @@ func (w *writer) commitAppends(c *appendConn, jobs []*appendJob) error {
 	return nil
 }
 
-// groupState reads the last version of every stream of the group, and
-// where those streams hold the caller-chosen event IDs.
-func groupState(c *appendConn, jobs []*appendJob) (map[string]*groupStream, error) {
-	streams := make(map[string]*groupStream, len(jobs))
+// groupState reads the last version of every stream of the group into
+// streams (empty), and where those streams hold the caller-chosen event
+// IDs.
+func groupState(c *appendConn, jobs []*appendJob, streams map[string]*groupStream) error {
 	var ids []uuid.UUID
 	for _, j := range jobs {
 		if streams[j.stream] == nil {
@@ -114,7 +120,7 @@ func groupState(c *appendConn, jobs []*appendJob) (map[string]*groupStream, erro
 			case errors.As(err, &corrupt):
 				st.corrupt = err
 			case err != nil:
-				return nil, err
+				return err
 			}
 			st.last, st.exists = last, exists
 			streams[j.stream] = st
@@ -135,5 +141,5 @@ func groupState(c *appendConn, jobs []*appendJob) (map[string]*groupStream, erro
 		}
 		st.ids[id] = storedEvent{version: uint64(version), position: uint64(position)}
 	})
-	return streams, err
+	return err
 }

@@ -40,7 +40,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	}{
 		{"command", sqlCommandResult, []any{"s", "c"}, "USING INDEX cairn_events_command (stream=? AND command_id=?)"},
 		{"append state", stateQ, stateArgs, "USING INDEX cairn_events_id (id=?)"},
-		{"stream forward", `SELECT * FROM cairn_events WHERE stream = ? AND version >= ? ORDER BY version LIMIT 5`, []any{"s", 0}, "USING INDEX cairn_events_stream_version (stream=? AND version>?)"},
+		{"stream forward", streamQuery(false, 10), []any{"s", 0}, "USING INDEX cairn_events_stream_version (stream=? AND version>?)"},
 		{"one type", typeQ, typeArgs, "USING INDEX cairn_events_type (type=? AND rowid>?)"},
 		{"two types", typesQ, typesArgs, "USING INDEX cairn_events_type (type=? AND rowid>?)"},
 		{"prefix", prefixQ, prefixArgs, "USING INTEGER PRIMARY KEY (rowid>?)"},

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -31,62 +32,99 @@ type eventRow interface {
 // panic or a wrong event.
 func decodeEvent(r eventRow) (eventstore.Event, error) {
 	var e eventstore.Event
+	err := decodeEventInto(r, &e, nil)
+	return e, err
+}
+
+// decodeEventInto is decodeEvent writing into *e, which the caller has
+// zeroed, so that a page decodes straight into its slice rather than
+// through a copy on the heap. extras, when not nil, remembers the last
+// Metadata.Extra decoded: the events of a page mostly repeat their
+// metadata, and a copy of a small map costs much less than decoding JSON.
+func decodeEventInto(r eventRow, e *eventstore.Event, extras *extraCache) error {
 	pos, ok := r.integer(0)
 	if !ok || pos <= 0 {
-		return e, &CorruptError{Field: "position", Reason: "is " + r.describe(0)}
+		return &CorruptError{Field: "position", Reason: "is " + r.describe(0)}
 	}
 	e.Position = eventstore.Position{Major: uint64(pos)}
 	bad := func(field, reason string) error {
 		return &CorruptError{Stream: e.StreamID, Version: e.Version, Position: uint64(pos), Field: field, Reason: reason}
 	}
 	if e.StreamID, ok = r.text(1); !ok {
-		return e, bad("stream", "is "+r.describe(1)+", not text")
+		return bad("stream", "is "+r.describe(1)+", not text")
 	}
 	version, ok := r.integer(2)
 	if !ok || version < 0 {
-		return e, bad("version", "is "+r.describe(2)+", not a version")
+		return bad("version", "is "+r.describe(2)+", not a version")
 	}
 	e.Version = uint64(version)
 	id, ok := r.blob(3, e.ID[:0])
 	if !ok || len(id) != len(e.ID) {
-		return e, bad("id", "is "+r.describe(3)+", not a 16-byte UUID")
+		return bad("id", "is "+r.describe(3)+", not a 16-byte UUID")
 	}
 	e.ID = uuid.UUID(id)
 	if e.Type, ok = r.text(4); !ok {
-		return e, bad("type", "is "+r.describe(4)+", not text")
+		return bad("type", "is "+r.describe(4)+", not text")
 	}
 	sv, ok := r.integer(5)
 	if !ok || sv < 0 || sv > math.MaxUint32 {
-		return e, bad("schema_version", "is "+r.describe(5)+", not a schema version")
+		return bad("schema_version", "is "+r.describe(5)+", not a schema version")
 	}
 	e.SchemaVersion = uint32(sv)
 	if e.Data, ok = r.blob(6, nil); !ok && !r.null(6) {
-		return e, bad("data", "is "+r.describe(6)+", not a blob")
+		return bad("data", "is "+r.describe(6)+", not a blob")
 	}
 	if e.Data == nil {
 		e.Data = []byte{}
 	}
-	for i, dst := range []*string{&e.Metadata.CorrelationID, &e.Metadata.CausationID, &e.Metadata.CommandID} {
-		if *dst, ok = r.text(7 + i); !ok && !r.null(7+i) {
-			return e, bad([]string{"correlation_id", "causation_id", "command_id"}[i], "is "+r.describe(7+i)+", not text")
-		}
+	if e.Metadata.CorrelationID, ok = r.text(7); !ok && !r.null(7) {
+		return bad("correlation_id", "is "+r.describe(7)+", not text")
+	}
+	if e.Metadata.CausationID, ok = r.text(8); !ok && !r.null(8) {
+		return bad("causation_id", "is "+r.describe(8)+", not text")
+	}
+	if e.Metadata.CommandID, ok = r.text(9); !ok && !r.null(9) {
+		return bad("command_id", "is "+r.describe(9)+", not text")
 	}
 	if extra, ok := r.text(10); ok {
-		if err := json.Unmarshal([]byte(extra), &e.Metadata.Extra); err != nil {
-			return e, bad("extra", "is not a JSON object of strings: "+err.Error())
-		}
-		if len(e.Metadata.Extra) == 0 {
-			e.Metadata.Extra = nil
+		var err error
+		if e.Metadata.Extra, err = extras.decode(extra); err != nil {
+			return bad("extra", "is not a JSON object of strings: "+err.Error())
 		}
 	} else if !r.null(10) {
-		return e, bad("extra", "is "+r.describe(10)+", not JSON text")
+		return bad("extra", "is "+r.describe(10)+", not JSON text")
 	}
 	at, ok := r.integer(11)
 	if !ok {
-		return e, bad("recorded_at", "is "+r.describe(11)+", not Unix nanoseconds")
+		return bad("recorded_at", "is "+r.describe(11)+", not Unix nanoseconds")
 	}
 	e.RecordedAt = time.Unix(0, at).UTC()
-	return e, nil
+	return nil
+}
+
+// extraCache holds the last Metadata.Extra decoded, and its JSON.
+type extraCache struct {
+	text  string
+	extra map[string]string
+}
+
+// decode decodes the JSON of Metadata.Extra, into a map of the caller's
+// own. A nil cache decodes every time.
+func (c *extraCache) decode(text string) (map[string]string, error) {
+	if c != nil && c.extra != nil && text == c.text {
+		return maps.Clone(c.extra), nil
+	}
+	var extra map[string]string
+	if err := json.Unmarshal([]byte(text), &extra); err != nil {
+		return nil, err
+	}
+	if len(extra) == 0 {
+		return nil, nil
+	}
+	if c != nil {
+		c.text, c.extra = text, maps.Clone(extra)
+	}
+	return extra, nil
 }
 
 // valuesRow is a row scanned by database/sql into values: int64, float64,

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"modernc.org/sqlite"
@@ -25,27 +26,64 @@ const eventColumns = `position, stream, version, id, type, schema_version, data,
 
 const (
 	sqlStreamForward = `SELECT ` + eventColumns + ` FROM cairn_events
-		WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`
+		WHERE stream = ? AND version >= ? ORDER BY version LIMIT `
 	sqlStreamBackward = `SELECT ` + eventColumns + ` FROM cairn_events
-		WHERE stream = ? AND version <= ? ORDER BY version DESC LIMIT ?`
+		WHERE stream = ? AND version <= ? ORDER BY version DESC LIMIT `
 )
+
+// Page queries write their LIMIT into the SQL text rather than bind it.
+// SQLite built with STAT4 (modernc.org/sqlite is) lets the planner read a
+// bound LIMIT, and then marks the statement to be prepared again whenever
+// that parameter is bound anew: every page read re-parsed its SQL, a sixth
+// of a 100-event stream read's CPU. A literal LIMIT keeps one prepared
+// statement per query shape on each connection; the reader stops stepping
+// at the caller's limit (see queryEvents), which may be smaller.
+var (
+	streamForward  = sqlStreamForward + strconv.Itoa(storekit.DefaultPageSize)
+	streamBackward = sqlStreamBackward + strconv.Itoa(storekit.DefaultPageSize)
+)
+
+// statementLimit is the LIMIT written into a page query that returns at most
+// limit rows: the default page size, or the power of two at or above a
+// larger limit, so that the shapes stay few whatever page sizes callers ask
+// for. It is never below limit: a page cut short by its statement would
+// look like the end of the log.
+func statementLimit(limit int) int64 {
+	n := int64(storekit.DefaultPageSize)
+	for n < int64(limit) && n <= math.MaxInt64/2 {
+		n *= 2
+	}
+	return max(n, int64(limit))
+}
+
+// streamQuery is the stream read for a page of at most limit events.
+func streamQuery(backward bool, limit int) string {
+	if limit <= storekit.DefaultPageSize {
+		if backward {
+			return streamBackward
+		}
+		return streamForward
+	}
+	n := strconv.FormatInt(statementLimit(limit), 10)
+	if backward {
+		return sqlStreamBackward + n
+	}
+	return sqlStreamForward + n
+}
 
 // ReadStream implements [eventstore.Store.ReadStream], a page at a time.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadStreamPages(ctx, stream, opts, s.streamPage, storekit.DefaultPageSize)
+	return storekit.ReadStreamPages(ctx, stream, opts, s.pageOfStream, storekit.DefaultPageSize)
 }
 
 func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
 	if err := s.readable(ctx); err != nil {
 		return nil, err
 	}
-	query := sqlStreamForward
-	if backward {
-		query = sqlStreamBackward
-	}
+	query := streamQuery(backward, limit)
 	var events []eventstore.Event
 	err := s.events.with(ctx, func(conn *zs.Conn) (err error) {
-		events, _, err = queryEvents(conn, query, []any{stream, int64(from), limit}, limit)
+		events, _, err = queryEvents(conn, query, []any{stream, int64(from)}, limit, stream)
 		return err
 	})
 	if err != nil {
@@ -89,7 +127,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		if err := stmt.Reset(); err != nil {
 			return err
 		}
-		if page.Events, page.Full, err = queryEvents(conn, query, args, limit); err != nil {
+		if page.Events, page.Full, err = queryEvents(conn, query, args, limit, ""); err != nil {
 			return err
 		}
 		return execute(conn, "COMMIT")
@@ -128,6 +166,7 @@ const (
 func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (string, []any) {
 	var b strings.Builder
 	var args []any
+	limitClause := " LIMIT " + strconv.FormatInt(statementLimit(limit), 10)
 	// {Major, Minor > 0} sorts after {Major, 0}, which is the only position
 	// this store gives rowid Major: the next event is still Major+1.
 	scan := func(typ *string, types []string) {
@@ -164,8 +203,7 @@ func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (
 				b.WriteString(")")
 			}
 		}
-		b.WriteString(" ORDER BY position LIMIT ?")
-		args = append(args, limit)
+		b.WriteString(" ORDER BY position" + limitClause)
 	}
 	types := slices.Compact(slices.Sorted(slices.Values(filter.Types)))
 	switch {
@@ -185,8 +223,7 @@ func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (
 			scan(&types[i], nil)
 			b.WriteString(")")
 		}
-		b.WriteString(") ORDER BY position LIMIT ?")
-		args = append(args, limit)
+		b.WriteString(") ORDER BY position" + limitClause)
 	}
 	return b.String(), args
 }

@@ -2,11 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	zs "zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -18,24 +19,41 @@ import (
 // events are decoded straight from the statement (see stmtRow), without
 // database/sql's conversions; reads got two to three times faster. The
 // rarer reads of the consumer tables stay on database/sql (Store.readers).
+//
+// The pool is a channel of connections rather than sqlitex.Pool, whose
+// Take hands every connection a context and a goroutine that waits to
+// interrupt it: a goroutine started and stopped per read, a tenth of a
+// short stream read's CPU, for interrupts these reads never use (see
+// noInterrupt).
 type eventReaders struct {
-	pool *sqlitex.Pool
+	free   chan *zs.Conn
+	closed chan struct{}
+	all    []*zs.Conn
+	once   sync.Once
 }
 
-func openEventReaders(abs string, opts Options) (*eventReaders, error) {
-	pool, err := sqlitex.NewPool(fileURI(abs, "mode=ro"), sqlitex.PoolOptions{
-		Flags:    zs.OpenReadOnly | zs.OpenURI,
-		PoolSize: opts.MaxReaders,
-		PrepareConn: func(conn *zs.Conn) error {
-			conn.SetBusyTimeout(opts.BusyTimeout)
-			return nil
-		},
-	})
-	if err != nil {
-		return nil, err
+func openEventReaders(abs string, opts Options) (r *eventReaders, err error) {
+	r = &eventReaders{free: make(chan *zs.Conn, opts.MaxReaders), closed: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			_ = r.close()
+		}
+	}()
+	for range opts.MaxReaders {
+		conn, err := zs.OpenConn(fileURI(abs, "mode=ro"), zs.OpenReadOnly|zs.OpenURI)
+		if err != nil {
+			return nil, err
+		}
+		r.all = append(r.all, conn)
+		conn.SetBusyTimeout(opts.BusyTimeout)
+		r.free <- conn
 	}
-	return &eventReaders{pool: pool}, nil
+	return r, nil
 }
+
+// errReadersClosed is what a read that waits for a connection gets once
+// the store closes; readErr reports it as [eventstore.ErrClosed].
+var errReadersClosed = errors.New("sqlite: the event readers are closed")
 
 // with runs fn on a connection of the pool, waiting for one while ctx
 // allows. fn's statements are not interrupted when ctx ends (see
@@ -43,16 +61,23 @@ func openEventReaders(abs string, opts Options) (*eventReaders, error) {
 // transaction that it was left in (by an error, or a panic that the caller
 // recovered): it would read an old snapshot forever.
 func (r *eventReaders) with(ctx context.Context, fn func(conn *zs.Conn) error) (err error) {
-	conn, err := r.pool.Take(ctx)
-	if err != nil {
-		return err
+	var conn *zs.Conn
+	select {
+	case conn = <-r.free:
+	default:
+		select {
+		case conn = <-r.free:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.closed:
+			return errReadersClosed
+		}
 	}
-	conn.SetInterrupt(nil)
 	defer func() {
 		if rerr := leaveReadTx(conn); err == nil {
 			err = rerr
 		}
-		r.pool.Put(conn)
+		r.free <- conn
 	}()
 	if err := leaveReadTx(conn); err != nil {
 		return err
@@ -68,7 +93,17 @@ func leaveReadTx(conn *zs.Conn) error {
 	return execute(conn, "ROLLBACK")
 }
 
-func (r *eventReaders) close() error { return r.pool.Close() }
+// close waits for every connection to come back, and closes them all.
+func (r *eventReaders) close() error {
+	var errs []error
+	r.once.Do(func() {
+		close(r.closed)
+		for range r.all {
+			errs = append(errs, (<-r.free).Close())
+		}
+	})
+	return errors.Join(errs...)
+}
 
 // execute runs a statement that returns nothing the caller needs,
 // preparing it once per connection.
@@ -81,10 +116,14 @@ func execute(conn *zs.Conn, query string) error {
 }
 
 // queryEvents runs query with args on conn and decodes every row it
-// returns as an event. The statement stays prepared on conn, one per query
+// returns as an event, up to limit events or a full page (see
+// [storekit.PageFull]). The statement stays prepared on conn, one per query
 // text: the page queries take few shapes (by the number of types and
 // stream prefixes in a filter, not their values).
-func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []eventstore.Event, full bool, err error) {
+//
+// stream, when not empty, is the stream that the query selects by equality
+// (stream = ?): column 1 then holds exactly its bytes, and is not read.
+func queryEvents(conn *zs.Conn, query string, args []any, limit int, stream string) (events []eventstore.Event, full bool, err error) {
 	stmt, err := conn.Prepare(query)
 	if err != nil {
 		return nil, false, err
@@ -97,8 +136,15 @@ func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []e
 	if err := bindAll(stmt, args); err != nil {
 		return nil, false, err
 	}
-	events = make([]eventstore.Event, 0, min(limit, 64))
-	row := &stmtRow{stmt: stmt}
+	sc := scratchPool.Get().(*pageScratch)
+	defer sc.put()
+	sc.row.stmt, sc.row.stream = stmt, stream
+	// The page is decoded into the scratch slice, which keeps its capacity
+	// from read to read, and copied out at its exact length: a read of a
+	// missing stream allocates nothing, and one of 100 events one slice of
+	// 100, rather than a slice grown from a guess.
+	page := sc.events[:0]
+	defer func() { sc.events = page }()
 	size := 0
 	for {
 		found, err := stmt.Step()
@@ -106,18 +152,49 @@ func queryEvents(conn *zs.Conn, query string, args []any, limit int) (events []e
 			return nil, false, err
 		}
 		if !found {
-			return events, false, nil
+			break
 		}
-		e, err := decodeEvent(row)
-		if err != nil {
+		page = append(page, eventstore.Event{})
+		e := &page[len(page)-1]
+		if err := decodeEventInto(&sc.row, e, &sc.extras); err != nil {
 			return nil, false, err
 		}
-		events = append(events, e)
-		size += storekit.PageBytes(&e)
-		if storekit.PageFull(len(events), limit, size) {
-			return events, true, nil // the statement is reset unstepped further
+		size += storekit.PageBytes(e)
+		if storekit.PageFull(len(page), limit, size) {
+			full = true // the statement is reset unstepped further
+			break
 		}
 	}
+	if len(page) > 0 {
+		events = make([]eventstore.Event, len(page))
+		copy(events, page)
+	}
+	return events, full, nil
+}
+
+// pageScratch is what a page read reuses from one read to the next: the
+// slice it decodes into and the strings it has seen.
+type pageScratch struct {
+	events []eventstore.Event
+	row    stmtRow
+	extras extraCache
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(pageScratch) }}
+
+// maxScratchEvents bounds the slice a pageScratch keeps between reads.
+const maxScratchEvents = storekit.DefaultPageSize
+
+func (sc *pageScratch) put() {
+	// The slice drops the events' data, which now belong to the caller;
+	// the remembered strings and metadata stay, to be met again.
+	clear(sc.events)
+	if cap(sc.events) > maxScratchEvents {
+		sc.events = nil
+	}
+	sc.events = sc.events[:0]
+	sc.row.stmt, sc.row.stream = nil, ""
+	scratchPool.Put(sc)
 }
 
 // stmtRow is the current row of an event reader's statement. The events of
@@ -128,6 +205,11 @@ type stmtRow struct {
 	stmt    *zs.Stmt
 	last    [12]string
 	scratch []byte
+	slab    []byte // the unused end of the current slab (see alloc)
+	// stream, when not empty, is what column 1 holds in every row: the
+	// query selected by stream = ?, and SQLite compares TEXT byte by byte
+	// (a STRICT TEXT column holds nothing else that could compare equal).
+	stream string
 }
 
 func (r *stmtRow) integer(i int) (int64, bool) {
@@ -138,6 +220,9 @@ func (r *stmtRow) integer(i int) (int64, bool) {
 }
 
 func (r *stmtRow) text(i int) (string, bool) {
+	if i == 1 && r.stream != "" {
+		return r.stream, true
+	}
 	if r.stmt.ColumnType(i) != zs.TypeText {
 		return "", false
 	}
@@ -159,11 +244,34 @@ func (r *stmtRow) blob(i int, dst []byte) ([]byte, bool) {
 	}
 	n := r.stmt.ColumnLen(i)
 	if cap(dst) < n {
-		dst = make([]byte, n)
+		dst = r.alloc(n)
 	}
 	dst = dst[:n]
 	r.stmt.ColumnBytes(i, dst)
 	return dst, true
+}
+
+// Event data of up to slabMax bytes is cut from slabs of slabSize bytes, so
+// that a page of small events makes one allocation for their data rather
+// than one per event. Each event's data is capped at its length (an append
+// to it copies, never writes into its neighbor's), and it keeps at most its
+// slab alive.
+const (
+	slabSize = 4096
+	slabMax  = 256
+)
+
+// alloc returns n bytes for the caller to keep.
+func (r *stmtRow) alloc(n int) []byte {
+	if n > slabMax {
+		return make([]byte, n)
+	}
+	if len(r.slab) < n {
+		r.slab = make([]byte, slabSize)
+	}
+	b := r.slab[:n:n]
+	r.slab = r.slab[n:]
+	return b
 }
 
 func (r *stmtRow) null(i int) bool { return r.stmt.ColumnType(i) == zs.TypeNull }

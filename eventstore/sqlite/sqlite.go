@@ -131,6 +131,9 @@ type Store struct {
 	readers *sql.DB
 	w       *writer
 	events  *eventReaders
+	// pageOfStream is s.streamPage, made once: a method value passed to
+	// ReadStreamPages, which keeps it, is an allocation per read.
+	pageOfStream storekit.StreamPageReader
 
 	changes   storekit.Notifier
 	done      chan struct{}
@@ -167,6 +170,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	s := &Store{path: abs, opts: opts, done: make(chan struct{})}
+	s.pageOfStream = s.streamPage
 	s.readers, err = sql.Open("sqlite", fileURI(abs, busy, "mode=ro", "_pragma=query_only(1)"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)

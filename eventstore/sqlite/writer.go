@@ -88,7 +88,10 @@ type writer struct {
 	queue []job
 	spare []job
 	group []*appendJob
-	busy  bool // a commit runs, on the writer goroutine or a caller's
+	// streams is commitAppends' map of the group's streams, kept empty
+	// between groups so that a group does not make its own.
+	streams map[string]*groupStream
+	busy    bool // a commit runs, on the writer goroutine or a caller's
 	// lastGroup is the number of jobs the last commit carried. After a
 	// group, its appenders are about to append again: a job that came
 	// first and committed alone would leave the others a smaller group.

@@ -96,8 +96,8 @@ func exactStruct(t reflect.Type) (bool, func(reflect.Value) bool) {
 			return false, nil
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" && !strings.HasPrefix(f.Tag.Get("json"), "-,") {
-			return false, nil // dropped by the encoder
+		if name == "-" {
+			return false, nil // dropped by the encoder (or, as "-,", a field named "-": rare, left to decoding)
 		}
 		if name == "" {
 			name = f.Name

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,6 +65,13 @@ type groupAppend struct {
 	r       eventstore.AppendResult
 	written bool
 	err     error
+}
+
+// stream is the name of the stream g appends to: the first parameter of
+// the group insert, as of every append statement (appendStatement).
+func (g *groupAppend) stream() string {
+	name, _ := g.args[0].(string)
+	return name
 }
 
 // groupAppendOne appends a single event through a group. It returns
@@ -128,6 +137,12 @@ func (s *Store) sendGroup(batch []*groupAppend) {
 		s.groupDone(batch, err)
 		return
 	}
+	// In stream order, so that two groups on their way at once that write
+	// the same streams take their index entries in one order and never
+	// wait on each other in a cycle (a deadlock the server would break
+	// only after deadlock_timeout, a second by default). The appends of a
+	// group are concurrent: any order of them is one they could have had.
+	slices.SortFunc(batch, func(a, b *groupAppend) int { return strings.Compare(a.stream(), b.stream()) })
 	b := &pgx.Batch{}
 	for _, g := range batch {
 		b.Queue(s.sql.appendGroup, g.args...).Query(func(rows pgx.Rows) error {

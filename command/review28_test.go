@@ -110,6 +110,7 @@ func r28Registry(t testing.TB) *codec.Registry {
 		codec.Register[r28Grow](reg, "tally.grow", 1),
 		codec.Register[r28Shift](reg, "tally.shift", 1),
 		codec.Register[r28Below](reg, "tally.below", 1),
+		codec.Register[r28Probe](reg, "tally.probe", 1),
 	))
 	require.NoError(t, reg.Validate())
 	return reg
@@ -284,6 +285,147 @@ func TestReview28RedecidedOldCommand(t *testing.T) {
 					assert.Len(t, r28Stream(t, store, "tally-1"), len(before), "nothing appended")
 				})
 			}
+		}
+	}
+}
+
+// TestReview28NoRetryTwoBusesTakeTurns: two buses (two processes) with
+// retry.Policy{Attempts: 1} take turns on one aggregate, one command at a
+// time, with no concurrency at all. Each bus decides on its cached state
+// without reading, so every command after the other bus's fails with a
+// ContentionError ("each losing a concurrent append") though nothing ran
+// concurrently. Before, the cached state was refreshed first.
+func TestReview28NoRetryTwoBusesTakeTurns(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	t.Cleanup(func() { _ = store.Close() })
+	reg := r28Registry(t)
+	noRetry := command.Options{Retry: retry.Policy{Attempts: 1}}
+	buses := []*command.Bus{r28Bus(t, store, reg, noRetry, 0), r28Bus(t, store, reg, noRetry, 0)}
+	var failed []string
+	for i := range 6 {
+		_, err := buses[i%2].Dispatch(ctx, command.Message{ID: fmt.Sprint("turn-", i), Command: r28Add{ID: "1"}})
+		if err != nil {
+			failed = append(failed, err.Error())
+		}
+	}
+	assert.Empty(t, failed, "sequential commands through two buses")
+}
+
+// TestReview28StaleCacheDecisions: a bus whose cached state another bus
+// has moved past must answer as the fresh state would: a no-op or a
+// rejection is decided again on the refreshed state, a Handle that panics
+// only on the stale state is decided again, and a decision that appends
+// is refused and decided again.
+func TestReview28StaleCacheDecisions(t *testing.T) {
+	for _, st := range r28Stores() {
+		t.Run(st.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := st.open(t)
+			reg := r28Registry(t)
+			a := r28Bus(t, store, reg, command.Options{}, 0)
+			b := r28Bus(t, store, reg, command.Options{}, 0)
+			n := 0
+			send := func(bus *command.Bus, cmd command.Command, record bool) (command.Result, error) {
+				n++
+				return bus.Dispatch(ctx, command.Message{ID: fmt.Sprint("m", n), Command: cmd, RecordRejection: record})
+			}
+			_, err := send(a, r28Probe{ID: "1", Want: 0}, false) // a caches count 0
+			require.NoError(t, err)
+			_, err = send(b, r28Add{ID: "1"}, false) // count 1
+			require.NoError(t, err)
+
+			res, err := send(a, r28Probe{ID: "1", Want: 0}, false)
+			assert.ErrorIs(t, err, errR28Full, "stale no-op: the fresh state refuses")
+			assert.True(t, res.Rejected)
+			assert.Equal(t, 1, res.Attempts)
+
+			_, err = send(b, r28Add{ID: "1"}, false) // count 2
+			require.NoError(t, err)
+			res, err = send(a, r28Probe{ID: "1", Want: 2}, false)
+			assert.NoError(t, err, "stale rejection: the fresh state accepts")
+			assert.Equal(t, uint64(1), res.Version)
+
+			_, err = send(b, r28Add{ID: "1"}, false) // count 3
+			require.NoError(t, err)
+			res, err = send(a, r28Fragile{ID: "1", Min: 3}, false)
+			require.NoError(t, err, "panics only on the stale state")
+			assert.Equal(t, uint64(3), res.Version)
+
+			_, err = send(b, r28Add{ID: "1"}, false) // count 5
+			require.NoError(t, err)
+			res, err = send(a, r28Below{ID: "1", Max: 5}, true)
+			assert.ErrorIs(t, err, errR28Full, "a recorded rejection decided on the fresh state")
+			assert.True(t, res.Rejected)
+			res, err = send(b, r28Below{ID: "1", Max: 100}, true) // b is stale by the record
+			require.NoError(t, err)
+			assert.Equal(t, uint64(6), res.Version)
+			assert.Len(t, r28Stream(t, store, "tally-1"), 7)
+		})
+	}
+}
+
+// TestReview28ReusedIDAndRecordedRejectionBelowMemory: a command ID whose
+// outcome the instance cannot answer for (a snapshot; a stale cache) is
+// found whatever its redecision appends: reused by another command type
+// it is refused, a recorded rejection is answered as recorded, a success
+// as the success, and nothing is appended.
+func TestReview28ReusedIDAndRecordedRejectionBelowMemory(t *testing.T) {
+	for _, st := range r28Stores() {
+		for _, how := range []string{"snapshot", "stale cache"} {
+			t.Run(st.name+"/"+how, func(t *testing.T) {
+				ctx := context.Background()
+				store := st.open(t)
+				reg := r28Registry(t)
+				snap := uint64(0)
+				if how == "snapshot" {
+					snap = 1
+				}
+				a := r28Bus(t, store, reg, command.Options{}, snap)
+				var later *command.Bus
+				if how == "stale cache" {
+					later = r28Bus(t, store, reg, command.Options{}, 0)
+					_, err := later.Dispatch(ctx, command.Message{ID: "warm", Command: r28Probe{ID: "1", Want: 0}})
+					require.NoError(t, err)
+				}
+				// "ok": r28Below accepted at count 0. "rej": r28Below refused and recorded at count 1.
+				_, err := a.Dispatch(ctx, command.Message{ID: "ok", Command: r28Below{ID: "1", Max: 1}})
+				require.NoError(t, err)
+				_, err = a.Dispatch(ctx, command.Message{ID: "rej", Command: r28Below{ID: "1", Max: 1}, RecordRejection: true})
+				require.ErrorIs(t, err, errR28Full)
+				for i := range 3 {
+					_, err = a.Dispatch(ctx, command.Message{ID: fmt.Sprint("f", i), Command: r28Add{ID: "1"}})
+					require.NoError(t, err)
+				}
+				before := len(r28Stream(t, store, "tally-1"))
+				bus := func() *command.Bus {
+					if later != nil {
+						return later
+					}
+					return r28Bus(t, store, reg, command.Options{NoCache: true}, snap)
+				}
+
+				// Redelivered: the success now decides a rejection (recorded or not).
+				for _, record := range []bool{false, true} {
+					res, err := bus().Dispatch(ctx, command.Message{ID: "ok", Command: r28Below{ID: "1", Max: 1}, RecordRejection: record})
+					require.NoError(t, err, "record %v", record)
+					assert.True(t, res.Duplicate)
+					assert.Equal(t, uint64(0), res.Version)
+				}
+				// Redelivered: the recorded rejection now decides a success.
+				res, err := bus().Dispatch(ctx, command.Message{ID: "rej", Command: r28Below{ID: "1", Max: 100}, RecordRejection: true})
+				assert.ErrorIs(t, err, command.ErrRecordedRejection)
+				assert.True(t, res.Duplicate && res.Rejected)
+				assert.Equal(t, uint64(1), res.Version)
+				// Reused by another type: one that appends, one that appends nothing, one refused.
+				for _, cmd := range []command.Command{r28Grow{ID: "1"}, r28Probe{ID: "1", Want: 5}, r28Probe{ID: "1", Want: 99}} {
+					for _, id := range []string{"ok", "rej"} {
+						_, err := bus().Dispatch(ctx, command.Message{ID: id, Command: cmd})
+						assert.ErrorIs(t, err, command.ErrCommandIDReused, "%s reused by %T", id, cmd)
+					}
+				}
+				assert.Len(t, r28Stream(t, store, "tally-1"), before, "nothing appended")
+			})
 		}
 	}
 }

@@ -126,3 +126,33 @@ func TestReview28NewRefusedWhenStreamExists(t *testing.T) {
 	_, err = repo.New("$x\x00")
 	assert.Error(t, err)
 }
+
+// TestReview28SnapshotPersistsTheAppliedState: with snapshots, the state
+// Save built from the value as given (see
+// TestReview28SaveStateDiffersFromReplay) is written to the snapshot, so
+// every later load from it disagrees with a replay of the stream for good.
+func TestReview28SnapshotPersistsTheAppliedState(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	t.Cleanup(func() { _ = store.Close() })
+	reg := codec.NewRegistry(codec.Options{})
+	require.NoError(t, codec.Register[Review28Priced](reg, "r28.priced", 1))
+	require.NoError(t, codec.Register[Review28Quoted](reg, "r28.quoted", 1))
+	require.NoError(t, codec.Register[Review28Ledger](reg, "r28.ledger", 1))
+	typ, err := aggregate.NewType[Review28Ledger]("r28ledger", aggregate.Options[Review28Ledger]{SnapshotEvery: 1})
+	require.NoError(t, err)
+	repo, err := aggregate.NewRepository(store, reg, typ, aggregate.RepositoryOptions{})
+	require.NoError(t, err)
+	inst, err := repo.New("1")
+	require.NoError(t, err)
+	_, err = repo.Save(ctx, inst, []any{Review28Priced{Price: Review28Money{Amount: 0, Currency: "EUR"}}}, aggregate.SaveOptions{})
+	require.NoError(t, err)
+
+	fromSnapshot, err := repo.Load(ctx, "1")
+	require.NoError(t, err)
+	noSnaps, err := aggregate.NewRepository(struct{ eventstore.Store }{store}, reg, typ, aggregate.RepositoryOptions{})
+	require.NoError(t, err)
+	replayed, err := noSnaps.Load(ctx, "1")
+	require.NoError(t, err)
+	assert.Equal(t, replayed.State.Currency, fromSnapshot.State.Currency, "a load from the snapshot builds the state a replay builds")
+}

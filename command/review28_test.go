@@ -429,3 +429,33 @@ func TestReview28ReusedIDAndRecordedRejectionBelowMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestReview28TwoAttemptsAnswerAnOldCommandOnAStaleCache: with
+// retry.Policy{Attempts: 2}, an old command redelivered to a bus whose
+// cached instance predates it, in an aggregate that has had more commands
+// since than an instance remembers, is decided on the cache (refused), then
+// on the reloaded instance that forgot it (refused), and only the third
+// attempt looks it up: the bus gives up with a ContentionError although
+// the command is a plain duplicate and nobody else is appending.
+func TestReview28TwoAttemptsAnswerAnOldCommandOnAStaleCache(t *testing.T) {
+	ctx := context.Background()
+	store := memory.New()
+	t.Cleanup(func() { _ = store.Close() })
+	reg := r28Registry(t)
+	stale := r28Bus(t, store, reg, command.Options{Retry: retry.Policy{Attempts: 2}}, 0)
+	_, err := stale.Dispatch(ctx, command.Message{ID: "warm", Command: r28Add{ID: "1"}}) // v0, cached
+	require.NoError(t, err)
+	other := r28Bus(t, store, reg, command.Options{}, 0)
+	_, err = other.Dispatch(ctx, command.Message{ID: "gap", Command: r28Add{ID: "1"}}) // v1
+	require.NoError(t, err)
+	_, err = other.Dispatch(ctx, command.Message{ID: "old", Command: r28Add{ID: "1"}}) // v2
+	require.NoError(t, err)
+	for i := range 1030 {
+		_, err = other.Dispatch(ctx, command.Message{ID: fmt.Sprint("f", i), Command: r28Add{ID: "1"}})
+		require.NoError(t, err)
+	}
+	res, err := stale.Dispatch(ctx, command.Message{ID: "old", Command: r28Add{ID: "1"}})
+	require.NoError(t, err, "a duplicate")
+	assert.True(t, res.Duplicate)
+	assert.Equal(t, uint64(2), res.Version)
+}

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"unicode/utf8"
@@ -23,10 +24,12 @@ import (
 // (whose values a decode does not give back as they were: a nil slice
 // comes back empty or the other way round, and a decoded value shares no
 // memory with the caller's), no type with its own JSON or text encoding
-// (time.Time among them), every struct field exported, not embedded, not
-// dropped by a "-" tag, and named apart from its siblings. A string that is
-// not valid UTF-8 is encoded with replacement characters, so RoundTrip
-// checks every string of v and returns false for such a value.
+// (time.Time among them) or an IsZero method, not json.Number, every
+// struct field exported, not embedded, not dropped by a "-" tag, named
+// apart from its siblings, and no float left out when empty (-0 is, and
+// comes back as +0). A string that is not valid UTF-8 is encoded with
+// replacement characters, so RoundTrip checks every string of v and
+// returns false for such a value.
 func (r *Registry) RoundTrip(v any) (any, bool) {
 	if !r.frozen.Load() || r.setupErr != nil || v == nil {
 		return nil, false
@@ -54,7 +57,7 @@ func (r *Registry) RoundTrip(v any) (any, bool) {
 // strings' UTF-8 that the round trip also needs (nil when t holds no
 // string).
 func exactJSON(t reflect.Type) (exact bool, strings func(reflect.Value) bool) {
-	if ownEncoding(t) {
+	if ownEncoding(t) || t == jsonNumber {
 		return false, nil
 	}
 	switch t.Kind() {
@@ -95,7 +98,10 @@ func exactStruct(t reflect.Type) (bool, func(reflect.Value) bool) {
 		if !f.IsExported() || f.Anonymous {
 			return false, nil
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if omits(opts) && (f.Type.Kind() == reflect.Float32 || f.Type.Kind() == reflect.Float64) {
+			return false, nil // -0 is empty, and is omitted: it comes back as +0
+		}
 		if name == "-" {
 			return false, nil // dropped by the encoder (or, as "-,", a field named "-": rare, left to decoding)
 		}
@@ -137,12 +143,30 @@ func exactStruct(t reflect.Type) (bool, func(reflect.Value) bool) {
 	}
 }
 
+// jsonNumber is encoding/json's own number type, a string that it writes
+// as a number: the empty one as 0.
+var jsonNumber = reflect.TypeFor[json.Number]()
+
+// omits reports whether a field's json tag options leave its value out
+// when it is empty or zero.
+func omits(opts string) bool {
+	for opts != "" {
+		var opt string
+		opt, opts, _ = strings.Cut(opts, ",")
+		if opt == "omitempty" || opt == "omitzero" {
+			return true
+		}
+	}
+	return false
+}
+
 // ownEncoding reports whether t (or *t) has methods that encoding/json or
-// its successor would call instead of encoding t's fields: whatever they
-// do, a round trip through them is not known to be exact.
+// its successor would call instead of encoding t's fields, or to decide
+// that t is zero (omitzero calls IsZero): whatever they do, a round trip
+// through them is not known to be exact.
 func ownEncoding(t reflect.Type) bool {
 	for _, name := range []string{"MarshalJSON", "UnmarshalJSON", "MarshalJSONTo", "UnmarshalJSONFrom",
-		"MarshalText", "UnmarshalText", "AppendText"} {
+		"MarshalText", "UnmarshalText", "AppendText", "IsZero"} {
 		if _, ok := t.MethodByName(name); ok {
 			return true
 		}

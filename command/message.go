@@ -57,8 +57,11 @@ type Result struct {
 	// events, or had its rejection recorded: this dispatch appended
 	// nothing.
 	Duplicate bool
-	// Attempts is how many times the command was decided: more than one
-	// after version conflicts.
+	// Attempts is how many times the command was decided on the stream as
+	// it was: more than one after version conflicts with other writers. A
+	// decision on a cached state that the stream had passed, made again,
+	// does not count, nor does a refusal of the command's own events that
+	// its lookup then answers.
 	Attempts int
 	// Rejected reports that the aggregate refused the command: the error
 	// Dispatch returned is its Handle's, unchanged, or, when the command

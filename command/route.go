@@ -212,7 +212,20 @@ func (r *typedRoute[T, PT]) dispatch(ctx context.Context, b *Bus, msg *Message, 
 		}
 		// When the instance could not tell, a refusal may be the store
 		// finding the command's own event IDs: the next attempt asks it.
+		// Two refusals say nothing of a writer racing this dispatch, and
+		// are not retries (no backoff, no attempt spent): one of a
+		// decision made on a cached state, which the stream had passed
+		// (the next decision is made on the stream as it is), and one of
+		// the command's own event IDs when the instance could not tell
+		// whether it is new (the next attempt looks it up). Each happens
+		// once at most: the instance is loaded afresh after the first,
+		// and the lookup is exact after the second.
+		free := !current || (!certain && !exact && errors.Is(err, eventstore.ErrEventIDConflict))
 		exact = exact || !certain
+		if free {
+			attempt--
+			continue
+		}
 		if attempt >= b.opts.Retry.Attempts {
 			return res, &ContentionError{Stream: stream, CommandID: msg.ID, Attempts: attempt, Err: err}
 		}

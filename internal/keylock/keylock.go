@@ -21,6 +21,10 @@ type Locks struct {
 type lock struct {
 	ch   chan struct{} // holds a token while locked
 	refs int
+	// gen counts the unlocks of the entry, whatever key it serves: a Held
+	// records it when it takes the lock, so that an Unlock of a lock
+	// already released is caught rather than release another holder's.
+	gen uint64
 }
 
 // Held is a lock taken by [Locks.Lock]. Unlock it once.
@@ -28,12 +32,22 @@ type Held struct {
 	l   *Locks
 	key string
 	k   *lock
+	gen uint64
 }
 
-// Unlock releases the lock.
+// Unlock releases the lock. Unlocking a lock that was released already
+// is a bug of the caller's, and panics: the entry may serve another holder
+// by then, pooled entries being reused.
 func (h Held) Unlock() {
-	<-h.k.ch
-	h.l.release(h.key, h.k)
+	l := h.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h.k.gen != h.gen {
+		panic("keylock: Unlock of a lock released before")
+	}
+	h.k.gen++
+	<-h.k.ch // the token this holder put there: never blocks
+	l.releaseLocked(h.key, h.k)
 }
 
 // Lock takes the lock of key, or fails with ctx's error when ctx ends
@@ -56,7 +70,10 @@ func (l *Locks) Lock(ctx context.Context, key string) (Held, error) {
 
 	select {
 	case k.ch <- struct{}{}:
-		return Held{l: l, key: key, k: k}, nil
+		// The previous holder's Unlock moved gen before it took its token
+		// back, which happens before this send completes: reading it
+		// needs no lock.
+		return Held{l: l, key: key, k: k, gen: k.gen}, nil
 	case <-ctx.Done():
 		l.release(key, k)
 		return Held{}, ctx.Err()
@@ -66,6 +83,11 @@ func (l *Locks) Lock(ctx context.Context, key string) (Held, error) {
 func (l *Locks) release(key string, k *lock) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.releaseLocked(key, k)
+}
+
+// releaseLocked drops one reference to k, with l.mu held.
+func (l *Locks) releaseLocked(key string, k *lock) {
 	if k.refs--; k.refs == 0 {
 		delete(l.locks, key)
 		l.free.Put(k)

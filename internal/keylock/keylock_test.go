@@ -78,3 +78,18 @@ func TestLockAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// TestSecondUnlockPanics: unlocking a released lock is caught, whatever
+// key its pooled entry serves by then, and the holder of that key keeps it.
+func TestSecondUnlockPanics(t *testing.T) {
+	var l Locks
+	a, err := l.Lock(context.Background(), "a")
+	require.NoError(t, err)
+	a.Unlock()
+	b, err := l.Lock(context.Background(), "b")
+	require.NoError(t, err)
+	assert.Panics(t, a.Unlock)
+	assert.Equal(t, 1, l.Len(), `"b" is still held`)
+	b.Unlock()
+	assert.Zero(t, l.Len())
+}

@@ -208,10 +208,6 @@ func TestReview28NoRetryPolicyAnswersOldCommands(t *testing.T) {
 // the bus must answer with what the first dispatch stored and append
 // nothing.
 func TestReview28RedecidedOldCommand(t *testing.T) {
-	type step struct {
-		name string
-		cmd  command.Command
-	}
 	cases := []struct {
 		name  string
 		first command.Command // dispatched at count 0 (ID "old")

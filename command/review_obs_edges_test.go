@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/testrig/oteltest"
+	"github.com/cairn-es/cairn/internal/testrig/race"
 	"github.com/cairn-es/cairn/retry"
 )
 
@@ -155,6 +156,9 @@ func TestReviewARedeliveredCommandKeepsTheFirstContext(t *testing.T) {
 // default), a dispatch under a caller's span context allocates no more
 // than one without (43 allocations, as at 4b8d657).
 func TestReviewADispatchUnderACallersSpanCostsNothingMoreWithTracingOff(t *testing.T) {
+	if race.Enabled {
+		t.Skip("sync.Pool (the bus's lock entries) drops its items at random under the race detector: make test runs this without it")
+	}
 	dispatchAllocs := func(ctx context.Context) float64 {
 		store := memory.New()
 		t.Cleanup(func() { _ = store.Close() })

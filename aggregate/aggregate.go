@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -133,7 +132,7 @@ func (t *Type[T, PT]) ID(stream string) (string, bool) {
 func (t *Type[T, PT]) ValidateID(id string) error {
 	// NewType checked that the name makes valid stream names: with a valid
 	// ID appended after "-", the stream name is valid if it is not too long.
-	if id != "" && len(t.name)+1+len(id) <= names.MaxStreamLen && utf8.ValidString(id) && !strings.ContainsFunc(id, names.IsControl) {
+	if id != "" && len(t.name)+1+len(id) <= names.MaxStreamLen && names.Printable(id) {
 		return nil
 	}
 	stream := t.Stream(id)

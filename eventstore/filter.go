@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/cairn-es/cairn/internal/names"
 )
@@ -70,7 +69,7 @@ func (f Filter) Validate() error {
 		switch {
 		case len(p) > names.MaxStreamLen:
 			return bad("filter stream prefix", fmt.Sprintf("at index %d is %d bytes long, more than the limit of %d", i, len(p), names.MaxStreamLen))
-		case !utf8.ValidString(p) || strings.ContainsFunc(p, names.IsControl):
+		case !names.Printable(p):
 			return bad("filter stream prefix", fmt.Sprintf("at index %d, %q, is not printable UTF-8", i, p))
 		case strings.HasPrefix(p, "$"):
 			return bad("filter stream prefix", fmt.Sprintf(`at index %d, %q, starts with "$", which is reserved for system streams`, i, p))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/names"
@@ -171,7 +169,7 @@ func ValidateConsumerName(name string) error {
 		return bad("is empty")
 	case len(name) > MaxStreamLen:
 		return bad(fmt.Sprintf("is %d bytes long, more than the limit of %d", len(name), MaxStreamLen))
-	case !utf8.ValidString(name) || strings.ContainsFunc(name, names.IsControl):
+	case !names.Printable(name):
 		return bad("is not printable UTF-8")
 	}
 	return nil

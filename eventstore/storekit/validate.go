@@ -3,8 +3,6 @@ package storekit
 import (
 	"context"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/names"
@@ -190,7 +188,7 @@ func extraProblem(k, v string) string {
 	switch {
 	case k == "":
 		return "has an empty key"
-	case !utf8.ValidString(k) || strings.ContainsFunc(k, names.IsControl):
+	case !names.Printable(k):
 		return fmt.Sprintf("key %s is not printable UTF-8", clip.Quote(k))
 	case !names.StorableText(v):
 		return fmt.Sprintf("value of key %s is not valid UTF-8 without NUL bytes", clip.Quote(k))

@@ -29,7 +29,7 @@ func StreamProblem(stream string) string {
 		return "is empty"
 	case len(stream) > MaxStreamLen:
 		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(stream), MaxStreamLen)
-	case !printable(stream):
+	case !Printable(stream):
 		return "is not printable UTF-8"
 	case strings.HasPrefix(stream, "$"):
 		return `starts with "$", which is reserved for system streams`
@@ -45,7 +45,7 @@ func TypeProblem(typ string) string {
 		return "is empty"
 	case len(typ) > MaxTypeLen:
 		return fmt.Sprintf("is %d bytes long, more than the limit of %d", len(typ), MaxTypeLen)
-	case !printable(typ):
+	case !Printable(typ):
 		return fmt.Sprintf("%s is not printable UTF-8", clip.Quote(typ))
 	}
 	return ""
@@ -66,11 +66,11 @@ func StorableText(s string) bool {
 	return true
 }
 
-// printable reports whether s is valid UTF-8 without control characters
+// Printable reports whether s is valid UTF-8 without control characters
 // ([IsControl]). Names are nearly always printable ASCII, which one pass
 // over the bytes settles without decoding runes; at the first other byte
 // the rest is checked rune by rune.
-func printable(s string) bool {
+func Printable(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f {
 			return utf8.ValidString(s[i:]) && !strings.ContainsFunc(s[i:], IsControl)

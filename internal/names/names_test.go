@@ -19,8 +19,8 @@ func TestFastPathsMatchTheDefinitions(t *testing.T) {
 			b.WriteString(pieces[r.IntN(len(pieces))])
 		}
 		s := b.String()
-		if got, want := printable(s), utf8.ValidString(s) && !strings.ContainsFunc(s, IsControl); got != want {
-			t.Fatalf("printable(%q) = %v, want %v", s, got, want)
+		if got, want := Printable(s), utf8.ValidString(s) && !strings.ContainsFunc(s, IsControl); got != want {
+			t.Fatalf("Printable(%q) = %v, want %v", s, got, want)
 		}
 		if got, want := StorableText(s), utf8.ValidString(s) && !strings.ContainsRune(s, 0); got != want {
 			t.Fatalf("StorableText(%q) = %v, want %v", s, got, want)

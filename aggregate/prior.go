@@ -10,25 +10,16 @@ import (
 )
 
 // priorOutcome is [busrepo.Repo.PriorOutcome]: the outcome of command
-// commandID in inst's stream, exactly: what the instance does not
-// remember is asked of the store.
+// commandID in inst's stream, exactly: what the instance cannot answer for
+// (recentOutcome) is asked of the store.
 func (r *Repository[T, PT]) priorOutcome(ctx context.Context, inst *Instance[T, PT], commandID string) (busrepo.Outcome, bool, error) {
-	if err := checkInstance(inst); err != nil {
-		return busrepo.Outcome{}, false, err
-	}
-	if commandID == "" || !inst.Exists {
-		return busrepo.Outcome{}, false, nil
+	out, found, certain, err := r.recentOutcome(ctx, inst, commandID)
+	if err != nil || found || certain {
+		return out, found, err
 	}
 	base := inst.base
-	if first, ok := inst.remembers(commandID); ok {
-		out, found, err := r.readOutcome(ctx, inst.Stream, commandID, span{first: first, last: eventstore.End})
-		if err != nil || found {
-			return out, found, err
-		}
-		base = inst.Version + 1 // another command's ID has the same hash: ask the store
-	}
-	if base == 0 {
-		return busrepo.Outcome{}, false, nil
+	if _, collided := inst.remembers(commandID); collided {
+		base = inst.Version + 1 // another command's ID has the same hash: the whole stream
 	}
 	s, found, err := r.findBefore(ctx, inst.Stream, base, commandID)
 	if err != nil || !found {

@@ -75,11 +75,9 @@ func (r *Registry) Decode(e eventstore.Event) ([]Decoded, error) {
 // reuse one slice for every event. On error, dst is returned as given:
 // nothing of a failed event is appended.
 func (r *Registry) DecodeAppend(dst []Decoded, e eventstore.Event) ([]Decoded, error) {
-	if err := r.ready(); err != nil {
-		return dst, err
-	}
 	// Fast path: the stored event is at the current version. Validation
-	// guarantees that no step applies to a current version.
+	// guarantees that no step applies to a current version. DecodeCurrent
+	// also refuses a registry whose set-up is invalid, before any decoding.
 	if v, current, err := r.DecodeCurrent(&e); current || err != nil {
 		if err != nil {
 			return dst, err

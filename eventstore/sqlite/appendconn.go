@@ -48,6 +48,7 @@ func openAppendConn(abs string, opts Options) (*appendConn, error) {
 	for _, pragma := range []string{
 		"PRAGMA synchronous = " + opts.Synchronous.pragma(),
 		fmt.Sprintf("PRAGMA journal_size_limit = %d", journalSizeLimit),
+		fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", backstopFrames), // see checkpointer
 	} {
 		if err := execute(conn, pragma); err != nil {
 			conn.Close()

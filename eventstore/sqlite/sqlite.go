@@ -201,12 +201,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 func openWriter(ctx context.Context, abs string, opts Options, busy string, committed func()) (*writer, error) {
 	// journal_size_limit truncates the WAL after a checkpoint that a long
 	// read let grow, instead of keeping the file at its largest forever.
+	// wal_autocheckpoint leaves checkpoints to the checkpointer.
 	// _txlock makes the transactions of InTx (database/sql's BeginTx) take
 	// the write lock at once, as the writer's own do: a deferred one would
 	// fail, not wait, if another process wrote after its first read.
 	wdb, err := sql.Open("sqlite", fileURI(abs, busy,
 		"_pragma=synchronous("+opts.Synchronous.pragma()+")", fmt.Sprintf("_pragma=journal_size_limit(%d)", journalSizeLimit),
-		"_txlock=immediate"))
+		fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", backstopFrames), "_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
@@ -242,7 +243,14 @@ func openWriter(ctx context.Context, abs string, opts Options, busy string, comm
 		wdb.Close()
 		return nil, classify(abs, err)
 	}
-	return newWriter(wdb, conn, appends, committed), nil
+	checkpoints, err := openCheckpointer(abs, opts.Logger)
+	if err != nil {
+		appends.close()
+		conn.Close()
+		wdb.Close()
+		return nil, classify(abs, err)
+	}
+	return newWriter(wdb, conn, appends, checkpoints, committed), nil
 }
 
 // journalSizeLimit is the size, in bytes, to which a checkpoint truncates

@@ -82,7 +82,10 @@ type writer struct {
 	db      *sql.DB
 	conn    *sql.Conn
 	appends *appendConn // for groups made only of appends
-	tx      writeTx
+	// checkpoints copies the log into the file, off the commits' path
+	// (nil in tests that make a writer without one).
+	checkpoints *checkpointer
+	tx          writeTx
 
 	mu    sync.Mutex
 	queue []job
@@ -146,16 +149,20 @@ const (
 	sqlPositionAt = `SELECT position FROM cairn_events WHERE stream = ? AND version = ?`
 )
 
-func newWriter(db *sql.DB, conn *sql.Conn, appends *appendConn, committed func()) *writer {
+func newWriter(db *sql.DB, conn *sql.Conn, appends *appendConn, checkpoints *checkpointer, committed func()) *writer {
 	w := &writer{
-		db:        db,
-		conn:      conn,
-		appends:   appends,
-		wake:      make(chan struct{}, 1),
-		exited:    make(chan struct{}),
-		committed: committed,
+		db:          db,
+		conn:        conn,
+		appends:     appends,
+		checkpoints: checkpoints,
+		wake:        make(chan struct{}, 1),
+		exited:      make(chan struct{}),
+		committed:   committed,
 	}
 	w.tx.conn = conn
+	if checkpoints != nil {
+		checkpoints.w = w
+	}
 	go w.loop()
 	return w
 }
@@ -379,9 +386,12 @@ func allAppends(batch []job, appends []*appendJob) ([]*appendJob, bool) {
 	return appends, true
 }
 
-// done counts a commit and wakes subscribers.
+// done counts a commit and wakes subscribers and the checkpointer.
 func (w *writer) done(jobs int) {
 	w.committed()
+	if w.checkpoints != nil {
+		w.checkpoints.committed()
+	}
 	w.commits.Add(1)
 	w.jobs.Add(int64(jobs))
 }
@@ -472,6 +482,9 @@ func (w *writer) close() error {
 	}
 	<-w.exited
 	var errs []error
+	if w.checkpoints != nil {
+		errs = append(errs, w.checkpoints.close())
+	}
 	if w.appends != nil {
 		errs = append(errs, w.appends.close())
 	}

@@ -181,7 +181,6 @@ func (r *Repository[T, PT]) replay(ctx context.Context, inst *Instance[T, PT]) (
 		from = inst.Version
 	}
 	p := &replayer[T, PT]{r: r, inst: inst, verify: inst.Exists}
-	p.buf = p.one[:0]
 	r.store.ReadStream(ctx, inst.Stream, eventstore.Forward(from))(p.yield)
 	if p.err != nil {
 		return nil, p.err
@@ -196,8 +195,9 @@ func (r *Repository[T, PT]) replay(ctx context.Context, inst *Instance[T, PT]) (
 // replayer is the body of replay's loop over the stream, as a method:
 // ranging with a closure put every variable the body changes on the heap,
 // five allocations per load, where this is two (itself and its method
-// value). Its one-value buffer holds an event's decoded value unless an
-// upcaster splits it.
+// value). It is small, for a load of an aggregate that does not exist yet
+// (every new aggregate's) makes one too: the buffer of an upcast event's
+// values is made by the first event that needs it.
 type replayer[T any, PT Root[T]] struct {
 	r    *Repository[T, PT]
 	inst *Instance[T, PT]
@@ -206,7 +206,6 @@ type replayer[T any, PT Root[T]] struct {
 	verify bool
 	err    error
 	buf    []codec.Decoded
-	one    [1]codec.Decoded
 }
 
 func (p *replayer[T, PT]) yield(e eventstore.Event, err error) bool {
@@ -217,6 +216,12 @@ func (p *replayer[T, PT]) yield(e eventstore.Event, err error) bool {
 	case p.verify:
 		p.verify = false
 		return true
+	}
+	if !busrepo.IsRejection(&e) {
+		if _, current, err := p.r.applyCurrent(p.inst, &e); current {
+			p.err = err
+			return err == nil
+		}
 	}
 	p.buf, p.err = p.r.apply(p.inst, &e, p.buf[:0])
 	return p.err == nil
@@ -229,16 +234,12 @@ func (p *replayer[T, PT]) yield(e eventstore.Event, err error) bool {
 // command's, so that the command is found again.
 func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, buf []codec.Decoded) ([]codec.Decoded, error) {
 	if !busrepo.IsRejection(e) {
-		// An event at its type's current version, the usual case, is
-		// decoded without its envelope, which copying into buf for
-		// every event of a replay made a tenth of a load's cost: only the
-		// value goes in.
-		v, current, err := r.reg.DecodeCurrent(e)
+		v, current, err := r.applyCurrent(inst, e)
 		if current {
 			if err != nil {
 				return buf, err
 			}
-			return append(buf, codec.Decoded{Value: v, Count: 1}), applyValue(inst, e, v)
+			return append(buf, codec.Decoded{Value: v, Count: 1}), nil
 		}
 		if buf, err = r.reg.DecodeAppend(buf, *e); err != nil {
 			return buf, err
@@ -251,6 +252,19 @@ func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, bu
 	}
 	applied(inst, e)
 	return buf, nil
+}
+
+// applyCurrent decodes and applies e when it is at its type's current
+// version, the usual case, and reports whether it was. Such an event is
+// decoded without its envelope: copying that into a buffer of
+// [codec.Decoded] for every event of a replay made a tenth of a load's
+// cost. e is not a recorded rejection.
+func (r *Repository[T, PT]) applyCurrent(inst *Instance[T, PT], e *eventstore.Event) (v any, current bool, err error) {
+	v, current, err = r.reg.DecodeCurrent(e)
+	if !current || err != nil {
+		return nil, current, err
+	}
+	return v, true, applyValue(inst, e, v)
 }
 
 // applyValue applies to inst the value v of the stored event e, which

@@ -1,0 +1,152 @@
+package codec
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+)
+
+// unmarshalJSON decodes data into v (a pointer) with encoding/json's rules:
+// on encoding/json/v2 when every value of v's type decodes there as
+// encoding/json decodes it (see decodesOnV2), with encoding/json itself
+// otherwise.
+func unmarshalJSON(data []byte, v any) error {
+	t := reflect.TypeOf(v)
+	onV2, known := v2Types.Load(t)
+	if !known {
+		onV2, _ = v2Types.LoadOrStore(t, decodesOnV2(t, map[reflect.Type]bool{}))
+	}
+	if onV2.(bool) {
+		return jsonv2.Unmarshal(data, v, decodeLikeV1)
+	}
+	return json.Unmarshal(data, v)
+}
+
+// v2Types caches decodesOnV2 by type, as encoding/json caches what it
+// knows of a type: a fact about the type, the same for every registry.
+var v2Types sync.Map // reflect.Type -> bool
+
+// decodeLikeV1 are encoding/json's decoding rules on encoding/json/v2. A
+// time.Time decodes through its own UnmarshalJSON, given the JSON value as
+// it is, as encoding/json does: v2 would first unescape the string, and
+// accept a time that encoding/json refuses.
+var decodeLikeV1 = jsonv2.JoinOptions(
+	jsonv1.DefaultOptionsV1(),
+	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, t *time.Time) error {
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		return t.UnmarshalJSON(raw)
+	})),
+)
+
+// decodesOnV2 reports whether encoding/json's rules on encoding/json/v2
+// decode every value of t as encoding/json does. They do but for what the
+// differential tests (jsondecode_test.go) and a review found, which keeps t
+// on encoding/json:
+//   - a type with v2's own methods (UnmarshalJSONFrom, MarshalJSONTo),
+//     which v2 calls and encoding/json does not know;
+//   - encoding/json's Number, which v2's v1 rules know as another type;
+//   - a struct tag name encoding/json finds invalid (it then uses the
+//     field's name) or a tag option it does not know (v2 knows more:
+//     inline, unknown, format, case);
+//   - a map whose keys encoding/json cannot decode (floats, booleans, ...),
+//     which v2 decodes.
+//
+// seen holds the types under way, for recursive types.
+func decodesOnV2(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return true
+	}
+	seen[t] = true
+	if t == jsonNumber || hasMethod(t, "UnmarshalJSONFrom", "MarshalJSONTo") {
+		return false
+	}
+	if hasMethod(t, "UnmarshalJSON") {
+		return true // its own method decodes it, on either
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return decodesOnV2(t.Elem(), seen)
+	case reflect.Map:
+		return mapKeyDecodes(t.Key()) && decodesOnV2(t.Key(), seen) && decodesOnV2(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() && !f.Anonymous {
+				continue // neither decodes it
+			}
+			if !plainTag(f.Tag.Get("json")) || !decodesOnV2(f.Type, seen) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasMethod reports whether t or *t has one of the methods.
+func hasMethod(t reflect.Type, names ...string) bool {
+	for _, name := range names {
+		if _, ok := t.MethodByName(name); ok {
+			return true
+		}
+		if _, ok := reflect.PointerTo(t).MethodByName(name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// mapKeyDecodes reports whether encoding/json decodes map keys of type k:
+// strings, integers, and types that unmarshal text.
+func mapKeyDecodes(k reflect.Type) bool {
+	if reflect.PointerTo(k).Implements(textUnmarshaler) {
+		return true
+	}
+	switch k.Kind() {
+	case reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return true
+	}
+	return false
+}
+
+// plainTag reports whether a json struct tag means the same to both: a
+// name encoding/json accepts (or none, or "-") and only the options it
+// knows.
+func plainTag(tag string) bool {
+	name, opts, _ := strings.Cut(tag, ",")
+	if name != "" && name != "-" && !validTagName(name) {
+		return false
+	}
+	for opts != "" {
+		var opt string
+		opt, opts, _ = strings.Cut(opts, ",")
+		if opt != "omitempty" && opt != "omitzero" && opt != "string" {
+			return false
+		}
+	}
+	return true
+}
+
+// validTagName is encoding/json's test of a tag name: letters, digits and
+// punctuation other than quotes and backslashes.
+func validTagName(name string) bool {
+	for _, c := range name {
+		if !strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c) && !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			return false
+		}
+	}
+	return true
+}

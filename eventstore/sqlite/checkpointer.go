@@ -54,18 +54,23 @@ const (
 
 // openCheckpointer opens the checkpointer's connection on the file that
 // Open has already put in WAL mode, and starts its goroutine.
-func openCheckpointer(abs string, log *slog.Logger) (*checkpointer, error) {
+func openCheckpointer(abs string, opts Options) (*checkpointer, error) {
 	conn, err := zs.OpenConn(abs, zs.OpenReadWrite)
 	if err != nil {
 		return nil, err
 	}
+	// A lock held by another process is waited for as long as the
+	// writer's connections wait, no longer; and close interrupts a
+	// checkpoint under way rather than wait for it.
+	conn.SetBusyTimeout(opts.BusyTimeout)
 	stmt, err := conn.Prepare("PRAGMA wal_checkpoint(PASSIVE)")
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	c := &checkpointer{conn: conn, stmt: stmt, log: log, path: abs,
+	c := &checkpointer{conn: conn, stmt: stmt, log: opts.Logger, path: abs,
 		nudge: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{})}
+	conn.SetInterrupt(c.stop)
 	c.every.Store(firstEvery)
 	go c.loop()
 	return c, nil
@@ -85,6 +90,7 @@ func (c *checkpointer) committed() {
 func (c *checkpointer) loop() {
 	defer close(c.exited)
 	failing := false
+	var last int64 // the frames the log held at the last checkpoint
 	for {
 		select {
 		case <-c.stop:
@@ -106,7 +112,12 @@ func (c *checkpointer) loop() {
 			failing = false
 			c.runs.Add(1)
 			c.frames.Store(frames)
-			c.pace(commits, frames)
+			grown := frames - last
+			if frames < last { // the log started over since
+				grown = frames
+			}
+			c.pace(commits, grown)
+			last = frames
 		}
 	}
 }
@@ -190,13 +201,14 @@ func (c *checkpointer) checkpoint() (frames, copied int64, err error) {
 	return c.stmt.ColumnInt64(1), c.stmt.ColumnInt64(2), nil
 }
 
-// pace sets how many commits make the next checkpoint due, from what the
-// last commits wrote to the log: so that it finds about checkpointFrames.
-func (c *checkpointer) pace(commits, frames int64) {
-	if commits <= 0 || frames <= 0 {
+// pace sets how many commits make the next checkpoint due, from how many
+// frames the last commits added to the log: so that the next finds about
+// checkpointFrames more.
+func (c *checkpointer) pace(commits, grown int64) {
+	if commits <= 0 || grown <= 0 {
 		return
 	}
-	perCommit := max(frames/commits, 1)
+	perCommit := max(grown/commits, 1)
 	c.every.Store(min(max(checkpointFrames/perCommit, 1), checkpointFrames))
 }
 

@@ -243,7 +243,7 @@ func openWriter(ctx context.Context, abs string, opts Options, busy string, comm
 		wdb.Close()
 		return nil, classify(abs, err)
 	}
-	checkpoints, err := openCheckpointer(abs, opts.Logger)
+	checkpoints, err := openCheckpointer(abs, opts)
 	if err != nil {
 		appends.close()
 		conn.Close()

@@ -43,7 +43,7 @@ type Store struct {
 
 	// The page readers, bound once: a method value made at each read is
 	// an allocation.
-	readStreamPage storekit.StreamPageReader
+	readStreamPage storekit.StreamPageAppender
 	readLogPage    storekit.PageReader
 }
 
@@ -149,7 +149,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 // ReadStream implements [eventstore.Store.ReadStream]. It copies events out
 // a page at a time, so the consumer may append while it ranges.
 func (s *Store) ReadStream(ctx context.Context, name string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadStreamPages(ctx, name, opts, s.readStreamPage, 0)
+	return storekit.ReadStreamPagesInto(ctx, name, opts, s.readStreamPage, 0)
 }
 
 // ReadAll implements [eventstore.Store.ReadAll].

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -18,7 +19,7 @@ import (
 
 // streamPage copies up to limit events of a stream, starting at version
 // from.
-func (s *Store) streamPage(ctx context.Context, name string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+func (s *Store) streamPage(ctx context.Context, page []eventstore.Event, name string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -54,7 +55,7 @@ func (s *Store) streamPage(ctx context.Context, name string, from uint64, backwa
 			break
 		}
 	}
-	page := make([]eventstore.Event, take)
+	page = slices.Grow(page, take)[:take]
 	buf := make([]byte, 0, data)
 	for j := range page {
 		buf = copyOut(&page[j], at(j), buf)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -19,46 +18,8 @@ import (
 // Stream reads see every committed event of the stream at once; only the
 // global order waits for older transactions.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return func(yield func(eventstore.Event, error) bool) {
-		// The pages are read into one buffer, reused from read to read:
-		// ReadStreamPages yields copies of a page's events and is done with
-		// the page when it asks for the next one, or returns.
-		buf, _ := pages.Get().(*[]eventstore.Event)
-		if buf == nil {
-			buf = new([]eventstore.Event)
-		}
-		used := 0
-		defer func() {
-			if cap(*buf) <= maxPooledPage {
-				clear((*buf)[:used]) // keep no event's data alive
-				*buf = (*buf)[:0]
-				pages.Put(buf)
-			}
-		}()
-		read := func(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
-			page, err := s.streamPage(ctx, (*buf)[:0], stream, from, backward, limit)
-			if err != nil {
-				return nil, err
-			}
-			*buf = page // its capacity is at least that of every earlier page
-			used = max(used, len(page))
-			return page, nil
-		}
-		for e, err := range storekit.ReadStreamPages(ctx, stream, opts, read, s.pageSize) {
-			if !yield(e, err) {
-				return
-			}
-		}
-	}
+	return storekit.ReadStreamPagesInto(ctx, stream, opts, s.pageOfStream, s.pageSize)
 }
-
-// pages holds the page buffers of finished stream reads, so that reading
-// a stream allocates no page after the first reads.
-var pages sync.Pool
-
-// maxPooledPage is the capacity beyond which a page buffer is dropped
-// rather than kept in pages: twice the default page size.
-const maxPooledPage = 2 * storekit.DefaultPageSize
 
 // streamPage appends to page the events of stream from version from on (or
 // back), up to limit of them.

@@ -121,19 +121,22 @@ func (o Options) schema() string {
 
 // Store is a PostgreSQL event store. It is safe for concurrent use.
 type Store struct {
-	pool      *pgxpool.Pool
-	ownsPool  bool
-	schema    string
-	sql       statements
-	channel   string
-	wakeGap   time.Duration // Options.WakeInterval
-	poll      time.Duration
-	pageSize  int
-	logger    *slog.Logger
-	closed    atomic.Bool
-	done      chan struct{}
-	closeOnce sync.Once
-	workers   sync.WaitGroup
+	pool     *pgxpool.Pool
+	ownsPool bool
+	schema   string
+	sql      statements
+	channel  string
+	wakeGap  time.Duration // Options.WakeInterval
+	poll     time.Duration
+	pageSize int
+	// pageOfStream is s.streamPage, made once: a method value passed to
+	// ReadStreamPagesInto, which keeps it, is an allocation per read.
+	pageOfStream storekit.StreamPageAppender
+	logger       *slog.Logger
+	closed       atomic.Bool
+	done         chan struct{}
+	closeOnce    sync.Once
+	workers      sync.WaitGroup
 
 	changes   storekit.Notifier // wakes this process's subscribers
 	notify    chan struct{}     // asks the notify worker to tell other processes
@@ -223,6 +226,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 	if s.pageSize <= 0 {
 		s.pageSize = storekit.DefaultPageSize
 	}
+	s.pageOfStream = s.streamPage
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}

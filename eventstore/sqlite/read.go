@@ -73,17 +73,20 @@ func streamQuery(backward bool, limit int) string {
 
 // ReadStream implements [eventstore.Store.ReadStream], a page at a time.
 func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
-	return storekit.ReadStreamPages(ctx, stream, opts, s.pageOfStream, storekit.DefaultPageSize)
+	return storekit.ReadStreamPagesInto(ctx, stream, opts, s.pageOfStream, storekit.DefaultPageSize)
 }
 
-func (s *Store) streamPage(ctx context.Context, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+func (s *Store) streamPage(ctx context.Context, page []eventstore.Event, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
 	if err := s.readable(ctx); err != nil {
 		return nil, err
 	}
 	query := streamQuery(backward, limit)
-	var events []eventstore.Event
+	events := page[:0]
+	if events == nil {
+		events = []eventstore.Event{} // not nil: queryEvents appends to a lent page
+	}
 	err := s.events.with(ctx, func(conn *zs.Conn) (err error) {
-		events, _, err = queryEvents(conn, query, []any{stream, int64(from)}, limit, stream)
+		events, _, err = queryEvents(conn, events, query, []any{stream, int64(from)}, limit, stream)
 		return err
 	})
 	if err != nil {
@@ -127,7 +130,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 		if err := stmt.Reset(); err != nil {
 			return err
 		}
-		if page.Events, page.Full, err = queryEvents(conn, query, args, limit, ""); err != nil {
+		if page.Events, page.Full, err = queryEvents(conn, nil, query, args, limit, ""); err != nil {
 			return err
 		}
 		return execute(conn, "COMMIT")

@@ -123,7 +123,10 @@ func execute(conn *zs.Conn, query string) error {
 //
 // stream, when not empty, is the stream that the query selects by equality
 // (stream = ?): column 1 then holds exactly its bytes, and is not read.
-func queryEvents(conn *zs.Conn, query string, args []any, limit int, stream string) (events []eventstore.Event, full bool, err error) {
+//
+// dst, when not nil, is a page buffer lent by the caller: the events are
+// appended to it and it is returned. Otherwise the page is a new slice.
+func queryEvents(conn *zs.Conn, dst []eventstore.Event, query string, args []any, limit int, stream string) (events []eventstore.Event, full bool, err error) {
 	stmt, err := conn.Prepare(query)
 	if err != nil {
 		return nil, false, err
@@ -143,8 +146,18 @@ func queryEvents(conn *zs.Conn, query string, args []any, limit int, stream stri
 	// from read to read, and copied out at its exact length: a read of a
 	// missing stream allocates nothing, and one of 100 events one slice of
 	// 100, rather than a slice grown from a guess.
-	page := sc.events[:0]
-	defer func() { sc.events = page }()
+	page, lent := sc.events[:0], dst != nil
+	if lent {
+		page = dst
+	}
+	defer func() {
+		switch {
+		case !lent:
+			sc.events = page
+		case err != nil:
+			clear(page) // what was decoded belongs to no one
+		}
+	}()
 	size := 0
 	for {
 		found, err := stmt.Step()
@@ -164,6 +177,9 @@ func queryEvents(conn *zs.Conn, query string, args []any, limit int, stream stri
 			full = true // the statement is reset unstepped further
 			break
 		}
+	}
+	if lent {
+		return page, full, nil
 	}
 	if len(page) > 0 {
 		events = make([]eventstore.Event, len(page))

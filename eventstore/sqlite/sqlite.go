@@ -133,7 +133,7 @@ type Store struct {
 	events  *eventReaders
 	// pageOfStream is s.streamPage, made once: a method value passed to
 	// ReadStreamPages, which keeps it, is an allocation per read.
-	pageOfStream storekit.StreamPageReader
+	pageOfStream storekit.StreamPageAppender
 
 	changes   storekit.Notifier
 	done      chan struct{}

@@ -18,7 +18,8 @@
 //     such as [MaxEventSize], names only Cairn may write), [CheckRepeat]
 //     decides whether an append repeats one already stored, and
 //     [StreamState] reports the actual state in a wrong-version error;
-//   - reads: [ReadPages], [ReadStreamPages] and [Follow] build ReadAll,
+//   - reads: [ReadPages], [ReadStreamPages] (or [ReadStreamPagesInto], on
+//     pooled page buffers) and [Follow] build ReadAll,
 //     ReadStream and Subscribe on a store's one-page read, with byte-bounded
 //     pages ([PageBytes], [PageFull]) and a [Notifier] for live wake-ups;
 //   - consumers: the Check and Validate functions give every checkpoint,

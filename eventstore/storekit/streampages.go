@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"math"
+	"sync"
 
 	"github.com/cairn-es/cairn/eventstore"
 )
@@ -18,8 +19,34 @@ type StreamPageReader func(ctx context.Context, stream string, from uint64, back
 // the stream's counterpart of [ReadPages]: it checks the stream name, then
 // reads page after page until one comes back short, holding nothing of the
 // store while the consumer ranges, so memory stays flat and the consumer may
-// append as it goes.
+// append as it goes. [ReadStreamPagesInto] is the same on a reader that
+// fills a page buffer it is lent, which spares an allocation per page.
 func ReadStreamPages(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageReader, pageSize int) iter.Seq2[eventstore.Event, error] {
+	// Its pages are the reader's: none is reused.
+	return readStreamPages(ctx, stream, opts, func(ctx context.Context, _ []eventstore.Event, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+		return read(ctx, stream, from, backward, limit)
+	}, pageSize, false)
+}
+
+// StreamPageAppender is a [StreamPageReader] that appends its page to dst,
+// an empty buffer that [ReadStreamPagesInto] lends it, and returns it
+// (grown as need be). The page it returns is ReadStreamPagesInto's to reuse
+// once its events have been yielded: it is dst's memory or the reader's
+// own, never memory the store still holds.
+type StreamPageAppender func(ctx context.Context, dst []eventstore.Event, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error)
+
+// ReadStreamPagesInto is [ReadStreamPages] on a [StreamPageAppender]. A
+// read's pages are read into one buffer, which goes back to a pool when the
+// read ends, cleared: the consumer is yielded copies of the events, and a
+// read allocates no page once earlier reads have made the buffers. Loading
+// an aggregate of 100 events allocated 20 KB of page before.
+func ReadStreamPagesInto(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageAppender, pageSize int) iter.Seq2[eventstore.Event, error] {
+	return readStreamPages(ctx, stream, opts, read, pageSize, true)
+}
+
+// readStreamPages is ReadStreamPagesInto, lending read a pooled buffer
+// when lend is set, and none (an empty one) when not.
+func readStreamPages(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageAppender, pageSize int, lend bool) iter.Seq2[eventstore.Event, error] {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
@@ -27,6 +54,11 @@ func ReadStreamPages(ctx context.Context, stream string, opts eventstore.ReadOpt
 		if err := ValidateStream(stream); err != nil {
 			yield(eventstore.Event{}, err)
 			return
+		}
+		var buf *pageBuffer
+		if lend {
+			buf = lendPage()
+			defer buf.giveBack()
 		}
 		from := opts.From
 		if from > math.MaxInt64 {
@@ -41,7 +73,14 @@ func ReadStreamPages(ctx context.Context, stream string, opts eventstore.ReadOpt
 			if opts.Limit > 0 {
 				size = min(size, remaining)
 			}
-			page, err := read(ctx, stream, from, opts.Backward, size)
+			var dst []eventstore.Event
+			if buf != nil {
+				dst = buf.events[:0]
+			}
+			page, err := read(ctx, dst, stream, from, opts.Backward, size)
+			if buf != nil {
+				buf.keep(page)
+			}
 			if err != nil {
 				yield(eventstore.Event{}, err)
 				return
@@ -81,4 +120,41 @@ func streamPageFull(page []eventstore.Event, size int) bool {
 		bytes += PageBytes(&page[i])
 	}
 	return PageFull(len(page), size, bytes)
+}
+
+// pageBuffer is a stream read's page buffer, lent from pagePool.
+type pageBuffer struct {
+	events []eventstore.Event
+	// used is the length of the longest page read into events: what
+	// giveBack clears.
+	used int
+}
+
+// pagePool holds the page buffers of finished stream reads.
+var pagePool = sync.Pool{New: func() any { return new(pageBuffer) }}
+
+// maxPooledPage is the capacity beyond which a page buffer is dropped
+// rather than pooled: twice the default page size.
+const maxPooledPage = 2 * DefaultPageSize
+
+func lendPage() *pageBuffer { return pagePool.Get().(*pageBuffer) }
+
+// keep makes page, the reader's last, the buffer of the next: its capacity
+// is at least that of every earlier page.
+func (b *pageBuffer) keep(page []eventstore.Event) {
+	if cap(page) >= cap(b.events) {
+		b.events = page[:0]
+	}
+	b.used = max(b.used, len(page))
+}
+
+// giveBack clears what the read left in the buffer (no event's data stays
+// alive in the pool) and pools it.
+func (b *pageBuffer) giveBack() {
+	clear(b.events[:b.used])
+	b.used = 0
+	if cap(b.events) > maxPooledPage {
+		b.events = nil
+	}
+	pagePool.Put(b)
 }

@@ -75,7 +75,10 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	events, err := storekit.PrepareAppend(ctx, name, events)
+	// Most appends are of a few events: their copies stay on the stack
+	// (they are copied again, into the log).
+	var local [4]eventstore.EventData
+	events, err := storekit.PrepareAppendInto(ctx, name, events, local[:0])
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}

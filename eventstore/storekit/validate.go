@@ -3,6 +3,7 @@ package storekit
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/names"
@@ -42,6 +43,14 @@ const (
 // among it, a saga stream ([ReservedStreamPrefix]) or a type or metadata
 // key with [ReservedTypePrefix], which only Cairn's own writers append.
 func PrepareAppend(ctx context.Context, stream string, events []eventstore.EventData) ([]eventstore.EventData, error) {
+	return PrepareAppendInto(ctx, stream, events, nil)
+}
+
+// PrepareAppendInto is [PrepareAppend] writing the copies into dst's
+// memory when it is large enough: for a store that only reads the copies
+// (to write them out, or into memory of its own), a buffer on its stack
+// spares an allocation per append.
+func PrepareAppendInto(ctx context.Context, stream string, events, dst []eventstore.EventData) ([]eventstore.EventData, error) {
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
 	}
@@ -52,7 +61,7 @@ func PrepareAppend(ctx context.Context, stream string, events []eventstore.Event
 		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "events",
 			Reason: fmt.Sprintf("has %d events, more than the limit of %d", len(events), MaxAppendEvents)}
 	}
-	out := make([]eventstore.EventData, len(events))
+	out := slices.Grow(dst[:0], len(events))[:len(events)]
 	// A short append looks for repeated IDs among the events before
 	// each, as a map for so few costs more than it saves.
 	var seen map[uuid.UUID]int

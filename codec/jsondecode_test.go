@@ -1,3 +1,5 @@
+//lint:file-ignore SA5008 the struct tags encoding/json finds odd are what these tests decode
+
 package codec_test
 
 import (

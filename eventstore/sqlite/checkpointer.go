@@ -99,6 +99,11 @@ func (c *checkpointer) loop() {
 		}
 		commits := c.commits.Swap(0)
 		frames, err := c.catchUp()
+		select {
+		case <-c.stop:
+			return // closing: an interrupted checkpoint is no failure
+		default:
+		}
 		switch {
 		case errors.Is(err, errCheckpointBusy) || zs.ErrCode(err) == zs.ResultBusy, errors.Is(err, eventstore.ErrClosed):
 			// Another connection (another process's) is checkpointing.

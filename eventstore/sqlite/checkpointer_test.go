@@ -128,3 +128,18 @@ func TestCheckpointsWithAnotherCheckpointer(t *testing.T) {
 	require.Eventually(t, func() bool { return s.w.checkpoints.runs.Load() > runs }, 10*time.Second, time.Millisecond)
 	assert.Empty(t, logged.String())
 }
+
+// TestCloseDuringCheckpointsLogsNothing: Close interrupts a checkpoint under
+// way, which is no failure to report.
+func TestCloseDuringCheckpointsLogsNothing(t *testing.T) {
+	for range 20 {
+		var logged bytes.Buffer
+		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "events.db"),
+			Options{Synchronous: SyncNormal, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		require.NoError(t, err)
+		s.w.checkpoints.every.Store(1) // a checkpoint after every commit
+		appendMany(t, s, "c", 50)
+		require.NoError(t, s.Close())
+		require.Empty(t, logged.String())
+	}
+}

@@ -20,6 +20,9 @@ import (
 // otherwise.
 func unmarshalJSON(data []byte, v any) error {
 	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer || reflect.ValueOf(v).IsNil() {
+		return json.Unmarshal(data, v) // which says what is wrong with v
+	}
 	onV2, known := v2Types.Load(t)
 	if !known {
 		onV2, _ = v2Types.LoadOrStore(t, decodesOnV2(t, map[reflect.Type]bool{}))

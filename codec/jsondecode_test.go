@@ -250,3 +250,14 @@ func FuzzJSONDecodesLikeEncodingJSON(f *testing.F) {
 	}
 	f.Fuzz(decodeEveryTarget)
 }
+
+// TestJSONRefusesWhatEncodingJSONRefusesToDecodeInto: a nil or a
+// non-pointer destination is encoding/json's InvalidUnmarshalError, not a
+// panic.
+func TestJSONRefusesWhatEncodingJSONRefusesToDecodeInto(t *testing.T) {
+	for _, v := range []any{nil, Folds{}, 7, (*Folds)(nil)} {
+		err := codec.JSON{}.Unmarshal([]byte(`{"kind":"k"}`), v)
+		var invalid *json.InvalidUnmarshalError
+		require.ErrorAs(t, err, &invalid, "%T", v)
+	}
+}

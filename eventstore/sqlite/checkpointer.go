@@ -106,7 +106,8 @@ func (c *checkpointer) loop() {
 		}
 		switch {
 		case errors.Is(err, errCheckpointBusy) || zs.ErrCode(err) == zs.ResultBusy, errors.Is(err, eventstore.ErrClosed):
-			// Another connection (another process's) is checkpointing.
+			// Another connection (another process's) is checkpointing, or
+			// the writer has closed.
 		case err != nil:
 			if !failing {
 				c.log.Warn("sqlite: background checkpoint failed; commits checkpoint past the backstop",

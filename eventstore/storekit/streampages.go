@@ -80,6 +80,11 @@ func readStreamPages(ctx context.Context, stream string, opts eventstore.ReadOpt
 			page, err := read(ctx, dst, stream, from, opts.Backward, size)
 			if buf != nil {
 				buf.keep(page)
+				if err != nil {
+					// A reader may fail after appending to dst (a row it
+					// cannot scan, a read cut short): clear all of it.
+					buf.used = cap(buf.events)
+				}
 			}
 			if err != nil {
 				yield(eventstore.Event{}, err)

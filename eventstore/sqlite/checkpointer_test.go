@@ -51,7 +51,7 @@ func TestCheckpointsKeepTheLogShort(t *testing.T) {
 	s := openTest(t)
 	cp := s.w.checkpoints
 	require.NotNil(t, cp)
-	appendMany(t, s, "a", 6000)
+	appendMany(t, s, "a", 2000)
 	require.Eventually(t, func() bool { return cp.runs.Load() > 0 }, 10*time.Second, time.Millisecond)
 	assert.Less(t, cp.frames.Load(), int64(backstopFrames), "the log reached the backstop: the checkpointer fell behind")
 	assert.Less(t, walFrames(t, s.path), int64(backstopFrames))
@@ -63,7 +63,7 @@ func TestCheckpointsKeepTheLogShort(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("a-%d", n), e.StreamID)
 		n++
 	}
-	require.Equal(t, 6000, n)
+	require.Equal(t, 2000, n)
 }
 
 // TestCheckpointsWaitForAReader: a read transaction that began before many
@@ -84,10 +84,10 @@ func TestCheckpointsWaitForAReader(t *testing.T) {
 	require.EqualValues(t, 10, stmt.ColumnInt64(0), "the reader's snapshot")
 	require.NoError(t, stmt.Reset())
 
-	appendMany(t, s, "during", 3000)
+	appendMany(t, s, "during", 1500)
 	require.NoError(t, execute(reader, "COMMIT"))
 	runs := s.w.checkpoints.runs.Load()
-	appendMany(t, s, "after", 3000)
+	appendMany(t, s, "after", 1500)
 	require.Eventually(t, func() bool { return s.w.checkpoints.runs.Load() > runs }, 10*time.Second, time.Millisecond)
 	assert.Less(t, walFrames(t, s.path), int64(backstopFrames))
 }
@@ -121,10 +121,10 @@ func TestCheckpointsWithAnotherCheckpointer(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	appendMany(t, s, "c", 3000)
+	appendMany(t, s, "c", 1500)
 	close(stop)
 	<-done
-	appendMany(t, s, "d", 3000)
+	appendMany(t, s, "d", 1500)
 	require.Eventually(t, func() bool { return s.w.checkpoints.runs.Load() > runs }, 10*time.Second, time.Millisecond)
 	assert.Empty(t, logged.String())
 }

@@ -80,16 +80,6 @@ func s2bCheck(stream string, pad int, e eventstore.Event) string {
 	return ""
 }
 
-func s2bCollect(t *testing.T, seq func(func(eventstore.Event, error) bool)) []eventstore.Event {
-	t.Helper()
-	var out []eventstore.Event
-	for e, err := range seq {
-		require.NoError(t, err)
-		out = append(out, e)
-	}
-	return out
-}
-
 func s2bRequireStream(t *testing.T, stream string, pad int, events []eventstore.Event, first uint64, n int, backward bool, why string) {
 	t.Helper()
 	require.Len(t, events, n, why)
@@ -120,9 +110,9 @@ func TestReviewS2bReadOwnership(t *testing.T) {
 			s2bFill(t, s, "b-1", nb, 3)
 			s2bFill(t, other, "a-1", 600, 40)
 
-			kept := s2bCollect(t, s.ReadStream(ctx, "a-1", eventstore.Forward(0)))
+			kept := collect(t, s.ReadStream(ctx, "a-1", eventstore.Forward(0)))
 			s2bRequireStream(t, "a-1", 20, kept, 0, na, false, "first read")
-			keptB := s2bCollect(t, s.ReadStream(ctx, "b-1", eventstore.Backward(math.MaxUint64)))
+			keptB := collect(t, s.ReadStream(ctx, "b-1", eventstore.Backward(math.MaxUint64)))
 			s2bRequireStream(t, "b-1", 3, keptB, nb-1, nb, true, "backward read")
 
 			// Nested: B inside the loop over A, and A inside A.
@@ -131,8 +121,8 @@ func TestReviewS2bReadOwnership(t *testing.T) {
 				require.NoError(t, err)
 				outer = append(outer, e)
 				if e.Version%300 == 7 {
-					inner = append(inner, s2bCollect(t, s.ReadStream(ctx, "b-1", eventstore.Forward(0)))...)
-					s2bRequireStream(t, "a-1", 40, s2bCollect(t, other.ReadStream(ctx, "a-1", eventstore.Forward(0))), 0, 600, false, "other store inside")
+					inner = append(inner, collect(t, s.ReadStream(ctx, "b-1", eventstore.Forward(0)))...)
+					s2bRequireStream(t, "a-1", 40, collect(t, other.ReadStream(ctx, "a-1", eventstore.Forward(0))), 0, 600, false, "other store inside")
 				}
 			}
 			s2bRequireStream(t, "a-1", 20, outer, 0, na, false, "outer of nested")
@@ -264,7 +254,7 @@ func TestReviewS2bReadWindows(t *testing.T) {
 				for _, limit := range []int{0, 1, 511, 512, 513, 1024, 1025, 1536, 2000} {
 					for _, backward := range []bool{false, true} {
 						why := fmt.Sprintf("from %d limit %d backward %v", from, limit, backward)
-						got := s2bCollect(t, s.ReadStream(ctx, "w-1", eventstore.ReadOptions{From: from, Limit: limit, Backward: backward}))
+						got := collect(t, s.ReadStream(ctx, "w-1", eventstore.ReadOptions{From: from, Limit: limit, Backward: backward}))
 						var first uint64
 						var count int
 						if backward {
@@ -301,9 +291,9 @@ func TestReviewS2bNearPageByteLimit(t *testing.T) {
 					Metadata: eventstore.Metadata{CorrelationID: fmt.Sprintf("corr-%d", v%3), Extra: map[string]string{"k": fmt.Sprint(v), "same": "x"}}})
 				require.NoError(t, err)
 			}
-			fwd := s2bCollect(t, s.ReadStream(ctx, "big-1", eventstore.Forward(0)))
-			bwd := s2bCollect(t, s.ReadStream(ctx, "big-1", eventstore.Backward(math.MaxUint64)))
-			lim := s2bCollect(t, s.ReadStream(ctx, "big-1", eventstore.ReadOptions{From: 2, Limit: 6}))
+			fwd := collect(t, s.ReadStream(ctx, "big-1", eventstore.Forward(0)))
+			bwd := collect(t, s.ReadStream(ctx, "big-1", eventstore.Backward(math.MaxUint64)))
+			lim := collect(t, s.ReadStream(ctx, "big-1", eventstore.ReadOptions{From: 2, Limit: 6}))
 			// Reads in between that reuse the buffers.
 			for range 3 {
 				for e, err := range s.ReadStream(ctx, "big-1", eventstore.Forward(0)) {

@@ -55,7 +55,7 @@ test-main:
 	$(GO) test -tags cairnfailpoints -count=1 -timeout $(TEST_TIMEOUT) ./internal/failpoint/ ./internal/testrig/crashmatrix/
 	@# Allocation comparisons, which the race detector above skips: it
 	@# drops sync.Pool's items at random, so equal runs differ.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'CostsNothingMore' ./saga/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'CostsNothingMore' ./saga/ ./projection/
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'AllocationBudgets|AllocatesNothing|CostsNothingMore' ./command/ ./internal/keylock/ ./internal/busrepo/
 
 test-sims:

@@ -58,7 +58,7 @@ func (r *Repository[T, PT]) saveRejection(ctx context.Context, inst *Instance[T,
 		return r.storedOutcome(ctx, inst, opts.CommandID, res.FirstVersion)
 	}
 	e := eventstore.Event{EventData: ev, StreamID: inst.Stream, Version: res.FirstVersion}
-	if _, err := r.apply(inst, &e, nil); err != nil {
+	if _, err := r.apply(inst, &e, nil, false); err != nil {
 		return busrepo.Outcome{}, err // unreachable: a rejection is not decoded
 	}
 	r.maybeSnapshot(ctx, inst)

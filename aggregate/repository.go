@@ -217,29 +217,30 @@ func (p *replayer[T, PT]) yield(e eventstore.Event, err error) bool {
 		p.verify = false
 		return true
 	}
-	if !busrepo.IsRejection(&e) {
-		if _, current, err := p.r.applyCurrent(p.inst, &e); current {
-			p.err = err
-			return err == nil
-		}
-	}
-	p.buf, p.err = p.r.apply(p.inst, &e, p.buf[:0])
+	p.buf, p.err = p.r.apply(p.inst, &e, p.buf[:0], false)
 	return p.err == nil
 }
 
 // apply decodes one stored event, applies its values to inst, and appends
-// them to buf (their Event set only when they were upcast). A
-// recorded rejection (see [busrepo.RejectionType]) is not decoded nor applied: it
+// them to buf (their Event set only when they were upcast). An event at its
+// type's current version, the usual case, is decoded without its
+// envelope, which copying into buf for every event of a replay made a
+// tenth of a load's cost; its value goes into buf only when values is set
+// (a replay, which needs none, then needs no buf at all). A recorded
+// rejection (see [busrepo.RejectionType]) is not decoded nor applied: it
 // only moves inst's version, and inst remembers its command ID as any
 // command's, so that the command is found again.
-func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, buf []codec.Decoded) ([]codec.Decoded, error) {
+func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, buf []codec.Decoded, values bool) ([]codec.Decoded, error) {
 	if !busrepo.IsRejection(e) {
-		v, current, err := r.applyCurrent(inst, e)
+		v, current, err := r.reg.DecodeCurrent(e)
 		if current {
 			if err != nil {
 				return buf, err
 			}
-			return append(buf, codec.Decoded{Value: v, Count: 1}), nil
+			if values {
+				buf = append(buf, codec.Decoded{Value: v, Count: 1})
+			}
+			return buf, applyValue(inst, e, v)
 		}
 		if buf, err = r.reg.DecodeAppend(buf, *e); err != nil {
 			return buf, err
@@ -252,19 +253,6 @@ func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, bu
 	}
 	applied(inst, e)
 	return buf, nil
-}
-
-// applyCurrent decodes and applies e when it is at its type's current
-// version, the usual case, and reports whether it was. Such an event is
-// decoded without its envelope: copying that into a buffer of
-// [codec.Decoded] for every event of a replay made a tenth of a load's
-// cost. e is not a recorded rejection.
-func (r *Repository[T, PT]) applyCurrent(inst *Instance[T, PT], e *eventstore.Event) (v any, current bool, err error) {
-	v, current, err = r.reg.DecodeCurrent(e)
-	if !current || err != nil {
-		return nil, current, err
-	}
-	return v, true, applyValue(inst, e, v)
 }
 
 // applyValue applies to inst the value v of the stored event e, which

@@ -200,7 +200,7 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 		if v, exact := r.reg.RoundTrip(events[i]); exact {
 			err = applyValue(inst, &e, v)
 			out.Events = append(out.Events, v)
-		} else if buf, err = r.apply(inst, &e, buf[:0]); err == nil {
+		} else if buf, err = r.apply(inst, &e, buf[:0], true); err == nil {
 			for _, d := range buf {
 				out.Events = append(out.Events, d.Value)
 			}

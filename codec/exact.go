@@ -165,14 +165,6 @@ func omits(opts string) bool {
 // that t is zero (omitzero calls IsZero): whatever they do, a round trip
 // through them is not known to be exact.
 func ownEncoding(t reflect.Type) bool {
-	for _, name := range []string{"MarshalJSON", "UnmarshalJSON", "MarshalJSONTo", "UnmarshalJSONFrom",
-		"MarshalText", "UnmarshalText", "AppendText", "IsZero"} {
-		if _, ok := t.MethodByName(name); ok {
-			return true
-		}
-		if _, ok := reflect.PointerTo(t).MethodByName(name); ok {
-			return true
-		}
-	}
-	return false
+	return hasMethod(t, "MarshalJSON", "UnmarshalJSON", "MarshalJSONTo", "UnmarshalJSONFrom",
+		"MarshalText", "UnmarshalText", "AppendText", "IsZero")
 }

@@ -83,7 +83,7 @@ type writer struct {
 	conn    *sql.Conn
 	appends *appendConn // for groups made only of appends
 	// checkpoints copies the log into the file, off the commits' path
-	// (nil in tests that make a writer without one).
+	// (nil for a read-only store's writer, which commits nothing).
 	checkpoints *checkpointer
 	tx          writeTx
 
@@ -160,9 +160,7 @@ func newWriter(db *sql.DB, conn *sql.Conn, appends *appendConn, checkpoints *che
 		committed:   committed,
 	}
 	w.tx.conn = conn
-	if checkpoints != nil {
-		checkpoints.w = w
-	}
+	checkpoints.w = w
 	go w.loop()
 	return w
 }

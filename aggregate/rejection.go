@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/telemetry"
 	"github.com/cairn-es/cairn/internal/trusted"
@@ -46,7 +47,7 @@ func (r *Repository[T, PT]) saveRejection(ctx context.Context, inst *Instance[T,
 	// Recording a rejection is a step of the dispatch that decided it:
 	// traced as a child append.
 	actx, op := r.appends.Start(ctx, r.typ.name, inst.Stream, 1, true)
-	ev := eventstore.EventData{ID: busrepo.EventID(inst.Stream, opts.CommandID, 0), Type: busrepo.RejectionType,
+	ev := eventstore.EventData{ID: storekit.CommandEventID(inst.Stream, opts.CommandID, 0), Type: busrepo.RejectionType,
 		SchemaVersion: busrepo.RejectionSchemaVersion, Data: data, Metadata: metadata(op, opts)}
 	telemetry.Fit(&ev)
 	res, err := r.store.Append(trusted.Writer(actx), inst.Stream, inst.expected(), ev)

@@ -133,7 +133,7 @@ func (r *Repository[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], eve
 	}
 	out, err := r.save(ctx, inst, events, busrepo.SaveOptions{CommandID: opts.CommandID, Metadata: opts.Metadata}, false)
 	if err == nil && out.Rejection != nil {
-		return Outcome{}, &eventstore.EventIDConflictError{Stream: inst.Stream, EventID: busrepo.EventID(inst.Stream, opts.CommandID, 0),
+		return Outcome{}, &eventstore.EventIDConflictError{Stream: inst.Stream, EventID: storekit.CommandEventID(inst.Stream, opts.CommandID, 0),
 			StoredVersion: out.FirstVersion, Expected: storekit.StreamState(out.FirstVersion-1, out.FirstVersion > 0)}
 	}
 	return Outcome{FirstVersion: out.FirstVersion, LastVersion: out.LastVersion, Events: out.Events, Duplicate: out.Duplicate,
@@ -170,7 +170,7 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 	md := metadata(op, opts)
 	for i := range data {
 		if opts.CommandID != "" {
-			data[i].ID = busrepo.EventID(inst.Stream, opts.CommandID, i)
+			data[i].ID = storekit.CommandEventID(inst.Stream, opts.CommandID, i)
 		}
 		data[i].Metadata = md
 		if i > 0 {

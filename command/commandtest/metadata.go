@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairn-es/cairn/command"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/check"
 )
@@ -33,7 +34,7 @@ func testMetadataFlows(t testing.TB, e *env) {
 		check.Equal(t, ev.Metadata.CausationID, "msg-3")
 		check.Equal(t, ev.Metadata.Extra, map[string]string{"tenant": "acme", busrepo.CommandTypeKey: "counter.increment-twice"},
 			"the caller's metadata, and the command's type as the codec names it")
-		check.Equal(t, ev.ID, busrepo.EventID("counter-"+id, msg.ID, i), "event IDs derive from the command ID")
+		check.Equal(t, ev.ID, storekit.CommandEventID("counter-"+id, msg.ID, i), "event IDs derive from the command ID")
 		check.Equal(t, ev.Type, "counter.incremented")
 	}
 }

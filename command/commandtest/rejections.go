@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-es/cairn/command"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/internal/busrepo"
 	"github.com/cairn-es/cairn/internal/check"
 	"github.com/cairn-es/cairn/retry"
@@ -63,7 +64,7 @@ func testRecordedRejectionIsFinal(t testing.TB, e *env) {
 	rec := evs[0]
 	check.Equal(t, rec.Type, busrepo.RejectionType)
 	check.Equal(t, rec.SchemaVersion, uint32(busrepo.RejectionSchemaVersion))
-	check.Equal(t, rec.ID, busrepo.EventID(stream, msg.ID, 0), "its ID derives from the command ID, as a command's first event's")
+	check.Equal(t, rec.ID, storekit.CommandEventID(stream, msg.ID, 0), "its ID derives from the command ID, as a command's first event's")
 	check.Equal(t, rec.Metadata.CommandID, msg.ID)
 	check.Equal(t, rec.Metadata.CorrelationID, "flow-1")
 	check.Equal(t, first.Position, rec.Position, "the position of the recorded rejection")

@@ -15,13 +15,9 @@ package busrepo
 
 import (
 	"context"
-	"crypto/sha1"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
-
-	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
@@ -102,7 +98,7 @@ type Repo[I any] interface {
 type SaveOptions struct {
 	// CommandID is the ID of the command that produced the events. It is
 	// recorded in their metadata, and their IDs are derived from it (see
-	// [EventID]).
+	// [github.com/cairn-es/cairn/eventstore/storekit.CommandEventID]).
 	// Empty means events with new random IDs and no command ID.
 	CommandID string
 	// Metadata is copied into every event (its CommandID is replaced by the
@@ -113,35 +109,6 @@ type SaveOptions struct {
 	// same ID can be told apart when it is of another type (see
 	// [Outcome.CommandType]). Empty records none.
 	CommandType string
-}
-
-// eventIDSpace is the UUIDv5 namespace of event IDs derived from command
-// IDs. Changing it would make a bus of a new release re-append the events of
-// a command that an old release appended just before a crash. (The URL
-// names the package where it was first defined; it is a name, never
-// fetched.)
-var eventIDSpace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://github.com/cairn-es/cairn/aggregate/event-id/v1"))
-
-// EventID returns the ID of the index-th event that command commandID
-// produces in stream: a UUIDv5, the same on every retry, so that a retried
-// append of one decision is absorbed by the store's idempotent re-append.
-// A recorded rejection takes the ID of the command's first event (index 0).
-func EventID(stream, commandID string, index int) uuid.UUID {
-	// uuid.NewSHA1(eventIDSpace, name), computed on a stack buffer: it is
-	// on every command's way, and the library's allocates three times.
-	var buf [256]byte
-	b := append(buf[:0], eventIDSpace[:]...)
-	b = append(b, stream...)
-	b = append(b, 0)
-	b = append(b, commandID...)
-	b = append(b, 0)
-	b = strconv.AppendInt(b, int64(index), 10)
-	sum := sha1.Sum(b)
-	var id uuid.UUID
-	copy(id[:], sum[:])
-	id[6] = (id[6] & 0x0f) | 0x50 // version 5
-	id[8] = (id[8] & 0x3f) | 0x80 // RFC 4122 variant
-	return id
 }
 
 // CommandTypeKey is the metadata key (in [eventstore.Metadata.Extra])

@@ -72,12 +72,13 @@ func newAppendJob(ctx context.Context, stream string, expected eventstore.Expect
 		}
 	}
 	return &appendJob{
-		stream:    stream,
-		expected:  expected,
-		events:    prepared,
-		extras:    extras,
-		callerIDs: callerIDs,
-		done:      make(chan struct{}),
+		stream:     stream,
+		expected:   expected,
+		events:     prepared,
+		extras:     extras,
+		callerIDs:  callerIDs,
+		derivedIDs: callerIDs && storekit.CommandIDsDerived(stream, prepared),
+		done:       make(chan struct{}),
 	}, nil
 }
 
@@ -88,6 +89,9 @@ type appendJob struct {
 	events    []eventstore.EventData
 	extras    []any // Metadata.Extra of each event, encoded; nil when all are empty
 	callerIDs bool
+	// derivedIDs marks an append of the command bus, whose events the
+	// command index leaves out (see the migration that added derived_id).
+	derivedIDs bool
 
 	handoff
 
@@ -238,7 +242,7 @@ func (j *appendJob) insert(tx *writeTx, next uint64) (int64, error) {
 			e := &chunk[i]
 			args = append(args, j.stream, int64(next)+int64(start+i), e.ID[:], e.Type, int64(e.SchemaVersion), e.Data,
 				nullable(e.Metadata.CorrelationID), nullable(e.Metadata.CausationID), nullable(e.Metadata.CommandID),
-				j.extra(start+i), recordedAt)
+				j.extra(start+i), recordedAt, j.derivedIDs)
 		}
 		res, err := tx.conn.ExecContext(context.Background(), insertQuery(len(chunk)), args...)
 		clear(args)
@@ -254,7 +258,7 @@ func (j *appendJob) insert(tx *writeTx, next uint64) (int64, error) {
 	return pos, nil
 }
 
-const insertRow = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+const insertRow = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 // insertQueries[n] is the INSERT of n rows, built once.
 var insertQueries = func() []string {

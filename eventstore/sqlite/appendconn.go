@@ -142,7 +142,7 @@ var idQueries = func() []string {
 }()
 
 // insertEvent writes one event and returns its position.
-func (c *appendConn) insertEvent(stream string, version uint64, e *eventstore.EventData, extra any, recordedAt int64) (int64, error) {
+func (c *appendConn) insertEvent(stream string, version uint64, e *eventstore.EventData, extra any, recordedAt int64, derivedID bool) (int64, error) {
 	stmt := c.insert
 	stmt.BindText(1, stream)
 	stmt.BindInt64(2, int64(version))
@@ -159,6 +159,7 @@ func (c *appendConn) insertEvent(stream string, version uint64, e *eventstore.Ev
 		stmt.BindNull(10)
 	}
 	stmt.BindInt64(11, recordedAt)
+	stmt.BindBool(12, derivedID)
 	err := step(stmt)
 	// Bound values stay in C memory until cleared: up to a whole event.
 	if cerr := stmt.ClearBindings(); err == nil {

@@ -88,7 +88,7 @@ func (w *writer) commitAppends(c *appendConn, jobs []*appendJob) error {
 		for i := range j.events {
 			e := &j.events[i]
 			version := first + uint64(i)
-			if position, err = c.insertEvent(j.stream, version, e, j.extra(i), recordedAt); err != nil {
+			if position, err = c.insertEvent(j.stream, version, e, j.extra(i), recordedAt, j.derivedIDs); err != nil {
 				return err
 			}
 			if j.callerIDs && len(jobs) > 1 {

@@ -37,7 +37,7 @@ func BenchmarkInsertGroupsOf16(b *testing.B) {
 				for w := range versions {
 					e := eventstore.EventData{ID: uuid.New(), Type: "order.placed", SchemaVersion: 1, Data: data,
 						Metadata: eventstore.Metadata{CorrelationID: "c-1", CommandID: "cmd-1"}}
-					if _, err := c.insertEvent(fmt.Sprint("bench-", w), versions[w], &e, nil, 1); err != nil {
+					if _, err := c.insertEvent(fmt.Sprint("bench-", w), versions[w], &e, nil, 1, false); err != nil {
 						b.Fatal(err)
 					}
 					versions[w]++

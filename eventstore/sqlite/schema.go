@@ -29,8 +29,10 @@ type migration struct {
 // migrations[i] takes the schema from version i to version i+1. Later
 // features add their tables as new steps (the second holds snapshots,
 // checkpoints, dead letters and leases; the third re-keys dead letters by
-// stream; the fourth gives them generations and a position index); every table is prefixed cairn_ so that applications may keep
-// their own tables (transactional projections) in the same file.
+// stream; the fourth gives them generations and a position index, the
+// fifth claims; the sixth narrows the command index); every table is
+// prefixed cairn_ so that applications may keep their own tables
+// (transactional projections) in the same file.
 var migrations = []migration{
 	{
 		note: "events and their indexes",
@@ -165,11 +167,27 @@ CREATE INDEX cairn_dead_letters_position ON cairn_dead_letters (consumer, positi
 ALTER TABLE cairn_dead_letters ADD COLUMN claimed_until INTEGER NOT NULL DEFAULT 0;
 `,
 	},
+	{
+		// derived_id is 1 for the events of an append that
+		// storekit.CommandIDsDerived recognizes, as every append of the
+		// command bus is: CommandResult finds such a command by its first
+		// event's ID, on cairn_events_id, so the command index keeps only
+		// the other events that carry a command ID. That spares every
+		// command an index entry (a page written at a random place in the
+		// file). Events stored before are 0, as if not recognized: the
+		// rebuilt index holds what the old one held.
+		note: "command index without the command bus's events",
+		sql: `
+ALTER TABLE cairn_events ADD COLUMN derived_id INTEGER NOT NULL DEFAULT 0;
+DROP INDEX cairn_events_command;
+CREATE INDEX cairn_events_command ON cairn_events (stream, command_id) WHERE command_id IS NOT NULL AND derived_id = 0;
+`,
+	},
 }
 
 // SchemaVersion is the schema version this package writes and reads: the
 // number of migrations.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // latest is the schema version that migrate reaches; tests add steps.
 func latest() int { return len(migrations) }

@@ -74,19 +74,14 @@ func TestOpenMigratesForward(t *testing.T) {
 func TestOpenMigratesVersion1File(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "events.db")
-	saved := migrations
-	t.Cleanup(func() { migrations = saved })
-	migrations = saved[:1]
-	s, err := Open(ctx, path, Options{})
-	require.NoError(t, err)
-	_, err = s.Append(ctx, "order-1", eventstore.NoStream, ev("a"))
-	require.NoError(t, err)
-	require.Error(t, s.SaveCheckpoint(ctx, "c", eventstore.Position{}, eventstore.Position{Major: 1}, 0),
-		"version 1 has no checkpoints table")
-	require.NoError(t, s.Close())
+	db := createAtVersion(t, path, 1)
+	insertAsReleased(t, db, "order-1", 0, uuid.New(), "")
+	var tables int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'cairn_checkpoints'`).Scan(&tables))
+	require.Zero(t, tables, "version 1 has no checkpoints table")
+	require.NoError(t, db.Close())
 
-	migrations = saved
-	s, err = Open(ctx, path, Options{})
+	s, err := Open(ctx, path, Options{})
 	require.NoError(t, err)
 	defer s.Close()
 	require.NoError(t, s.SaveCheckpoint(ctx, "c", eventstore.Position{}, eventstore.Position{Major: 1}, 0))
@@ -99,6 +94,37 @@ func TestOpenMigratesVersion1File(t *testing.T) {
 		n++
 	}
 	assert.Equal(t, 1, n)
+}
+
+// createAtVersion creates a store file at schema version, as a release of
+// that version created it, and returns a connection of its own to write
+// rows as that release wrote them: Open would prepare this build's
+// statements, which name columns the old schema lacks.
+func createAtVersion(t *testing.T, path string, version int) *sql.DB {
+	t.Helper()
+	ctx := context.Background()
+	saved := migrations
+	migrations = saved[:version]
+	defer func() { migrations = saved }()
+	db, err := sql.Open("sqlite", fileURI(path))
+	require.NoError(t, err)
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	var mode string
+	require.NoError(t, conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode))
+	require.NoError(t, migrate(ctx, conn, path))
+	require.NoError(t, conn.Close())
+	return db
+}
+
+// insertAsReleased writes an event into cairn_events as every release up
+// to schema version 5 wrote it.
+func insertAsReleased(t *testing.T, db *sql.DB, stream string, version int, id uuid.UUID, commandID string) {
+	t.Helper()
+	_, err := db.Exec(`INSERT INTO cairn_events (stream, version, id, type, schema_version, data,
+		correlation_id, causation_id, command_id, extra, recorded_at) VALUES (?, ?, ?, 'order.placed', 1, X'7b7d', NULL, NULL, ?, NULL, 1)`,
+		stream, version, id[:], nullable(commandID))
+	require.NoError(t, err)
 }
 
 // A file of schema version 2 keyed its dead letters by (consumer, event_id,
@@ -128,25 +154,15 @@ func TestOpenMigratesDeadLetterClaims(t *testing.T) {
 func checkMigratedLetters(t *testing.T, version int) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "events.db")
-	saved := migrations
-	t.Cleanup(func() { migrations = saved })
-	migrations = saved[:version]
-	s, err := Open(ctx, path, Options{})
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
-
-	// Rows as that version wrote them, through a connection of our own
-	// (this build's upserts name the new key and columns).
+	db := createAtVersion(t, path, version)
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 	id := uuid.New()
-	db, err := sql.Open("sqlite", fileURI(path))
-	require.NoError(t, err)
 	for i, letter := range []string{"01JNQ0000000000000000000A1", "01JNQ0000000000000000000A2"} {
 		eventID := id
 		if i == 1 {
 			eventID = uuid.New()
 		}
-		_, err = db.Exec(`INSERT INTO cairn_dead_letters (consumer, event_id, part, id, position, minor, stream, version,
+		_, err := db.Exec(`INSERT INTO cairn_dead_letters (consumer, event_id, part, id, position, minor, stream, version,
 				type, schema_version, data, correlation_id, causation_id, command_id, extra, recorded_at, error, attempts,
 				first_failure, last_failure)
 			VALUES ('proj', ?, 0, ?, ?, 0, 'order-1', ?, 'order.placed', 1, X'7b7d', 'corr', NULL, NULL, '{"k":"v"}', ?, 'boom', 3, ?, ?)`,
@@ -155,8 +171,7 @@ func checkMigratedLetters(t *testing.T, version int) {
 	}
 	require.NoError(t, db.Close())
 
-	migrations = saved
-	s, err = Open(ctx, path, Options{})
+	s, err := Open(ctx, path, Options{})
 	require.NoError(t, err)
 	defer s.Close()
 	var letters []eventstore.DeadLetter

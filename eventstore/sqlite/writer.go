@@ -145,7 +145,7 @@ type writeTx struct {
 const (
 	sqlLastVersion = `SELECT NULL, version FROM cairn_events WHERE stream = ? ORDER BY version DESC LIMIT 1`
 	sqlInsert      = `INSERT INTO cairn_events (stream, version, id, type, schema_version, data,
-		correlation_id, causation_id, command_id, extra, recorded_at) VALUES ` + insertRow
+		correlation_id, causation_id, command_id, extra, recorded_at, derived_id) VALUES ` + insertRow
 	sqlPositionAt = `SELECT position FROM cairn_events WHERE stream = ? AND version = ?`
 )
 

@@ -28,6 +28,7 @@ var commandIndexTests = []testCase[indexedStore]{
 	{"MultiEventCommand", testCommandSpan},
 	{"SameIDInOtherStreams", testCommandOtherStreams},
 	{"AfterLaterAppends", testCommandAfterLater},
+	{"NamedByTheBus", testCommandNamedByTheBus},
 	{"BadStreamName", testCommandBadStream},
 	{"UnstorableCommandID", testCommandUnstorableID},
 	{"CanceledContext", testCommandCanceled},
@@ -136,6 +137,56 @@ func testCommandAfterLater(t testing.TB, s indexedStore) {
 	again := mustAppend(t, s, stream, eventstore.NoStream, eventsOf(readStream(t, s, stream, eventstore.Forward(0))[:2])...)
 	check.True(t, again.Duplicate)
 	requireCommand(t, s, stream, "c0", first)
+}
+
+// busEvents returns n events of command id in stream, named as the command
+// bus names them ([storekit.CommandEventID]).
+func busEvents(stream, id string, n int) []eventstore.EventData {
+	out := commandEvents(id, n)
+	for i := range out {
+		out[i].ID = storekit.CommandEventID(stream, id, i)
+	}
+	return out
+}
+
+// testCommandNamedByTheBus: a store may find the appends of the command bus
+// by their IDs (see [storekit.CommandIDsDerived]); they are found as any
+// other command's events, next to commands named otherwise, and the names
+// of one stream's commands find nothing in another.
+func testCommandNamedByTheBus(t testing.TB, s indexedStore) {
+	n := newNames(t)
+	stream, other := n.stream("a"), n.stream("b")
+	mustAppend(t, s, stream, eventstore.NoStream, events("x", 2)...)
+	one := mustAppend(t, s, stream, eventstore.Exact(1), busEvents(stream, "c1", 1)...)
+	three := mustAppend(t, s, stream, eventstore.Exact(2), busEvents(stream, "c2", 3)...)
+	plain := mustAppend(t, s, stream, eventstore.Exact(5), commandEvents("c3", 2)...)
+	next := mustAppend(t, s, stream, eventstore.Exact(7), busEvents(stream, "c4", 2)...)
+	mustAppend(t, s, stream, eventstore.Exact(9), events("x", 1)...)
+	// Named for this stream, appended to another: not this stream's command.
+	elsewhere := mustAppend(t, s, other, eventstore.NoStream, busEvents(stream, "c5", 1)...)
+
+	requireCommand(t, s, stream, "c1", one)
+	requireCommand(t, s, stream, "c2", three)
+	requireCommand(t, s, stream, "c3", plain)
+	requireCommand(t, s, stream, "c4", next)
+	requireCommand(t, s, other, "c5", elsewhere)
+	requireNoCommand(t, s, stream, "c5", "its events are in another stream")
+	requireNoCommand(t, s, other, "c1", "named for another stream, and not in this one")
+
+	// A command named by the bus for one event but appended with a second
+	// event of its own: the command's events are all of them.
+	mixed := busEvents(stream, "c6", 1)
+	mixed = append(mixed, commandEvents("c6", 1)...)
+	both := mustAppend(t, s, stream, eventstore.Exact(10), mixed...)
+	requireCommand(t, s, stream, "c6", both)
+
+	// Events named for a command but recording another: the names do not
+	// make them that command's.
+	wrong := busEvents(stream, "c7", 1)
+	wrong[0].Metadata.CommandID = "c8"
+	moved := mustAppend(t, s, stream, eventstore.Exact(12), wrong...)
+	requireNoCommand(t, s, stream, "c7", "no event records it")
+	requireCommand(t, s, stream, "c8", moved)
 }
 
 // eventsOf returns recorded events as events to append again.

@@ -179,11 +179,14 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 			}
 		}
 	}
+	// An append of the command bus stays out of the command index (see
+	// schema step 6).
+	derived := storekit.CommandIDsDerived(stream, events)
 	if len(events) == 1 {
 		e := events[0]
 		return appendStatement{sql: one, args: []any{stream, kind, version, pgUUID(e.ID), e.Type,
 			int64(e.SchemaVersion), e.Data, e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
-			extraJSON(e.Metadata.Extra)}}
+			extraJSON(e.Metadata.Extra), derived}}
 	}
 	n := len(events)
 	ids := make([]pgtype.UUID, n)
@@ -204,7 +207,7 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 		cmd[i] = e.Metadata.CommandID
 		extra[i] = extraJSON(e.Metadata.Extra)
 	}
-	return appendStatement{sql: many, args: []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra}}
+	return appendStatement{sql: many, args: []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra, derived}}
 }
 
 // pgUUID is an event ID as pgx encodes it best: binary when the statement

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 	"github.com/cairn-es/cairn/eventstore/storetest"
 )
 
@@ -28,6 +29,7 @@ func TestMigratesFromVersion1(t *testing.T) {
 	q := pgx.Identifier{schema}.Sanitize()
 	_, err = s.Pool().Exec(ctx, `DROP TABLE `+q+`.snapshots, `+q+`.checkpoints, `+q+`.dead_letters, `+q+`.leases;
 		DROP INDEX `+q+`.events_stream_command;
+		ALTER TABLE `+q+`.events DROP COLUMN derived_id;
 		DELETE FROM `+q+`.schema_version WHERE version > 1`)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
@@ -89,14 +91,23 @@ func TestMigratesDeadLetterClaims(t *testing.T) {
 	checkMigratedLetters(t, s, schema, "version 4")
 }
 
-// undoStep5 is the SQL that takes the dead letters of the quoted schema q
-// back from version 5 (claims) to version 4.
+// undoStep6 is the SQL that takes the quoted schema q back from version 6
+// (the command bus's appends marked and left out of the command index) to
+// version 5.
+func undoStep6(q string) string {
+	return `DROP INDEX ` + q + `.events_stream_command;
+		ALTER TABLE ` + q + `.events DROP COLUMN derived_id;
+		CREATE INDEX events_stream_command ON ` + q + `.events (stream, command_id) WHERE command_id <> '';`
+}
+
+// undoStep5 is the SQL that takes the quoted schema q back from version 6
+// to version 4 (dead letters without claims).
 func undoStep5(q string) string {
-	return `ALTER TABLE ` + q + `.dead_letters DROP COLUMN claimed_until;`
+	return undoStep6(q) + `ALTER TABLE ` + q + `.dead_letters DROP COLUMN claimed_until;`
 }
 
 // undoStep4 is the SQL that takes the dead letters of the quoted schema q
-// back from version 5 to version 3 (no generations, no position index).
+// back from version 6 to version 3 (no generations, no position index).
 func undoStep4(q string) string {
 	return undoStep5(q) + `ALTER TABLE ` + q + `.dead_letters DROP COLUMN generation;
 		DROP INDEX ` + q + `.dead_letters_position;`
@@ -135,6 +146,82 @@ func checkMigratedLetters(t *testing.T, s *postgres.Store, schema, version strin
 		Event: eventstore.Event{StreamID: "order-1", Position: eventstore.Position{Major: 10}, RecordedAt: at,
 			EventData: eventstore.EventData{ID: id, Type: "order.placed", SchemaVersion: 1, Data: []byte("{}"),
 				Metadata: eventstore.Metadata{CorrelationID: "corr", Extra: map[string]string{"k": "v"}}}}})
+}
+
+// TestMigratesTheCommandIndex opens a schema of version 5, whose command
+// index holds every event that carries a command ID: every command stays
+// findable (the rebuilt index holds the events stored before), and the
+// command bus's appends from then on stay out of the index.
+func TestMigratesTheCommandIndex(t *testing.T) {
+	ctx := context.Background()
+	schema := server.NewSchema("migrate")
+	s := newStore(t, postgres.Options{Schema: schema})
+	q := pgx.Identifier{schema}.Sanitize()
+	_, err := s.Pool().Exec(ctx, undoStep6(q)+`
+		DELETE FROM `+q+`.schema_version WHERE version > 5`)
+	require.NoError(t, err)
+	// Events as version 5 wrote them: the bus's names, no mark.
+	for _, e := range []struct {
+		stream  string
+		version int
+		id      uuid.UUID
+		command string
+	}{
+		{"order-1", 0, storekit.CommandEventID("order-1", "c1", 0), "c1"},
+		{"order-1", 1, storekit.CommandEventID("order-1", "c2", 0), "c2"},
+		{"order-1", 2, storekit.CommandEventID("order-1", "c2", 1), "c2"},
+		{"order-1", 3, uuid.New(), ""},
+		{"order-2", 0, uuid.New(), "c9"},
+	} {
+		_, err := s.Pool().Exec(ctx, `INSERT INTO `+q+`.events (stream, version, event_id, type, schema_version, data, command_id)
+			VALUES ($1, $2, $3, 't', 1, '\x7b7d', $4)`, e.stream, e.version, e.id.String(), e.command)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	s2 := reopenMigrated(t, schema)
+	indexed := func() []string {
+		rows, err := s2.Pool().Query(ctx, `SELECT command_id FROM `+q+`.events WHERE command_id <> '' AND NOT derived_id ORDER BY tx_id, seq`)
+		require.NoError(t, err)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return ids
+	}
+	assert.Equal(t, []string{"c1", "c2", "c2", "c9"}, indexed(), "the old index's entries")
+	for _, c := range []struct {
+		stream, id  string
+		first, last uint64
+	}{{"order-1", "c1", 0, 0}, {"order-1", "c2", 1, 2}, {"order-2", "c9", 0, 0}} {
+		got, found, err := s2.CommandResult(ctx, c.stream, c.id)
+		require.NoError(t, err)
+		require.True(t, found, c.id)
+		assert.Equal(t, [2]uint64{c.first, c.last}, [2]uint64{got.FirstVersion, got.LastVersion}, c.id)
+	}
+
+	// A redelivered command of before is absorbed by its IDs, and a new
+	// one stays out of the index.
+	again, err := s2.Append(ctx, "order-1", eventstore.Exact(0), busNamed("order-1", "c2", 2)...)
+	require.NoError(t, err)
+	assert.True(t, again.Duplicate)
+	assert.Equal(t, [2]uint64{1, 2}, [2]uint64{again.FirstVersion, again.LastVersion})
+	added, err := s2.Append(ctx, "order-1", eventstore.Exact(3), busNamed("order-1", "c3", 20)...)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c1", "c2", "c2", "c9"}, indexed())
+	got, found, err := s2.CommandResult(ctx, "order-1", "c3")
+	require.NoError(t, err)
+	require.True(t, found)
+	added.Duplicate = true
+	assert.Equal(t, added, got, "a command of more events than a page")
+}
+
+// busNamed returns n events of command id in stream, named as the command
+// bus names them.
+func busNamed(stream, id string, n int) []eventstore.EventData {
+	evs := make([]eventstore.EventData, n)
+	for i := range evs {
+		evs[i] = eventstore.EventData{ID: storekit.CommandEventID(stream, id, i), Type: "t", SchemaVersion: 1,
+			Data: []byte("{}"), Metadata: eventstore.Metadata{CommandID: id}}
+	}
+	return evs
 }
 
 // reopenMigrated opens schema again, which migrates it, and checks that it

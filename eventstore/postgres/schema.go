@@ -121,6 +121,18 @@ var migrations = []string{
 	// none), so that a second retry of it is refused while the first
 	// runs. No stored dead letter is claimed.
 	`ALTER TABLE {{s}}.dead_letters ADD COLUMN claimed_until timestamptz`,
+
+	// 6: derived_id is true for the events of an append that
+	// storekit.CommandIDsDerived recognizes, as every append of the command
+	// bus is: CommandResult finds such a command by its first event's ID on
+	// events_stream_event_id, so the command index keeps only the other
+	// events that carry a command ID. That spares every command an index
+	// entry (a page at a random place, and its image in the WAL after each
+	// checkpoint). Events stored before are false, as if not recognized:
+	// the rebuilt index holds what the old one held.
+	`ALTER TABLE {{s}}.events ADD COLUMN derived_id boolean NOT NULL DEFAULT false;
+	DROP INDEX {{s}}.events_stream_command;
+	CREATE INDEX events_stream_command ON {{s}}.events (stream, command_id) WHERE command_id <> '' AND NOT derived_id`,
 }
 
 // SchemaVersion is the schema version that this build of the store creates

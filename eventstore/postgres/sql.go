@@ -46,7 +46,7 @@ const nextVersion = `CASE $2::int
 // next version, and the position and version of each row inserted.
 const (
 	appendHead = `INSERT INTO {{s}}.events (stream, version, event_id, type, schema_version, data,
-				correlation_id, causation_id, command_id, extra)`
+				correlation_id, causation_id, command_id, extra, derived_id)`
 	appendBase = `(SELECT ` + nextVersion + ` AS next
 				FROM (SELECT max(version) AS last FROM {{s}}.events WHERE stream = $1) AS cur) AS base`
 	appendTail = `
@@ -82,7 +82,7 @@ const (
 func appendMany(base, cond string) string {
 	return appendHead + `
 			SELECT $1, base.next + e.ord - 1, e.id, e.type, e.sv, e.data,
-				e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb
+				e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb, $12::boolean
 			FROM ` + base + `, unnest($4::uuid[], $5::text[], $6::bigint[], $7::bytea[],
 				$8::text[], $9::text[], $10::text[], $11::text[])
 				WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)
@@ -92,7 +92,7 @@ func appendMany(base, cond string) string {
 func appendSingle(base, cond string) string {
 	return appendHead + `
 			SELECT $1, base.next, $4::uuid, $5::text, $6::bigint, $7::bytea,
-				$8::text, $9::text, $10::text, nullif($11::text, '')::jsonb
+				$8::text, $9::text, $10::text, nullif($11::text, '')::jsonb, $12::boolean
 			FROM ` + base + `
 			WHERE base.next IS NOT NULL` + cond + appendTail
 }

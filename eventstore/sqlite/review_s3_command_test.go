@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -359,4 +360,46 @@ func TestReviewS3CommandResultOnClosedStore(t *testing.T) {
 	_, found, err = s.CommandResult(ctx, "order-1", "c1")
 	require.ErrorIs(t, err, eventstore.ErrClosed)
 	assert.False(t, found)
+}
+
+// sqlS3CommandResultV5 is CommandResult's statement in the release before
+// schema step 6 (a4787db), which a process of that release runs on every
+// lookup.
+const sqlS3CommandResultV5 = `SELECT min(version), max(version), max(position)
+	FROM cairn_events INDEXED BY cairn_events_command WHERE stream = ? AND command_id = ?`
+
+// TestReviewS3OlderProcessAfterStep6: several processes may share a file
+// (docs/sqlite.md); one of the release before, running when a process of
+// this release opens the file and migrates it to step 6, keeps looking
+// commands up with its own statement. That statement names the index, so
+// once the index is partial on derived_id = 0 SQLite finds no plan for it:
+// every lookup of the older process fails, for commands stored before the
+// migration as well as after.
+func TestReviewS3OlderProcessAfterStep6(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	old := createAtVersion(t, path, 5) // the older process's connection
+	defer old.Close()
+	insertAsReleased(t, old, "order-1", 0, storekit.CommandEventID("order-1", "c1", 0), "c1")
+	lookup := func(cmd string) (sql.NullInt64, error) {
+		var first, last, pos sql.NullInt64
+		err := old.QueryRowContext(ctx, sqlS3CommandResultV5, "order-1", cmd).Scan(&first, &last, &pos)
+		return first, err
+	}
+	first, err := lookup("c1")
+	require.NoError(t, err, "before the migration")
+	require.True(t, first.Valid)
+
+	s, err := Open(ctx, path, Options{}) // this release: migrates to step 6
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Append(ctx, "order-1", eventstore.Exact(0), s3Named("order-1", "c2", 0, 1)...)
+	require.NoError(t, err)
+
+	for _, cmd := range []string{"c1", "c2"} {
+		first, err := lookup(cmd)
+		if assert.NoError(t, err, "the older process looks up %s after the migration", cmd) {
+			assert.True(t, first.Valid, cmd)
+		}
+	}
 }

@@ -360,3 +360,38 @@ func TestReviewS3LongNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, res, again)
 }
+
+// commandResultSQLV5 is CommandResult's statement in the release before
+// schema step 6 (a4787db).
+const commandResultSQLV5 = `SELECT min(version) OVER (), version, tx_id, seq FROM {{s}}.events
+	WHERE stream = $1 AND command_id = $2 AND command_id <> ''
+	ORDER BY version DESC LIMIT 1`
+
+// TestReviewS3OlderProcessAfterStep6: a process of the release before,
+// running when this release migrates the schema (Open takes the advisory
+// lock, not the older process's connections), keeps its own statement. It
+// still answers right (it reads every event of the command), but the
+// rebuilt index no longer qualifies for it: its lookups read the stream.
+func TestReviewS3OlderProcessAfterStep6(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, postgres.Options{})
+	for i := range 20 {
+		var batch []eventstore.EventData
+		for j := range 100 {
+			e := eventstore.EventData{Type: "t", SchemaVersion: 1, Data: []byte("{}")}
+			if j%10 == 0 {
+				e.Metadata.CommandID = fmt.Sprintf("cmd-%d-%d", i, j)
+			}
+			batch = append(batch, e)
+		}
+		_, err := s.Append(ctx, fmt.Sprintf("order-%d", i%4), eventstore.Any, batch...)
+		require.NoError(t, err)
+	}
+	_, err := s.Pool().Exec(ctx, `ANALYZE `+pgx.Identifier{s.Schema(), "events"}.Sanitize())
+	require.NoError(t, err)
+	stmt := strings.ReplaceAll(commandResultSQLV5, "{{s}}", pgx.Identifier{s.Schema()}.Sanitize())
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		plan := explainPrepared(t, s, mode, `(text, text) AS `+stmt, `'order-1', 'cmd-5-30'`)
+		assert.Contains(t, plan, "events_stream_command", "%s: the older release's lookup is no longer an index lookup:\n%s", mode, plan)
+	}
+}

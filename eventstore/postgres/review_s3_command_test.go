@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -393,5 +395,51 @@ func TestReviewS3OlderProcessAfterStep6(t *testing.T) {
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		plan := explainPrepared(t, s, mode, `(text, text) AS `+stmt, `'order-1', 'cmd-5-30'`)
 		assert.Contains(t, plan, "events_stream_command", "%s: the older release's lookup is no longer an index lookup:\n%s", mode, plan)
+	}
+}
+
+// s3Trips counts the round trips of a pool: queries and batches.
+type s3Trips struct{ n atomic.Int64 }
+
+func (c *s3Trips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *s3Trips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *s3Trips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *s3Trips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *s3Trips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestReviewS3CommandResultRoundTrips: docs/aggregates.md ("What a lookup
+// costs") promises one round trip for a lookup on PostgreSQL. A command of
+// the bus is read 17 events a page, a round trip each, after the first:
+// a command of n events costs 1 + n/17 round trips.
+func TestReviewS3CommandResultRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(server.URL)
+	require.NoError(t, err)
+	trips := &s3Trips{}
+	cfg.ConnConfig.Tracer = trips
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	schema := server.NewSchema("trips")
+	s, err := postgres.New(ctx, pool, postgres.Options{Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(); dropSchema(t, schema) })
+	for _, n := range []int{1, 16, 17, 34, 100} {
+		stream := fmt.Sprint("order-", n)
+		_, err := s.Append(ctx, stream, eventstore.NoStream, s3Named(stream, "c", 0, n)...)
+		require.NoError(t, err)
+		_, err = s.Append(ctx, stream, eventstore.Exact(uint64(n-1)), s3Plain("", 1)...)
+		require.NoError(t, err)
+		before := trips.n.Load()
+		_, found, err := s.CommandResult(ctx, stream, "c")
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.Equal(t, int64(1), trips.n.Load()-before, "round trips to find a command of %d events", n)
 	}
 }

@@ -132,10 +132,13 @@ type s3Op struct {
 // derived_id marks exactly the appends that storekit.CommandIDsDerived
 // recognizes.
 func TestReviewS3CommandResultAsBefore(t *testing.T) {
-	for seed := range uint64(6) {
+	for seed := range s3Seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { s3RunModel(t, seed) })
 	}
 }
+
+// s3Seeds is how many seeds TestReviewS3CommandResultAsBefore runs.
+var s3Seeds = uint64(6)
 
 func s3RunModel(t *testing.T, seed uint64) {
 	ctx := context.Background()
@@ -190,6 +193,11 @@ func s3RunModel(t *testing.T, seed uint64) {
 				ops[i] = next()
 				chans[i] = appendAsync(ctx, s, ops[i].stream, eventstore.Any, ops[i].events...)
 				s3Queued(t, s, base+i+1, chans[i])
+			}
+			if r.IntN(2) == 0 {
+				// A job that is not an append: the group runs a
+				// savepoint per job (commitEach), not commitAppends.
+				require.NoError(t, s.w.submit(noop{}, false))
 			}
 			release()
 			for i, ch := range chans {

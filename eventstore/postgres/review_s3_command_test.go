@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -492,4 +493,84 @@ func TestReviewS3MigratedSchemaAnswersAsBefore(t *testing.T) {
 			s3RunModel(t, reopenMigrated(t, schema), seed, history, wantMark)
 		})
 	}
+}
+
+// TestReviewS3CommandResultRacesClose: lookups of a bus command of several
+// pages racing Close either answer right or fail with ErrClosed.
+func TestReviewS3CommandResultRacesClose(t *testing.T) {
+	ctx := context.Background()
+	for round := range 10 {
+		schema := server.NewSchema("s3close")
+		s, err := postgres.Open(ctx, server.URL, postgres.Options{Schema: schema})
+		require.NoError(t, err)
+		res, err := s.Append(ctx, "order-1", eventstore.NoStream, s3Named("order-1", "c1", 0, 60)...)
+		require.NoError(t, err)
+		res.Duplicate = true
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					got, found, err := s.CommandResult(ctx, "order-1", "c1")
+					if err != nil {
+						assert.ErrorIs(t, err, eventstore.ErrClosed, "round %d", round)
+						return
+					}
+					assert.True(t, found)
+					assert.Equal(t, res, got)
+				}
+			})
+		}
+		time.Sleep(time.Duration(5*round) * time.Millisecond)
+		require.NoError(t, s.Close())
+		wg.Wait()
+		dropSchema(t, schema)
+	}
+}
+
+// s3CancelAfterBatch cancels the lookup's context once its batch (the
+// index lookup and the first page) has come back.
+type s3CancelAfterBatch struct {
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+func (c *s3CancelAfterBatch) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (c *s3CancelAfterBatch) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *s3CancelAfterBatch) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (c *s3CancelAfterBatch) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *s3CancelAfterBatch) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
+	if f := c.cancel.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// TestReviewS3CommandResultCanceledBetweenPages: a context canceled after
+// the first page of a bus command fails the lookup with the context's
+// error, and no partial answer.
+func TestReviewS3CommandResultCanceledBetweenPages(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(server.URL)
+	require.NoError(t, err)
+	tracer := &s3CancelAfterBatch{}
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	schema := server.NewSchema("s3cancel")
+	s, err := postgres.New(ctx, pool, postgres.Options{Schema: schema})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(); dropSchema(t, schema) })
+	_, err = s.Append(ctx, "order-1", eventstore.NoStream, s3Named("order-1", "c1", 0, 40)...)
+	require.NoError(t, err)
+
+	lookup, cancel := context.WithCancel(ctx)
+	tracer.cancel.Store(&cancel)
+	got, found, err := s.CommandResult(lookup, "order-1", "c1")
+	tracer.cancel.Store(nil)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, found)
+	assert.Equal(t, eventstore.AppendResult{}, got)
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -457,5 +458,35 @@ func TestReviewS3MigratedFileAnswersAsBefore(t *testing.T) {
 			t.Cleanup(func() { require.NoError(t, s.Close()) })
 			s3RunModel(t, s, seed, history, wantMark)
 		})
+	}
+}
+
+// TestReviewS3CommandResultRacesClose: lookups of a bus command (both
+// statements) racing Close either answer right or fail with ErrClosed.
+func TestReviewS3CommandResultRacesClose(t *testing.T) {
+	ctx := context.Background()
+	for round := range 20 {
+		s, err := Open(ctx, filepath.Join(t.TempDir(), "events.db"), Options{})
+		require.NoError(t, err)
+		res, err := s.Append(ctx, "order-1", eventstore.NoStream, s3Named("order-1", "c1", 0, 40)...)
+		require.NoError(t, err)
+		res.Duplicate = true
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					got, found, err := s.CommandResult(ctx, "order-1", "c1")
+					if err != nil {
+						assert.ErrorIs(t, err, eventstore.ErrClosed, "round %d", round)
+						return
+					}
+					assert.True(t, found)
+					assert.Equal(t, res, got)
+				}
+			})
+		}
+		time.Sleep(time.Duration(round) * time.Millisecond)
+		require.NoError(t, s.Close())
+		wg.Wait()
 	}
 }

@@ -154,7 +154,9 @@ func s3RunModel(t *testing.T, s *postgres.Store, seed uint64, history map[string
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(seed, 11))
 	var written, derived, dups, refused int
-	defer func() { t.Logf("appends: %d written (%d the bus's), %d repeats, %d refused", written, derived, dups, refused) }()
+	defer func() {
+		t.Logf("appends: %d written (%d the bus's), %d repeats, %d refused", written, derived, dups, refused)
+	}()
 	record := func(op s3Op, res eventstore.AppendResult, err error) {
 		if err != nil {
 			refused++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -24,24 +23,29 @@ const (
 	WHERE stream = $1 AND command_id = $2 AND command_id <> '' AND NOT derived_id
 	ORDER BY version DESC LIMIT 1`
 
-	// commandDerivedSQL reads an append of the command bus from its first
-	// event, which its ID finds on events_stream_event_id ($3:
-	// storekit.CommandEventID(stream, command, 0)), then on through the
-	// stream, a page of $4 events: only one append of a stream can start
-	// with that ID, since a stream holds an event ID once.
-	commandDerivedSQL = `SELECT version, tx_id, seq, event_id, command_id, derived_id FROM {{s}}.events
-	WHERE stream = $1 AND version >= (SELECT version FROM {{s}}.events
-		WHERE stream = $1 AND event_id = $3 AND command_id = $2 AND derived_id)
-	ORDER BY version LIMIT $4`
-
-	// commandPageSQL reads on when the first page was the command's: from
-	// version $2.
-	commandPageSQL = `SELECT version, tx_id, seq, event_id, command_id, derived_id FROM {{s}}.events
-	WHERE stream = $1 AND version >= $2 ORDER BY version LIMIT $3`
-
-	// commandPage is how many events a page of a command's events reads: a
-	// command appends a few, and one more tells where they end.
-	commandPage = 17
+	// commandDerivedSQL finds an append of the command bus: its first
+	// event by its ID on events_stream_event_id ($3:
+	// storekit.CommandEventID(stream, command, 0)), and its last as the
+	// last of the events from there on that the store marked as the bus's
+	// and that record the command. They are all that append's: a later
+	// append marked for the same command would start with the same ID, and
+	// a stream holds an event ID once (events_stream_event_id). The end is
+	// found on events_stream_version, stepping the append's events and
+	// stopping at the first that is not one (min with a filter is an
+	// ordered index scan, LIMIT 1), so one round trip serves a command of
+	// any size.
+	commandDerivedSQL = `WITH first AS (
+		SELECT version FROM {{s}}.events WHERE stream = $1 AND event_id = $3 AND command_id = $2 AND derived_id
+	), after AS (
+		SELECT min(version) AS version FROM {{s}}.events
+		WHERE stream = $1 AND version > (SELECT version FROM first) AND NOT (derived_id AND command_id = $2)
+	)
+	SELECT first.version, last.version, last.tx_id, last.seq FROM first, LATERAL (
+		SELECT version, tx_id, seq FROM {{s}}.events
+		WHERE stream = $1 AND version >= first.version
+			AND version < coalesce((SELECT version FROM after), 9223372036854775807)
+		ORDER BY version DESC LIMIT 1
+	) AS last`
 )
 
 // CommandResult implements [storekit.CommandIndex]: index lookups, however
@@ -58,47 +62,26 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (ev
 	if err := s.checkOpen(); err != nil {
 		return eventstore.AppendResult{}, false, err
 	}
-	var indexed eventstore.AppendResult
-	var inIndex bool
-	run := derivedRun{stream: stream, commandID: commandID}
+	var indexed, derived eventstore.AppendResult
+	var inIndex, isDerived bool
 	b := &pgx.Batch{}
-	b.Queue(s.fill(commandResultSQL), stream, commandID).QueryRow(func(row pgx.Row) error {
-		var first, last, seq int64
-		var txID uint64
-		err := row.Scan(&first, &last, &txID, &seq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if first < 0 || last < first || seq < 0 {
-			return fmt.Errorf("%w: stream %q: command %q has versions %d to %d at sequence %d",
-				eventstore.ErrCorrupt, stream, commandID, first, last, seq)
-		}
-		indexed, inIndex = eventstore.AppendResult{FirstVersion: uint64(first), LastVersion: uint64(last),
-			Position: eventstore.Position{Major: txID, Minor: uint64(seq)}, Duplicate: true}, true
-		return nil
+	b.Queue(s.fill(commandResultSQL), stream, commandID).QueryRow(func(row pgx.Row) (err error) {
+		indexed, inIndex, err = scanCommand(row, stream, commandID)
+		return err
 	})
 	first := storekit.CommandEventID(stream, commandID, 0)
-	b.Queue(s.fill(commandDerivedSQL), stream, commandID, pgUUID(first), commandPage).Query(run.read)
-	err := s.pool.SendBatch(ctx, b).Close()
-	for err == nil && run.more {
-		var rows pgx.Rows
-		rows, err = s.pool.Query(ctx, s.fill(commandPageSQL), stream, int64(run.r.LastVersion+1), commandPage)
-		if err == nil {
-			err = run.read(rows)
-		}
-	}
-	if err != nil {
+	b.Queue(s.fill(commandDerivedSQL), stream, commandID, pgUUID(first)).QueryRow(func(row pgx.Row) (err error) {
+		derived, isDerived, err = scanCommand(row, stream, commandID)
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		if errors.Is(err, eventstore.ErrCorrupt) {
 			return eventstore.AppendResult{}, false, err
 		}
 		return eventstore.AppendResult{}, false, s.closedOr(fmt.Errorf("postgres: finding command %q in stream %q: %w", commandID, stream, err))
 	}
-	derived := run.r
 	switch {
-	case !run.found:
+	case !isDerived:
 		return indexed, inIndex, nil
 	case !inIndex:
 		return derived, true, nil
@@ -113,52 +96,22 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (ev
 	return r, true, nil
 }
 
-// derivedRun collects an append of the command bus, page by page: the
-// events from its first for as long as the i-th carries the i-th ID that
-// storekit.CommandEventID gives the command.
-type derivedRun struct {
-	stream, commandID string
-	r                 eventstore.AppendResult
-	found             bool
-	n                 int  // events of the append read so far
-	more              bool // the last page was the append's to its end: read on
-}
-
-func (d *derivedRun) read(rows pgx.Rows) error {
-	defer rows.Close()
-	d.more = false
-	read, ended := 0, false
-	for rows.Next() {
-		read++
-		if ended {
-			continue
-		}
-		var version, seq int64
-		var txID uint64
-		var id pgtype.UUID
-		var command string
-		var derived bool
-		if err := rows.Scan(&version, &txID, &seq, &id, &command, &derived); err != nil {
-			return err
-		}
-		if !derived || command != d.commandID || id.Bytes != storekit.CommandEventID(d.stream, d.commandID, d.n) {
-			ended = true // the next append's
-			continue
-		}
-		if version < 0 || seq < 0 {
-			return fmt.Errorf("%w: stream %q: command %q has version %d at sequence %d",
-				eventstore.ErrCorrupt, d.stream, d.commandID, version, seq)
-		}
-		if d.n == 0 {
-			d.r.FirstVersion = uint64(version)
-		}
-		d.r.LastVersion, d.r.Position = uint64(version), eventstore.Position{Major: txID, Minor: uint64(seq)}
-		d.r.Duplicate, d.found = true, true
-		d.n++
+// scanCommand reads a command's first version, last version and last
+// position from row, which has none when the command is not there.
+func scanCommand(row pgx.Row, stream, commandID string) (eventstore.AppendResult, bool, error) {
+	var first, last, seq int64
+	var txID uint64
+	err := row.Scan(&first, &last, &txID, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return eventstore.AppendResult{}, false, nil
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	if err != nil {
+		return eventstore.AppendResult{}, false, err
 	}
-	d.more = !ended && read == commandPage
-	return nil
+	if first < 0 || last < first || seq < 0 {
+		return eventstore.AppendResult{}, false, fmt.Errorf("%w: stream %q: command %q has versions %d to %d at sequence %d",
+			eventstore.ErrCorrupt, stream, commandID, first, last, seq)
+	}
+	return eventstore.AppendResult{FirstVersion: uint64(first), LastVersion: uint64(last),
+		Position: eventstore.Position{Major: txID, Minor: uint64(seq)}, Duplicate: true}, true, nil
 }

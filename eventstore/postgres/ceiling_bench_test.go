@@ -20,8 +20,10 @@ import (
 // the bench-peers harness) beside the least that pgx and the server must
 // do for each on the store's own table, with its indexes:
 //
-//   - save: one new stream's single event. raw is one INSERT ... RETURNING
-//     of the position, in a transaction of its own (autocommit).
+//   - save: one new stream's single event, after a read of the stream (a
+//     miss), which the harness's save makes to load the new aggregate. raw
+//     is the SELECT of the read and one INSERT ... RETURNING of the
+//     position, in a transaction of its own (autocommit).
 //   - conc16: 16 goroutines doing save's work, each on a stream of its own,
 //     per event. raw inserts the next version the writer knows.
 //   - load100: one stream of 100 events read in full. raw is one SELECT of
@@ -167,6 +169,8 @@ func benchCeiling(b *testing.B, workload, via string) {
 			var err error
 			if f != nil {
 				err = f.save(ctx, strings.TrimPrefix(stream, "ceiling-"))
+			} else if n, rerr := w.get(ctx, raw, stream); rerr != nil || n != 0 {
+				b.Fatalf("read %d events of a new stream: %v", n, rerr)
 			} else {
 				err = w.put(ctx, raw, stream, 0)
 			}

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -67,13 +68,7 @@ func TestMigratesDeadLettersToStreamKey(t *testing.T) {
 // first generation, found by its position, and a retry's compare-and-set
 // works on it.
 func TestMigratesDeadLetterGenerations(t *testing.T) {
-	ctx := context.Background()
-	schema := server.NewSchema("migrate")
-	s := newStore(t, postgres.Options{Schema: schema})
-	q := pgx.Identifier{schema}.Sanitize()
-	_, err := s.Pool().Exec(ctx, undoStep4(q)+`
-		DELETE FROM `+q+`.schema_version WHERE version > 3`)
-	require.NoError(t, err)
+	s, schema := storeAtVersion(t, 3, undoStep4)
 	checkMigratedLetters(t, s, schema, "version 3")
 }
 
@@ -81,13 +76,7 @@ func TestMigratesDeadLetterGenerations(t *testing.T) {
 // letters have no claim column, with dead letters in it: none is claimed,
 // and a retry can claim each.
 func TestMigratesDeadLetterClaims(t *testing.T) {
-	ctx := context.Background()
-	schema := server.NewSchema("migrate")
-	s := newStore(t, postgres.Options{Schema: schema})
-	q := pgx.Identifier{schema}.Sanitize()
-	_, err := s.Pool().Exec(ctx, undoStep5(q)+`
-		DELETE FROM `+q+`.schema_version WHERE version > 4`)
-	require.NoError(t, err)
+	s, schema := storeAtVersion(t, 4, undoStep5)
 	checkMigratedLetters(t, s, schema, "version 4")
 }
 
@@ -154,12 +143,8 @@ func checkMigratedLetters(t *testing.T, s *postgres.Store, schema, version strin
 // command bus's appends from then on stay out of the index.
 func TestMigratesTheCommandIndex(t *testing.T) {
 	ctx := context.Background()
-	schema := server.NewSchema("migrate")
-	s := newStore(t, postgres.Options{Schema: schema})
+	s, schema := storeAtVersion(t, 5, undoStep6)
 	q := pgx.Identifier{schema}.Sanitize()
-	_, err := s.Pool().Exec(ctx, undoStep6(q)+`
-		DELETE FROM `+q+`.schema_version WHERE version > 5`)
-	require.NoError(t, err)
 	// Events as version 5 wrote them: the bus's names, no mark.
 	for _, e := range []struct {
 		stream  string
@@ -222,6 +207,19 @@ func busNamed(stream, id string, n int) []eventstore.EventData {
 			Data: []byte("{}"), Metadata: eventstore.Metadata{CommandID: id}}
 	}
 	return evs
+}
+
+// storeAtVersion returns a store in a new schema taken back to version by
+// undo (SQL on the quoted schema name), and the schema's name.
+func storeAtVersion(t *testing.T, version int, undo func(q string) string) (*postgres.Store, string) {
+	t.Helper()
+	schema := server.NewSchema("migrate")
+	s := newStore(t, postgres.Options{Schema: schema})
+	q := pgx.Identifier{schema}.Sanitize()
+	_, err := s.Pool().Exec(context.Background(), undo(q)+`
+		DELETE FROM `+q+`.schema_version WHERE version > `+strconv.Itoa(version))
+	require.NoError(t, err)
+	return s, schema
 }
 
 // reopenMigrated opens schema again, which migrates it, and checks that it

@@ -96,17 +96,3 @@ func (f *ceilingFramework) command(ctx context.Context, id string) error {
 	_, err := f.bus.Dispatch(ctx, command.Message{ID: strconv.Itoa(f.ids), Command: ceilingDeposit{AccountID: id, Amount: 1}})
 	return err
 }
-
-// seed gives aggregate id length events.
-func (f *ceilingFramework) seed(ctx context.Context, id string, length int) error {
-	inst, err := f.repo.New(id)
-	if err != nil {
-		return err
-	}
-	evs := make([]any, length)
-	for i := range evs {
-		evs[i] = ceilingDeposited{Amount: 1}
-	}
-	_, err = f.repo.Save(ctx, inst, evs, aggregate.SaveOptions{})
-	return err
-}

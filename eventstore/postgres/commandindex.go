@@ -80,20 +80,8 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (ev
 		}
 		return eventstore.AppendResult{}, false, s.closedOr(fmt.Errorf("postgres: finding command %q in stream %q: %w", commandID, stream, err))
 	}
-	switch {
-	case !isDerived:
-		return indexed, inIndex, nil
-	case !inIndex:
-		return derived, true, nil
-	}
-	// Both: a command whose events were appended apart, which the bus
-	// never does. Answer as for any command: all of its events.
-	r := indexed
-	r.FirstVersion, r.LastVersion = min(r.FirstVersion, derived.FirstVersion), max(r.LastVersion, derived.LastVersion)
-	if r.Position.Before(derived.Position) {
-		r.Position = derived.Position
-	}
-	return r, true, nil
+	r, found := storekit.CombineCommandResults(indexed, inIndex, derived, isDerived)
+	return r, found, nil
 }
 
 // scanCommand reads a command's first version, last version and last

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -16,15 +17,28 @@ const (
 	sqlCommandIndexed = `SELECT min(version), max(version), max(position)
 	FROM cairn_events INDEXED BY cairn_events_command WHERE stream = ? AND command_id = ? AND derived_id = 0`
 
-	// sqlCommandDerived reads an append of the command bus, from its first
-	// event, which its ID finds (?3: storekit.CommandEventID(stream,
-	// command, 0)), then on through the stream for as long as the events
-	// are that append's. Only one append of a stream can start with that
-	// ID, since a stream holds an event ID once.
-	sqlCommandDerived = `SELECT version, position, id, command_id, derived_id FROM cairn_events
-	WHERE stream = ?1 AND version >= (SELECT version FROM cairn_events
-		WHERE id = ?3 AND stream = ?1 AND command_id = ?2 AND derived_id = 1)
-	ORDER BY version`
+	// sqlCommandDerived finds an append of the command bus: its first
+	// event by its ID on cairn_events_id (?3: storekit.CommandEventID(stream,
+	// command, 0)), and its last as the last of the events from there on
+	// that the store marked as the bus's and that record the command. They
+	// are all that append's: a later append marked for the same command
+	// would start with the same ID, and a stream holds an event ID once (the
+	// append path refuses a repeated one). The end is found on
+	// cairn_events_stream_version, stepping the append's events up to the
+	// first that is not one. PostgreSQL's CommandResult asks the same.
+	sqlCommandDerived = `WITH first AS (
+		SELECT version FROM cairn_events WHERE id = ?3 AND stream = ?1 AND command_id = ?2 AND derived_id = 1
+	), after AS (
+		SELECT version FROM cairn_events
+		WHERE stream = ?1 AND version > (SELECT version FROM first) AND NOT (derived_id = 1 AND command_id IS ?2)
+		ORDER BY version LIMIT 1
+	)
+	SELECT first.version, last.version, last.position FROM first, (
+		SELECT version, position FROM cairn_events
+		WHERE stream = ?1 AND version >= (SELECT version FROM first)
+			AND version < coalesce((SELECT version FROM after), 9223372036854775807)
+		ORDER BY version DESC LIMIT 1
+	) AS last`
 )
 
 // CommandResult reports what command commandID appended to stream (events
@@ -47,63 +61,31 @@ func (s *Store) CommandResult(ctx context.Context, stream, commandID string) (r 
 		return r, false, err
 	}
 	what := "look up command " + quote(commandID) + " in stream " + quote(stream)
-	var first, last, pos sql.NullInt64
-	err = s.readers.QueryRowContext(noInterrupt, sqlCommandIndexed, stream, commandID).Scan(&first, &last, &pos)
+	indexed, inIndex, err := s.commandSpan(sqlCommandIndexed, stream, commandID)
 	if err != nil {
 		return r, false, s.readErr(ctx, err, what)
 	}
-	if first.Valid {
-		r = eventstore.AppendResult{FirstVersion: uint64(first.Int64), LastVersion: uint64(last.Int64),
-			Position: eventstore.Position{Major: uint64(pos.Int64)}, Duplicate: true}
-		found = true
-	}
-	d, derived, err := s.derivedCommand(stream, commandID)
+	firstID := storekit.CommandEventID(stream, commandID, 0)
+	derived, isDerived, err := s.commandSpan(sqlCommandDerived, stream, commandID, firstID[:])
 	if err != nil {
-		return eventstore.AppendResult{}, false, s.readErr(ctx, err, what)
+		return r, false, s.readErr(ctx, err, what)
 	}
-	if !derived {
-		return r, found, nil
-	}
-	if !found {
-		return d, true, nil
-	}
-	// Both: a command whose events were appended apart, which the bus
-	// never does. Answer as for any command: all of its events.
-	r.FirstVersion, r.LastVersion = min(r.FirstVersion, d.FirstVersion), max(r.LastVersion, d.LastVersion)
-	r.Position.Major = max(r.Position.Major, d.Position.Major)
-	return r, true, nil
+	r, found = storekit.CombineCommandResults(indexed, inIndex, derived, isDerived)
+	return r, found, nil
 }
 
-// derivedCommand reports the append of the command bus that stored command
-// commandID in stream, if there is one: the events from its first, whose
-// ID is storekit.CommandEventID(stream, commandID, 0), for as long as the
-// i-th carries the i-th such ID.
-func (s *Store) derivedCommand(stream, commandID string) (r eventstore.AppendResult, found bool, err error) {
-	firstID := storekit.CommandEventID(stream, commandID, 0)
-	rows, err := s.readers.QueryContext(noInterrupt, sqlCommandDerived, stream, commandID, firstID[:])
+// commandSpan runs one of the command lookups, whose one row holds the
+// first and last versions of the command's events it found and the
+// position of the last, all NULL when it found none.
+func (s *Store) commandSpan(query string, args ...any) (r eventstore.AppendResult, found bool, err error) {
+	var first, last, pos sql.NullInt64
+	err = s.readers.QueryRowContext(noInterrupt, query, args...).Scan(&first, &last, &pos)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !first.Valid {
+		return r, false, nil
+	}
 	if err != nil {
 		return r, false, err
 	}
-	defer rows.Close()
-	for i := 0; rows.Next(); i++ {
-		var version, position, derived int64
-		var id []byte
-		var command sql.NullString
-		if err := rows.Scan(&version, &position, &id, &command, &derived); err != nil {
-			return r, false, err
-		}
-		want := storekit.CommandEventID(stream, commandID, i)
-		if derived != 1 || command.String != commandID || string(id) != string(want[:]) {
-			break // the next append's
-		}
-		if i == 0 {
-			r.FirstVersion = uint64(version)
-		}
-		r.LastVersion, r.Position.Major, found = uint64(version), uint64(position), true
-	}
-	if err := rows.Err(); err != nil {
-		return eventstore.AppendResult{}, false, err
-	}
-	r.Duplicate = found
-	return r, found, nil
+	return eventstore.AppendResult{FirstVersion: uint64(first.Int64), LastVersion: uint64(last.Int64),
+		Position: eventstore.Position{Major: uint64(pos.Int64)}, Duplicate: true}, true, nil
 }

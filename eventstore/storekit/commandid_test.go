@@ -92,3 +92,22 @@ func TestCommandIDsDerived(t *testing.T) {
 		assert.False(t, CommandIDsDerived("order-1", events()), name)
 	}
 }
+
+func TestCombineCommandResults(t *testing.T) {
+	at := func(first, last, pos uint64) eventstore.AppendResult {
+		return eventstore.AppendResult{FirstVersion: first, LastVersion: last, Position: eventstore.Position{Major: pos}, Duplicate: true}
+	}
+	r, found := CombineCommandResults(eventstore.AppendResult{}, false, eventstore.AppendResult{}, false)
+	assert.False(t, found)
+	assert.Equal(t, eventstore.AppendResult{}, r)
+	r, found = CombineCommandResults(at(2, 3, 9), true, eventstore.AppendResult{}, false)
+	assert.True(t, found)
+	assert.Equal(t, at(2, 3, 9), r, "found by the first lookup only")
+	r, found = CombineCommandResults(eventstore.AppendResult{}, false, at(4, 6, 12), true)
+	assert.True(t, found)
+	assert.Equal(t, at(4, 6, 12), r, "found by the second lookup only")
+	r, _ = CombineCommandResults(at(4, 6, 12), true, at(1, 1, 3), true)
+	assert.Equal(t, at(1, 6, 12), r, "all of the command's events, whichever lookup found the later part")
+	r, _ = CombineCommandResults(at(1, 1, 3), true, at(4, 6, 12), true)
+	assert.Equal(t, at(1, 6, 12), r)
+}

@@ -33,3 +33,24 @@ func CheckCommandLookup(stream, commandID string) (ask bool, err error) {
 	}
 	return commandID != "" && names.StorableText(commandID), nil
 }
+
+// CombineCommandResults is what a store answers for a command that two of
+// its lookups may each have found part of: a store that finds the command
+// bus's appends by their first event's ID (see [CommandIDsDerived]) and
+// other commands by an index asks both, and answers for all of the
+// command's events: the lowest first version, the highest last version
+// and the latest position. Only a command appended apart, which
+// the bus never does, is found by both.
+func CombineCommandResults(a eventstore.AppendResult, aFound bool, b eventstore.AppendResult, bFound bool) (eventstore.AppendResult, bool) {
+	switch {
+	case !bFound:
+		return a, aFound
+	case !aFound:
+		return b, true
+	}
+	a.FirstVersion, a.LastVersion = min(a.FirstVersion, b.FirstVersion), max(a.LastVersion, b.LastVersion)
+	if a.Position.Before(b.Position) {
+		a.Position = b.Position
+	}
+	return a, true
+}

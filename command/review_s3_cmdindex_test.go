@@ -22,7 +22,7 @@ import (
 
 // Review (S3) of the command index without the command bus's appends: the
 // bus end to end on SQLite and PostgreSQL, with commands of many events
-// (PostgreSQL reads a bus command 17 events a page), redelivered to a cold
+// (PostgreSQL once read a bus command 17 events a page), redelivered to a cold
 // bus below a snapshot, so that the bus must ask CommandResult; and
 // recorded rejections re-sent.
 

@@ -2,6 +2,7 @@ package projection_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -55,6 +56,28 @@ func TestNewRejectsBadSetUp(t *testing.T) {
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
 	_, err = projection.NewTx[*memory.Tx]("p", events, reg, memory.New(), nil, projection.Options{})
 	assert.ErrorIs(t, err, eventstore.ErrInvalidArgument)
+}
+
+// Run returns nil however and whenever its context ends, as the saga
+// runner's does: before it took its lease, past a deadline, or with a
+// cause of the caller's.
+func TestRunReturnsNilWhenItsContextEnds(t *testing.T) {
+	events := memory.New()
+	t.Cleanup(func() { _ = events.Close() })
+	reg := projectiontest.Registry(t)
+	c, err := projection.New("p", events, reg, memory.New(), func(context.Context, codec.Decoded) error { return nil },
+		projection.Options{Exclusive: true, Logger: discard()})
+	require.NoError(t, err)
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, c.Run(ended), "a context that ended before Run started")
+	timed, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer stop()
+	require.NoError(t, c.Run(timed), "a context whose deadline passed while Run ran")
+	caused, cancelCause := context.WithCancelCause(context.Background())
+	cancelCause(errors.New("the process is shutting down"))
+	require.NoError(t, c.Run(caused), "a context cancelled with a cause of its caller's")
 }
 
 // TestRunLogsStats checks that a running consumer reports its figures as

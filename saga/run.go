@@ -110,10 +110,14 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 		return err
 	}
 	if err := r.checkSubscription(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop while starting: nothing failed
+		}
 		return err
 	}
 	// The gauges are observed while Run runs (see gauges.go).
 	defer r.observeGauges()()
+	outer := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runs := &segmentRuns{ctx: ctx, fail: cancel, segs: c.segs, on: make(map[int]*running),
@@ -151,7 +155,10 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 		// claiming a segment reads its deadlines again.
 		r.setActive(k, true)
 	}
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	// A failure of Run's own cancels ctx with its error; ctx ending because
+	// the caller's did (cancelled, past its deadline, or with a cause of
+	// the caller's) is the end Run waits for.
+	if err := context.Cause(ctx); err != nil && err != context.Cause(outer) {
 		return err
 	}
 	return nil

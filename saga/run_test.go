@@ -2,6 +2,7 @@ package saga_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -136,6 +137,29 @@ func TestRunHandlesLiveEventsAndDeadlines(t *testing.T) {
 		x, err := f.runner.Explain(context.Background(), "soldout-live")
 		return err == nil && len(x.State.Seen) == 2 && x.State.Seen[1] == "due1"
 	}, 30*time.Second, 5*time.Millisecond, "the deadline fires")
+}
+
+// Run returns nil however its context ends, and whenever: a process asked
+// to stop while its runner is still starting (the subscription check reads
+// the store) has not failed, nor has one whose context had a deadline.
+func TestRunReturnsNilWhenItsContextEnds(t *testing.T) {
+	f := newFlow(t)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, f.runner.Run(ended), "a context that ended before Run started")
+
+	timed, stop := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer stop()
+	require.NoError(t, f.runner.Run(timed), "a context whose deadline passed while Run ran")
+
+	caused, cancelCause := context.WithCancelCause(context.Background())
+	cancelCause(errors.New("the process is shutting down"))
+	require.NoError(t, f.runner.Run(caused), "a context cancelled with a cause of its caller's")
+
+	// Then it starts and runs as before.
+	f.place(t, "after")
+	require.NoError(t, f.runner.CatchUp(context.Background()))
+	assert.Equal(t, &Order{Reserved: 1, Paid: 1, Confirmed: 1}, f.order(t, "after"))
 }
 
 func TestAnEventThatReachesNoInstanceIsParkedAndTheOthersGoOn(t *testing.T) {

@@ -154,3 +154,16 @@ func ordersOf(list []refusal) []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// A sale process asked to stop while it is still starting (the run ends
+// right after it restarted the sale) ends cleanly with its report.
+func TestSaleStoppedWhileStartingEndsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	for range 3 {
+		sale, err := startSale(saleConfig{Data: dir, Model: modelV1.name, Window: time.Second}, "")
+		require.NoError(t, err)
+		report, err := sale.stop()
+		require.NoError(t, err)
+		assert.Zero(t, report.Applied, "nothing was sent to it")
+	}
+}

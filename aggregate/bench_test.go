@@ -3,6 +3,7 @@ package aggregate_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/cairn-es/cairn/aggregate"
@@ -142,5 +143,47 @@ func decideAndApply[T any, PT aggregate.Root[T]](b *testing.B, typ *aggregate.Ty
 		if err := typ.Apply(state, events[0]); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCreate makes new aggregates on the memory store, one event
+// each: Load (a miss: the stream does not exist), Handle, Save; and with
+// New, which spares the miss. The store keeps every stream, as a
+// service's does, so the lookups are those of a store that grows.
+func BenchmarkCreate(b *testing.B) {
+	for _, load := range []bool{true, false} {
+		name := "New"
+		if load {
+			name = "Load"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			store := memory.New()
+			b.Cleanup(func() { _ = store.Close() })
+			repo, err := aggregate.NewRepository(store, newRegistry(b), tallyType(b, 0), aggregate.RepositoryOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				id := "a" + strconv.Itoa(i)
+				var inst *aggregate.Instance[Tally, *Tally]
+				if load {
+					inst, err = repo.Load(ctx, id)
+				} else {
+					inst, err = repo.New(id)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				events, err := inst.Handle(ctx, Add{N: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := repo.Save(ctx, inst, events, aggregate.SaveOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -12,6 +12,10 @@ import (
 // NewEventID makes UUIDv7s: version 7, the RFC 9562 variant, and the
 // time they were made in their first 48 bits.
 func TestNewEventIDIsAUUIDv7OfNow(t *testing.T) {
+	// As in a process that has made no ID yet: tests that make many run
+	// the time field ahead of the clock (4,096 IDs a millisecond).
+	restoreV7Time(t)
+	lastV7Time.Store(0)
 	before := time.Now().UnixMilli()
 	id := NewEventID()
 	after := time.Now().UnixMilli()
@@ -102,4 +106,31 @@ func BenchmarkNewEventID(b *testing.B) {
 	for range b.N {
 		_ = NewEventID()
 	}
+}
+
+// NewEventIDAt makes its IDs at the caller's clock reading: one taken now
+// gives that millisecond; one from the past (a reading taken before another
+// caller's ID was made) still gives an ID after every earlier one.
+func TestNewEventIDAtTakesTheCallersTime(t *testing.T) {
+	restoreV7Time(t)
+	now := time.Now().Add(time.Hour) // later than any ID made so far
+	id := NewEventIDAt(now)
+	if got := millis(id); got != now.UnixMilli() {
+		t.Fatalf("%s holds millisecond %d, want %d", id, got, now.UnixMilli())
+	}
+	past := NewEventIDAt(now.Add(-2 * time.Hour))
+	if bytes.Compare(id[:], past[:]) >= 0 {
+		t.Fatalf("%s, made after %s at an earlier reading, sorts before it", past, id)
+	}
+	if past.Version() != 7 || past.Variant() != uuid.RFC4122 {
+		t.Fatalf("%s: version %d, variant %s", past, past.Version(), past.Variant())
+	}
+}
+
+// restoreV7Time puts the time field of the last ID back when t ends: a test
+// that makes IDs in the future must not leave the clock there for those
+// that check IDs of now.
+func restoreV7Time(t *testing.T) {
+	saved := lastV7Time.Load()
+	t.Cleanup(func() { lastV7Time.Store(saved) })
 }

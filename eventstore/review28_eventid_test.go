@@ -23,6 +23,7 @@ func r28Time(id uuid.UUID) int64 {
 func TestReview28TimeFieldCarriesIntoMilliseconds(t *testing.T) {
 	// The last ID was made a second in the future (a clock that stepped
 	// back), at the last 4096th of its millisecond but three.
+	restoreV7Time(t)
 	future := (time.Now().UnixMilli()+1000)<<12 | 0xffc
 	lastV7Time.Store(future)
 	prev := uuid.UUID{}

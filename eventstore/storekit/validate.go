@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/names"
@@ -43,14 +44,23 @@ const (
 // among it, a saga stream ([ReservedStreamPrefix]) or a type or metadata
 // key with [ReservedTypePrefix], which only Cairn's own writers append.
 func PrepareAppend(ctx context.Context, stream string, events []eventstore.EventData) ([]eventstore.EventData, error) {
-	return PrepareAppendInto(ctx, stream, events, nil)
+	return prepareAppend(ctx, stream, events, nil, time.Time{})
 }
 
-// PrepareAppendInto is [PrepareAppend] writing the copies into dst's
-// memory when it is large enough: for a store that only reads the copies
-// (to write them out, or into memory of its own), a buffer on its stack
-// spares an allocation per append.
-func PrepareAppendInto(ctx context.Context, stream string, events, dst []eventstore.EventData) ([]eventstore.EventData, error) {
+// PrepareAppendAt is [PrepareAppend] writing the copies into dst's memory
+// when it is large enough, and making the IDs it makes at the clock
+// reading now ([eventstore.NewEventIDAt]): for a store that only reads the
+// copies (to write them out, or into memory of its own), a buffer on its
+// stack spares an allocation per append; one that records the events at
+// a time it reads before calling (as [eventstore.Event.RecordedAt]) spares
+// reading the clock again.
+func PrepareAppendAt(ctx context.Context, stream string, events, dst []eventstore.EventData, now time.Time) ([]eventstore.EventData, error) {
+	return prepareAppend(ctx, stream, events, dst, now)
+}
+
+// prepareAppend is PrepareAppendAt, reading the clock for the IDs it
+// makes when now is zero.
+func prepareAppend(ctx context.Context, stream string, events, dst []eventstore.EventData, now time.Time) ([]eventstore.EventData, error) {
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
 	}
@@ -79,7 +89,10 @@ func PrepareAppendInto(ctx context.Context, stream string, events, dst []eventst
 			return nil, bad(field, reason)
 		}
 		if e.ID == (uuid.UUID{}) {
-			e.ID = eventstore.NewEventID()
+			if now.IsZero() {
+				now = time.Now()
+			}
+			e.ID = eventstore.NewEventIDAt(now)
 		}
 		if j, dup := repeated(out[:i], seen, e.ID); dup {
 			return nil, bad("id", fmt.Sprintf("%s repeats the ID of event %d in the same append", e.ID, j))

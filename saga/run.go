@@ -110,7 +110,7 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 		return err
 	}
 	if err := r.checkSubscription(ctx); err != nil {
-		if ctx.Err() != nil {
+		if endedBy(ctx, err) {
 			return nil // asked to stop while starting: nothing failed
 		}
 		return err
@@ -162,6 +162,12 @@ func (r *Runner[S]) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// endedBy reports whether err is ctx having ended (its error or its
+// cause), and not a failure that came first.
+func endedBy(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(err, context.Cause(ctx)))
 }
 
 // CatchUp handles everything stored when it is called, and what that

@@ -31,7 +31,7 @@ func NewEventID() uuid.UUID { return NewEventIDAt(time.Now()) }
 func NewEventIDAt(now time.Time) uuid.UUID {
 	var id uuid.UUID
 	binary.BigEndian.PutUint64(id[8:], randomBits())
-	t := nextV7Time(now.UnixNano())
+	t := nextV7Time(now)
 	ms := t >> 12
 	id[0] = byte(ms >> 40)
 	id[1] = byte(ms >> 32)
@@ -75,9 +75,13 @@ var lastV7Time atomic.Int64
 // than the last one's when that is not earlier, so that the IDs one
 // process makes are strictly increasing, also within one millisecond and
 // when the clock steps back.
-func nextV7Time(nano int64) int64 {
-	ms := nano / int64(time.Millisecond)
-	now := ms<<12 | (nano-ms*int64(time.Millisecond))<<12/int64(time.Millisecond)
+// A reading outside the field's range (before 1970, after the year 10889)
+// is taken as its nearest end, so that it can neither wrap nor move the
+// IDs made after it away from the clock (UnixNano, out of its years 1678
+// to 2262, wrapped 1600 to 2184).
+func nextV7Time(t time.Time) int64 {
+	ms := min(max(t.UnixMilli(), 0), 1<<48-1)
+	now := ms<<12 | int64(t.Nanosecond()%int(time.Millisecond))<<12/int64(time.Millisecond)
 	for {
 		last := lastV7Time.Load()
 		next := max(now, last+1)

@@ -75,7 +75,14 @@ type stream struct {
 type streamIndex struct {
 	seed maphash.Seed
 	m    map[uint64]*stream
+	// slab is where the next streams are made: an array made for up to
+	// streamSlab of them at a time, not one allocation per stream (a
+	// store never drops a stream, so no slab is kept alive for nothing).
+	slab []stream
 }
+
+// streamSlab is how many streams one slab holds (about 10 KiB).
+const streamSlab = 128
 
 func newStreamIndex() streamIndex {
 	return streamIndex{seed: maphash.MakeSeed(), m: make(map[uint64]*stream)}
@@ -100,7 +107,14 @@ func (x *streamIndex) get(name string) *stream { return x.find(x.hash(name), nam
 // add returns a new empty stream of a name whose key is h, which find
 // does not hold.
 func (x *streamIndex) add(h uint64, name string) *stream {
-	st := &stream{name: name, next: x.m[h]}
+	if len(x.slab) == cap(x.slab) {
+		// Slabs grow to their size, so that a store of a few streams
+		// stays small.
+		x.slab = make([]stream, 0, min(max(2*cap(x.slab), 4), streamSlab))
+	}
+	x.slab = x.slab[:len(x.slab)+1]
+	st := &x.slab[len(x.slab)-1]
+	st.name, st.next = name, x.m[h]
 	st.entries = st.inline[:0]
 	x.m[h] = st
 	return st

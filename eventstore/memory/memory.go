@@ -76,8 +76,8 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 		return eventstore.AppendResult{}, err
 	}
 	// Most appends are of a few events: their copies stay on the stack
-	// (they are copied again, into the log). The events are recorded at
-	// the time their IDs are made at: one clock read, where two were a
+	// (they are copied again, into the log). The IDs the store makes and
+	// RecordedAt come from one clock reading, where two reads were a
 	// twentieth of an append. (Appends that race may then record times
 	// out of their positions' order by as long as one waits for the
 	// lock, as on PostgreSQL, which records the statement's start.)

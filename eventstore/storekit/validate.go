@@ -44,7 +44,7 @@ const (
 // among it, a saga stream ([ReservedStreamPrefix]) or a type or metadata
 // key with [ReservedTypePrefix], which only Cairn's own writers append.
 func PrepareAppend(ctx context.Context, stream string, events []eventstore.EventData) ([]eventstore.EventData, error) {
-	return prepareAppend(ctx, stream, events, nil, time.Time{})
+	return PrepareAppendAt(ctx, stream, events, nil, time.Time{})
 }
 
 // PrepareAppendAt is [PrepareAppend] writing the copies into dst's memory
@@ -53,14 +53,9 @@ func PrepareAppend(ctx context.Context, stream string, events []eventstore.Event
 // copies (to write them out, or into memory of its own), a buffer on its
 // stack spares an allocation per append; one that records the events at
 // a time it reads before calling (as [eventstore.Event.RecordedAt]) spares
-// reading the clock again.
+// reading the clock again. A zero now reads the clock, once, when an ID is
+// to be made.
 func PrepareAppendAt(ctx context.Context, stream string, events, dst []eventstore.EventData, now time.Time) ([]eventstore.EventData, error) {
-	return prepareAppend(ctx, stream, events, dst, now)
-}
-
-// prepareAppend is PrepareAppendAt, reading the clock for the IDs it
-// makes when now is zero.
-func prepareAppend(ctx context.Context, stream string, events, dst []eventstore.EventData, now time.Time) ([]eventstore.EventData, error) {
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func NewEventID() uuid.UUID { return NewEventIDAt(time.Now()) }
 
 // NewEventIDAt is [NewEventID] for the clock reading now, which the caller
 // has taken: a store that records the events it appends at a time it reads
-// spares a second read (see storekit.PrepareAppendAt). The IDs stay
+// spares a second read (see storekit.PrepareOptions). The IDs stay
 // strictly increasing whatever now is.
 func NewEventIDAt(now time.Time) uuid.UUID {
 	var id uuid.UUID

@@ -52,6 +52,41 @@ func (l *eventLog) add() *eventstore.Event {
 	return &(*c)[len(*c)-1]
 }
 
+// dataBlock is the size of the blocks that hold the events' payloads
+// (but for the first few, which grow to it from firstDataBlock), and
+// largeData the size from which a payload has memory of its own.
+const (
+	dataBlock      = 64 << 10
+	firstDataBlock = 512
+	largeData      = dataBlock / 8
+)
+
+// dataBlocks holds the payloads of the log's events: each is copied into
+// the current block, which a new one follows when it is full. An array per
+// append was an allocation per append, and an object per append held for
+// the collector to mark at every cycle. A block wastes less than largeData
+// at its end; the store never drops an event, so no block outlives its
+// events.
+type dataBlocks struct {
+	block []byte
+}
+
+// copy returns a copy of data, capped at its length so that an append to
+// it cannot reach the next; an empty payload stays empty and non-nil.
+func (b *dataBlocks) copy(data []byte) []byte {
+	if len(data) >= largeData {
+		return append(make([]byte, 0, len(data)), data...)
+	}
+	if cap(b.block)-len(b.block) < len(data) || b.block == nil {
+		// Blocks grow to their size, so that a store of a few events
+		// stays small.
+		b.block = make([]byte, 0, max(min(2*cap(b.block), dataBlock), firstDataBlock, len(data)))
+	}
+	start := len(b.block)
+	b.block = append(b.block, data...)
+	return b.block[start:len(b.block):len(b.block)]
+}
+
 // idScan is the longest stream whose event IDs an append looks for by
 // comparing them one by one; a longer one keeps a map. Most streams (an
 // aggregate's) stay short, and a map per stream was an allocation for

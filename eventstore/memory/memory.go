@@ -34,6 +34,7 @@ type Store struct {
 
 	mu      sync.RWMutex
 	log     eventLog // the event at index i has position {Major: i+1}
+	data    dataBlocks
 	streams streamIndex
 	closed  bool
 
@@ -75,15 +76,17 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	if err := ctx.Err(); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	// Most appends are of a few events: their copies stay on the stack
-	// (they are copied again, into the log). The IDs the store makes and
-	// RecordedAt come from one clock reading, where two reads were a
-	// twentieth of an append. (Appends that race may then record times
-	// out of their positions' order by as long as one waits for the
-	// lock, as on PostgreSQL, which records the statement's start.)
+	// Most appends are of a few events: their checked copies stay on the
+	// stack (they are copied again, into the log, and their payloads,
+	// which they share with the caller's, into its data blocks). The IDs
+	// the store makes and RecordedAt come from one clock reading, where
+	// two reads were a twentieth of an append. (Appends that race may
+	// then record times out of their positions' order by as long as one
+	// waits for the lock, as on PostgreSQL, which records the statement's
+	// start.)
 	var local [4]eventstore.EventData
 	now := s.now()
-	events, err := storekit.PrepareAppendAt(ctx, name, events, local[:0], now)
+	events, err := storekit.PrepareAppendWith(ctx, name, events, storekit.PrepareOptions{Into: local[:0], Now: now, SharedData: true})
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -143,6 +146,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 			Position:   eventstore.Position{Major: uint64(index) + 1},
 			RecordedAt: now,
 		}
+		e.Data = s.data.copy(events[i].Data)
 		st.add(&s.log, index)
 	}
 	s.changes.Notify()

@@ -1,6 +1,6 @@
 package storekit_test
 
-// Review s4: PrepareAppendAt makes its IDs at the caller's reading, or at
+// Review s4: PrepareAppendWith makes its IDs at the caller's reading, or at
 // the clock's when that reading is zero.
 
 import (
@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
-func TestReviewS4PrepareAppendAtZeroAndGivenReadings(t *testing.T) {
+func TestReviewS4PrepareAppendWithZeroAndGivenReadings(t *testing.T) {
 	ctx := context.Background()
 	events := func() []eventstore.EventData {
 		return []eventstore.EventData{{Type: "t", Data: []byte{}}, {Type: "t", Data: []byte{}, ID: uuid.New()}, {Type: "t", Data: []byte{}}}
@@ -24,7 +24,7 @@ func TestReviewS4PrepareAppendAtZeroAndGivenReadings(t *testing.T) {
 
 	// Zero: the clock's reading, as PrepareAppend's.
 	before := time.Now().UnixMilli()
-	out, err := storekit.PrepareAppendAt(ctx, "s", events(), nil, time.Time{})
+	out, err := storekit.PrepareAppendWith(ctx, "s", events(), storekit.PrepareOptions{})
 	after := time.Now().UnixMilli()
 	require.NoError(t, err)
 	for _, i := range []int{0, 2} {
@@ -40,7 +40,7 @@ func TestReviewS4PrepareAppendAtZeroAndGivenReadings(t *testing.T) {
 	in := events()
 	at := time.Now().Add(time.Hour)
 	var dst [4]eventstore.EventData
-	out, err = storekit.PrepareAppendAt(ctx, "s", in, dst[:0], at)
+	out, err = storekit.PrepareAppendWith(ctx, "s", in, storekit.PrepareOptions{Into: dst[:0], Now: at})
 	require.NoError(t, err)
 	assert.Equal(t, at.UnixMilli(), time.Unix(out[0].ID.Time().UnixTime()).UnixMilli())
 	assert.Equal(t, in[1].ID, out[1].ID)
@@ -49,7 +49,7 @@ func TestReviewS4PrepareAppendAtZeroAndGivenReadings(t *testing.T) {
 	assert.Equal(t, uuid.UUID{}, in[0].ID, "the caller's events are not changed")
 
 	// A reading in the past, after that: IDs still after the last one.
-	out2, err := storekit.PrepareAppendAt(ctx, "s", events(), nil, time.Now().Add(-time.Hour))
+	out2, err := storekit.PrepareAppendWith(ctx, "s", events(), storekit.PrepareOptions{Now: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	assert.Less(t, out[2].ID.String(), out2[0].ID.String())
 }

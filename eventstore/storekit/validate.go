@@ -44,18 +44,32 @@ const (
 // among it, a saga stream ([ReservedStreamPrefix]) or a type or metadata
 // key with [ReservedTypePrefix], which only Cairn's own writers append.
 func PrepareAppend(ctx context.Context, stream string, events []eventstore.EventData) ([]eventstore.EventData, error) {
-	return PrepareAppendAt(ctx, stream, events, nil, time.Time{})
+	return PrepareAppendWith(ctx, stream, events, PrepareOptions{})
 }
 
-// PrepareAppendAt is [PrepareAppend] writing the copies into dst's memory
-// when it is large enough, and making the IDs it makes at the clock
-// reading now ([eventstore.NewEventIDAt]): for a store that only reads the
-// copies (to write them out, or into memory of its own), a buffer on its
-// stack spares an allocation per append; one that records the events at
-// a time it reads before calling (as [eventstore.Event.RecordedAt]) spares
-// reading the clock again. A zero now reads the clock, once, when an ID is
-// to be made.
-func PrepareAppendAt(ctx context.Context, stream string, events, dst []eventstore.EventData, now time.Time) ([]eventstore.EventData, error) {
+// PrepareOptions fit [PrepareAppendWith] to a store that keeps what it
+// appends in memory of its own. The zero value is [PrepareAppend].
+type PrepareOptions struct {
+	// Into is memory for the checked events, used when it is large
+	// enough: a buffer on the store's stack spares an allocation per
+	// append, for a store that only reads them before Append returns.
+	Into []eventstore.EventData
+	// Now is the clock reading at which the IDs are made
+	// ([eventstore.NewEventIDAt]): a store that records the events at a
+	// reading it took before calling (as [eventstore.Event.RecordedAt])
+	// spares reading the clock again. Zero reads the clock, once, when an
+	// ID is to be made.
+	Now time.Time
+	// SharedData leaves each event's Data the caller's memory instead of
+	// a copy, for a store that copies it itself before Append returns:
+	// the memory store copies payloads into large blocks of its own, so
+	// that the collector has fewer objects to mark than one per append.
+	SharedData bool
+}
+
+// PrepareAppendWith is [PrepareAppend] as opts say (see [PrepareOptions]).
+func PrepareAppendWith(ctx context.Context, stream string, events []eventstore.EventData, opts PrepareOptions) ([]eventstore.EventData, error) {
+	now := opts.Now
 	if err := ValidateStream(stream); err != nil {
 		return nil, err
 	}
@@ -66,7 +80,7 @@ func PrepareAppendAt(ctx context.Context, stream string, events, dst []eventstor
 		return nil, &eventstore.InvalidArgumentError{Stream: stream, Index: -1, Field: "events",
 			Reason: fmt.Sprintf("has %d events, more than the limit of %d", len(events), MaxAppendEvents)}
 	}
-	out := slices.Grow(dst[:0], len(events))[:len(events)]
+	out := slices.Grow(opts.Into[:0], len(events))[:len(events)]
 	// A short append looks for repeated IDs among the events before
 	// each, as a map for so few costs more than it saves.
 	var seen map[uuid.UUID]int
@@ -100,12 +114,17 @@ func PrepareAppendAt(ctx context.Context, stream string, events, dst []eventstor
 	// Once every event is valid, one array takes the copies of their data,
 	// each capped at its length so that an append to one cannot reach the
 	// next: one allocation per append rather than one per event.
-	buf := make([]byte, 0, total)
+	var buf []byte
+	if !opts.SharedData {
+		buf = make([]byte, 0, total)
+	}
 	for i := range out {
 		e := &out[i]
-		start := len(buf)
-		buf = append(buf, e.Data...)
-		e.Data = buf[start:len(buf):len(buf)]
+		if !opts.SharedData {
+			start := len(buf)
+			buf = append(buf, e.Data...)
+			e.Data = buf[start:len(buf):len(buf)]
+		}
 		e.Metadata = e.Metadata.Clone()
 	}
 	if err := checkReserved(ctx, stream, out); err != nil {

@@ -20,7 +20,49 @@ var appendTests = []test{
 	{"ExpectedVersionOnExistingStream", testExpectedOnExisting},
 	{"MultiEventAppendIsAllOrNothing", testAtomicity},
 	{"VersionsAndPositionsOfResult", testAppendResult},
+	{"SharesNoMemory", testAppendSharesNoMemory},
 }
+
+// testAppendSharesNoMemory changes the bytes of appended and of read events
+// and reads again: the store must keep what was appended. Payloads of a
+// few bytes, one after the other, and a large one, so that a store that
+// packs small payloads together is checked at their borders too; appending
+// to a read payload must not reach its neighbour's.
+func testAppendSharesNoMemory(t testing.TB, s eventstore.Store) {
+	stream := newNames(t).stream("shares-no-memory")
+	payloads := [][]byte{[]byte("abc"), {}, []byte("defg"), bytes.Repeat([]byte("h"), 32<<10), []byte("ij")}
+	want := make([][]byte, len(payloads))
+	in := make([]eventstore.EventData, len(payloads))
+	for i, p := range payloads {
+		want[i] = bytes.Clone(p)
+		in[i] = eventstore.EventData{Type: "t", Data: p}
+	}
+	mustAppend(t, s, stream, eventstore.NoStream, in[:2]...)
+	mustAppend(t, s, stream, eventstore.Exact(1), in[2:]...)
+	for _, p := range payloads {
+		for j := range p {
+			p[j] = 'X'
+		}
+	}
+	verify := func(what string) {
+		got := readStream(t, s, stream, eventstore.Forward(0))
+		check.Len(t, got, len(want), what)
+		for i, e := range got {
+			check.True(t, bytes.Equal(e.Data, want[i]), "%s: event %d holds %q, want %q", what, i, clipBytes(e.Data), clipBytes(want[i]))
+		}
+	}
+	verify("after the caller changed the appended data")
+	for _, e := range readStream(t, s, stream, eventstore.Forward(0)) {
+		for j := range e.Data {
+			e.Data[j] = 'Y'
+		}
+		_ = append(e.Data, 'Z', 'Z', 'Z')
+	}
+	verify("after the reader changed and appended to the read data")
+}
+
+// clipBytes is b, or its first 16 bytes, for a message.
+func clipBytes(b []byte) []byte { return b[:min(len(b), 16)] }
 
 func testRoundTrip(t testing.TB, s eventstore.Store) {
 	n := newNames(t)

@@ -1,5 +1,7 @@
 package postgres
 
+import "time"
+
 // CommandResultSQL is the statement behind CommandResult, with the store's
 // schema, so that a test can EXPLAIN it.
 func (s *Store) CommandResultSQL() string { return s.fill(commandResultSQL) }
@@ -7,3 +9,16 @@ func (s *Store) CommandResultSQL() string { return s.fill(commandResultSQL) }
 // CommandDerivedSQL is the statement that finds an append of the command
 // bus, with the store's schema, so that a test can EXPLAIN it.
 func (s *Store) CommandDerivedSQL() string { return s.fill(commandDerivedSQL) }
+
+// ListenerPresenceSQL is the statement by which the notify worker looks
+// for other stores' listeners: $1 their name, $2 the store's own
+// listener's backend (0 for none).
+const ListenerPresenceSQL = listenerPresenceSQL
+
+// ListenerName is the application_name of a LISTEN connection on channel.
+func ListenerName(channel string) string { return listenerName(channel) }
+
+// SetListenerCheck sets how long the store trusts its last look for other
+// listeners, and so how long its own listener warms up; call it before the
+// store appends or subscribes.
+func (s *Store) SetListenerCheck(every time.Duration) { s.listenerCheck = every }

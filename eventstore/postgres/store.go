@@ -146,6 +146,17 @@ type Store struct {
 	listening bool
 	stop      context.CancelFunc // ends the workers
 	workerCtx context.Context
+
+	// listenerName names the store's LISTEN connection, listenerPID is its
+	// backend's process ID while it is connected, and presence is whether
+	// other stores listen, as the notify worker last found, at most
+	// listenerCheck ago; quietUntil is when a finding that nobody listens
+	// expires, in Unix nanoseconds (listeners.go).
+	listenerName  string
+	listenerPID   atomic.Uint32
+	presence      listenerPresence
+	listenerCheck time.Duration
+	quietUntil    atomic.Int64
 }
 
 var _ eventstore.Store = (*Store)(nil)
@@ -227,6 +238,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		s.pageSize = storekit.DefaultPageSize
 	}
 	s.pageOfStream = s.streamPage
+	s.listenerName, s.listenerCheck = listenerName(channel), listenerCheckEvery
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}

@@ -56,9 +56,13 @@ func transient(err error) bool {
 }
 
 // wake tells subscribers that the store changed: those of this process at
-// once, those of others by a NOTIFY that the notify worker sends.
+// once, those of others by a NOTIFY that the notify worker sends, unless
+// the worker found lately that no other store listens (listeners.go).
 func (s *Store) wake() {
 	s.changes.Notify()
+	if time.Now().UnixNano() < s.quietUntil.Load() {
+		return
+	}
 	select {
 	case s.notify <- struct{}{}:
 	default: // a NOTIFY is already due; it covers this append too
@@ -81,6 +85,12 @@ func (s *Store) notifyWorker() {
 		case <-s.notify:
 		}
 		ctx, cancel := context.WithTimeout(s.workerCtx, 10*time.Second)
+		if !s.othersListen(ctx) {
+			// Nobody would hear it; appends stop asking until the worker
+			// is due to look again (listeners.go).
+			cancel()
+			continue
+		}
 		// The notification is a hint, so its transaction need not wait for
 		// the WAL flush; set_config(..., true) applies to it alone.
 		_, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, '')`, s.channel)
@@ -145,15 +155,23 @@ func (s *Store) listen() {
 }
 
 func (s *Store) listenOn(ctx context.Context, hints chan<- struct{}) (listened bool, err error) {
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	// Named so that other stores' notify workers know someone listens
+	// (listeners.go).
+	cfg := s.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["application_name"] = s.listenerName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close(context.Background())
+	s.listenerPID.Store(conn.PgConn().PID())
+	defer s.listenerPID.Store(0)
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return false, err
 	}
 	hint(hints)
+	s.workers.Add(1)
+	go s.warmUp(ctx, hints)
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return true, err

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -37,26 +36,6 @@ func (c *notifyCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 	if ctx.Value(listenerCheckKey{}) != nil {
 		c.checks.Add(1)
 	}
-}
-
-// notifyCountingStore opens a store of schema on a pool whose NOTIFYs are
-// counted.
-func notifyCountingStore(t *testing.T, opts postgres.Options) (*postgres.Store, *notifyCounter) {
-	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(server.URL)
-	require.NoError(t, err)
-	counter := &notifyCounter{}
-	cfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	s, err := postgres.New(ctx, pool, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, s.Close())
-		pool.Close()
-	})
-	return s, counter
 }
 
 func appendOne(t *testing.T, s *postgres.Store, stream string) {
@@ -99,8 +78,8 @@ func within(t *testing.T, got <-chan string, want string, d time.Duration, what 
 // directly, still see every append at once.
 func TestAppendsNotifyNobodyWhenNobodyListens(t *testing.T) {
 	schema := server.NewSchema("quiet")
-	t.Cleanup(func() { dropSchema(t, schema) })
-	s, counter := notifyCountingStore(t, postgres.Options{Schema: schema, PollInterval: time.Hour})
+	counter := &notifyCounter{}
+	s := tracedStore(t, postgres.Options{Schema: schema, PollInterval: time.Hour}, counter)
 	own := subscribeFirst(t, s, eventstore.Start) // its own listener is not another's
 	time.Sleep(200 * time.Millisecond)
 	for i := range 20 {
@@ -124,8 +103,8 @@ func TestAnotherStoresListenerIsNotified(t *testing.T) {
 	// Three seconds of trust (one in production), so that the test does
 	// not depend on the machine's speed.
 	const trust = 3 * time.Second
-	writer, counter := notifyCountingStore(t, opts)
-	t.Cleanup(func() { dropSchema(t, schema) })
+	counter := &notifyCounter{}
+	writer := tracedStore(t, opts, counter)
 	reader := newStore(t, opts)
 	writer.SetListenerCheck(trust)
 	reader.SetListenerCheck(trust)

@@ -32,12 +32,19 @@ func (c *readCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEn
 // countingStore opens a store in a fresh schema on a pool whose queries
 // are counted.
 func countingStore(t *testing.T, opts postgres.Options) (*postgres.Store, *readCounter) {
+	counter := &readCounter{}
+	return tracedStore(t, opts, counter), counter
+}
+
+// tracedStore opens a store on a pool of its own whose queries go to
+// tracer, in a fresh schema unless opts names one; the schema is dropped
+// at cleanup.
+func tracedStore(t *testing.T, opts postgres.Options, tracer pgx.QueryTracer) *postgres.Store {
 	t.Helper()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(server.URL)
 	require.NoError(t, err)
-	counter := &readCounter{}
-	cfg.ConnConfig.Tracer = counter
+	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	if opts.Schema == "" {
@@ -50,7 +57,7 @@ func countingStore(t *testing.T, opts postgres.Options) (*postgres.Store, *readC
 		pool.Close()
 		dropSchema(t, opts.Schema)
 	})
-	return s, counter
+	return s
 }
 
 // TestANotificationFloodIsCoalesced: any login of the database may send

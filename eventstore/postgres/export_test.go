@@ -11,12 +11,16 @@ func (s *Store) CommandResultSQL() string { return s.fill(commandResultSQL) }
 func (s *Store) CommandDerivedSQL() string { return s.fill(commandDerivedSQL) }
 
 // ListenerPresenceSQL is the statement by which the notify worker looks
-// for other stores' listeners: $1 their name, $2 the store's own
-// listener's backend (0 for none).
+// for other stores' listeners: $1 the start of their names, $2 the name of
+// the store's own.
 const ListenerPresenceSQL = listenerPresenceSQL
 
-// ListenerName is the application_name of a LISTEN connection on channel.
-func ListenerName(channel string) string { return listenerName(channel) }
+// ListenerPrefix is how the application_name of a LISTEN connection on
+// channel starts.
+func ListenerPrefix(channel string) string { return listenerPrefix(channel) }
+
+// ListenerName is the name the store's LISTEN connection starts with.
+func (s *Store) ListenerName() string { return s.listenerName }
 
 // SetListenerCheck sets how long the store trusts its last look for other
 // listeners, and so how long its own listener warms up; call it before the

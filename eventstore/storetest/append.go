@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/check"
+	"github.com/cairn-es/cairn/internal/clip"
 )
 
 var appendTests = []test{
@@ -48,7 +49,7 @@ func testAppendSharesNoMemory(t testing.TB, s eventstore.Store) {
 		got := readStream(t, s, stream, eventstore.Forward(0))
 		check.Len(t, got, len(want), what)
 		for i, e := range got {
-			check.True(t, bytes.Equal(e.Data, want[i]), "%s: event %d holds %q, want %q", what, i, clipBytes(e.Data), clipBytes(want[i]))
+			check.True(t, bytes.Equal(e.Data, want[i]), "%s: event %d holds %s, want %s", what, i, clip.Quote(string(e.Data)), clip.Quote(string(want[i])))
 		}
 	}
 	verify("after the caller changed the appended data")
@@ -60,9 +61,6 @@ func testAppendSharesNoMemory(t testing.TB, s eventstore.Store) {
 	}
 	verify("after the reader changed and appended to the read data")
 }
-
-// clipBytes is b, or its first 16 bytes, for a message.
-func clipBytes(b []byte) []byte { return b[:min(len(b), 16)] }
 
 func testRoundTrip(t testing.TB, s eventstore.Store) {
 	n := newNames(t)

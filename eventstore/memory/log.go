@@ -80,12 +80,17 @@ func (b *dataBlocks) copy(data []byte) []byte {
 	if cap(b.block)-len(b.block) < len(data) || b.block == nil {
 		// Blocks grow to their size, so that a store of a few events
 		// stays small.
-		b.block = make([]byte, 0, max(min(2*cap(b.block), dataBlock), firstDataBlock, len(data)))
+		b.block = make([]byte, 0, max(nextSlab(cap(b.block), firstDataBlock, dataBlock), len(data)))
 	}
 	start := len(b.block)
 	b.block = append(b.block, data...)
 	return b.block[start:len(b.block):len(b.block)]
 }
+
+// nextSlab is the size of the slab that follows one of size prev: twice
+// as large, from first up to limit, so that a store that holds little
+// stays small and one that holds much makes few slabs.
+func nextSlab(prev, first, limit int) int { return min(max(2*prev, first), limit) }
 
 // idScan is the longest stream whose event IDs an append looks for by
 // comparing them one by one; a longer one keeps a map. Most streams (an
@@ -145,7 +150,7 @@ func (x *streamIndex) add(h uint64, name string) *stream {
 	if len(x.slab) == cap(x.slab) {
 		// Slabs grow to their size, so that a store of a few streams
 		// stays small.
-		x.slab = make([]stream, 0, min(max(2*cap(x.slab), 4), streamSlab))
+		x.slab = make([]stream, 0, nextSlab(cap(x.slab), 4, streamSlab))
 	}
 	x.slab = x.slab[:len(x.slab)+1]
 	st := &x.slab[len(x.slab)-1]

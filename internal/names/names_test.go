@@ -27,3 +27,34 @@ func TestFastPathsMatchTheDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// The word-wise fast paths read eight bytes at a time: every byte value
+// at every place of strings that span up to three words, after an ASCII
+// prefix, and a second byte beside it across a word's border, answer as
+// the definitions do.
+func TestWordsMatchTheDefinitions(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		if got, want := Printable(s), utf8.ValidString(s) && !strings.ContainsFunc(s, IsControl); got != want {
+			t.Fatalf("Printable(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := StorableText(s), utf8.ValidString(s) && !strings.ContainsRune(s, 0); got != want {
+			t.Fatalf("StorableText(%q) = %v, want %v", s, got, want)
+		}
+	}
+	const ascii = "account-0123456789abcdef~ Z"
+	for n := range len(ascii) {
+		check(ascii[:n])
+		for at := range n {
+			for c := range 256 {
+				b := []byte(ascii[:n])
+				b[at] = byte(c)
+				check(string(b))
+				if at+1 < n {
+					b[at+1] = 0x80 // a continuation byte: valid after some leads
+					check(string(b))
+				}
+			}
+		}
+	}
+}

@@ -52,6 +52,9 @@ func metadata(op telemetry.Append, opts busrepo.SaveOptions) eventstore.Metadata
 // ownKey returns a key of md that only Cairn sets (a trace context, a
 // command's type), and whether there is one.
 func ownKey(md eventstore.Metadata) (string, bool) {
+	if len(md.Extra) == 0 {
+		return "", false // most metadata has none: ranging over nil zeroes an iterator
+	}
 	for k := range md.Extra {
 		if strings.HasPrefix(k, storekit.ReservedTypePrefix) {
 			return k, true

@@ -25,11 +25,13 @@ func (r *Registry) Encode(v any) (eventstore.EventData, error) {
 func (r *Registry) EncodeAll(vs ...any) ([]eventstore.EventData, error) {
 	out := make([]eventstore.EventData, len(vs))
 	for i, v := range vs {
-		e, err := r.Encode(v)
+		// Filled in place: an EventData is 120 bytes, which coming out
+		// of Encode was copied twice.
+		raw, err := r.EncodeValue(v)
 		if err != nil {
 			return nil, fmt.Errorf("event %d of %d: %w", i, len(vs), err)
 		}
-		out[i] = e
+		out[i].Type, out[i].SchemaVersion, out[i].Data = raw.Type, raw.Version, raw.Data
 	}
 	return out, nil
 }

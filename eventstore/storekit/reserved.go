@@ -42,6 +42,9 @@ func checkReserved(ctx context.Context, stream string, events []eventstore.Event
 			return &eventstore.InvalidArgumentError{Stream: stream, Index: i, Field: "type",
 				Reason: fmt.Sprintf("%s starts with %q, which is reserved for the records Cairn writes itself", clip.Quote(e.Type), ReservedTypePrefix)}
 		}
+		if len(e.Metadata.Extra) == 0 {
+			continue // most events have none: ranging over nil zeroes an iterator
+		}
 		// The least reserved key, so that one input gets one message,
 		// without sorting every append's keys.
 		reserved := ""

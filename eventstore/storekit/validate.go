@@ -203,6 +203,9 @@ func metadataProblem(md *eventstore.Metadata) (field, reason string) {
 	}
 	// The problem of the least key that has one: what checking the keys
 	// in sorted order finds first, without sorting them.
+	if len(md.Extra) == 0 {
+		return "", "" // most metadata has none: ranging over nil zeroes an iterator
+	}
 	least, problem := "", ""
 	for k, v := range md.Extra {
 		if problem != "" && k >= least {
@@ -237,6 +240,9 @@ func extraProblem(k, v string) string {
 func EventSize(e *eventstore.EventData) int {
 	md := &e.Metadata
 	size := len(e.Data) + len(md.CorrelationID) + len(md.CausationID) + len(md.CommandID)
+	if len(md.Extra) == 0 {
+		return size // as in metadataProblem
+	}
 	for k, v := range md.Extra {
 		size += len(k) + len(v)
 	}

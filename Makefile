@@ -129,13 +129,16 @@ SOAK ?= 20m
 soak:
 	CAIRN_SOAK=$(SOAK) $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 40m ./internal/testrig/soak/
 
-# Each codec fuzz target for FUZZTIME (the seed corpora already run in `make test`).
+# Each fuzz target, package:name, for FUZZTIME (the seed corpora already run
+# in `make test`): the codec's, and the name checks' word-wise fast paths.
 FUZZTIME ?= 60s
-FUZZ_TARGETS = FuzzDecode FuzzRoundTrip FuzzTransform FuzzRename FuzzSplit FuzzDrop
+FUZZ_TARGETS = codec:FuzzDecode codec:FuzzRoundTrip codec:FuzzTransform codec:FuzzRename codec:FuzzSplit codec:FuzzDrop \
+	internal/names:FuzzPrintable internal/names:FuzzStorableText
 fuzz:
-	@for f in $(FUZZ_TARGETS); do \
-		echo "fuzz $$f for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./codec/ || exit 1; \
+	@for t in $(FUZZ_TARGETS); do \
+		p=$${t%%:*}; f=$${t#*:}; \
+		echo "fuzz $$p $$f for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./$$p/ || exit 1; \
 	done
 
 # The deterministic saga simulation (internal/testrig/sim): SIM_SEEDS seeds from

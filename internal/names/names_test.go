@@ -58,3 +58,29 @@ func TestWordsMatchTheDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// Fuzzed strings, seeded with words that end in each kind of byte, answer
+// as the definitions do.
+func FuzzPrintable(f *testing.F) {
+	for _, s := range []string{"", "abcdefg", "abcdefgh", "abcdefghi", "abcdefg\x7f", "abcdefg\x1f",
+		"abcdefg\xc3\xa9", "abcdef\xe2\x82\xac", "\xff\x00abcdef", "0123456789abcde\x80", "\x7e\x7e\x7e\x7e\x7e\x7e\x7e\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Printable(s), utf8.ValidString(s) && !strings.ContainsFunc(s, IsControl); got != want {
+			t.Fatalf("Printable(%q) = %v, want %v", s, got, want)
+		}
+	})
+}
+
+func FuzzStorableText(f *testing.F) {
+	for _, s := range []string{"", "abcdefg", "abcdefgh", "abcdefghi", "abcdefg\x00", "\x80\x00bcdefgh",
+		"abcdefg\xc3\xa9", "abcdef\xe2\x82\xac", "\x01\x01\x01\x01\x01\x01\x01\x00", "0123456789abcde\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := StorableText(s), utf8.ValidString(s) && !strings.ContainsRune(s, 0); got != want {
+			t.Fatalf("StorableText(%q) = %v, want %v", s, got, want)
+		}
+	})
+}

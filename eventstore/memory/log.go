@@ -131,22 +131,28 @@ func newStreamIndex() streamIndex {
 // hash returns the key of a stream name.
 func (x *streamIndex) hash(name string) uint64 { return maphash.String(x.seed, name) }
 
-// find returns the stream of a name whose key is h, or nil.
-func (x *streamIndex) find(h uint64, name string) *stream {
-	for st := x.m[h]; st != nil; st = st.next {
+// find returns the stream of a name whose key is h, or nil, and the
+// chain of streams of key h, which add takes.
+func (x *streamIndex) find(h uint64, name string) (found, chain *stream) {
+	chain = x.m[h]
+	for st := chain; st != nil; st = st.next {
 		if st.name == name {
-			return st
+			return st, chain
 		}
 	}
-	return nil
+	return nil, chain
 }
 
 // get returns the stream of a name, or nil.
-func (x *streamIndex) get(name string) *stream { return x.find(x.hash(name), name) }
+func (x *streamIndex) get(name string) *stream {
+	st, _ := x.find(x.hash(name), name)
+	return st
+}
 
 // add returns a new empty stream of a name whose key is h, which find
-// does not hold.
-func (x *streamIndex) add(h uint64, name string) *stream {
+// does not hold; chain is what find returned with it (taken from find
+// rather than looked up again: a new stream's append made three lookups).
+func (x *streamIndex) add(h uint64, name string, chain *stream) *stream {
 	if len(x.slab) == cap(x.slab) {
 		// Slabs grow to their size, so that a store of a few streams
 		// stays small.
@@ -154,7 +160,7 @@ func (x *streamIndex) add(h uint64, name string) *stream {
 	}
 	x.slab = x.slab[:len(x.slab)+1]
 	st := &x.slab[len(x.slab)-1]
-	st.name, st.next = name, x.m[h]
+	st.name, st.next = name, chain
 	st.entries = st.inline[:0]
 	x.m[h] = st
 	return st

@@ -15,8 +15,19 @@ import (
 // name, and listed.
 func TestStreamIndexChainsNamesOfOneKey(t *testing.T) {
 	x := newStreamIndex()
-	a, b := x.add(7, "a"), x.add(7, "b")
-	if x.find(7, "a") != a || x.find(7, "b") != b || x.find(7, "c") != nil {
+	add := func(name string) *stream {
+		found, chain := x.find(7, name)
+		if found != nil {
+			t.Fatalf("find holds %s before it is added", name)
+		}
+		return x.add(7, name, chain)
+	}
+	a, b := add("a"), add("b")
+	find := func(name string) *stream {
+		found, _ := x.find(7, name)
+		return found
+	}
+	if find("a") != a || find("b") != b || find("c") != nil {
 		t.Fatal("find does not tell apart the streams of one key")
 	}
 	var names []string

@@ -96,7 +96,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 		return eventstore.AppendResult{}, eventstore.ErrClosed
 	}
 	key := s.streams.hash(name)
-	st := s.streams.find(key, name)
+	st, chain := s.streams.find(key, name)
 	var next uint64
 	if st != nil {
 		next = uint64(len(st.entries))
@@ -134,7 +134,7 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 	}
 
 	if st == nil {
-		st = s.streams.add(key, name)
+		st = s.streams.add(key, name, chain)
 	}
 	for i := range events {
 		index := s.log.n

@@ -58,7 +58,9 @@ type Options[T any] struct {
 // and safe for concurrent use.
 type Type[T any, PT Root[T]] struct {
 	name string
-	opts Options[T]
+	// category is name + "-", which starts every instance's stream.
+	category string
+	opts     Options[T]
 	// handlers and appliers are the bound functions by command and event
 	// Go type; fallback reports whether *T implements Aggregate, for the
 	// types that have none.
@@ -102,7 +104,7 @@ func NewType[T any, PT Root[T]](name string, opts Options[T], bindings ...Bindin
 		// The reason only: the error's own message would quote the name again.
 		return nil, bad("is not a valid stream category: the stream names it makes " + invalid.Reason)
 	}
-	t := &Type[T, PT]{name: name, opts: opts}
+	t := &Type[T, PT]{name: name, category: name + "-", opts: opts}
 	_, t.fallback = any(PT(nil)).(Aggregate)
 	if err := t.bind(bindings); err != nil {
 		return nil, err
@@ -114,13 +116,13 @@ func NewType[T any, PT Root[T]](name string, opts Options[T], bindings ...Bindin
 func (t *Type[T, PT]) Name() string { return t.name }
 
 // Stream returns the name of the stream of instance id.
-func (t *Type[T, PT]) Stream(id string) string { return t.name + "-" + id }
+func (t *Type[T, PT]) Stream(id string) string { return t.category + id }
 
 // ID returns the ID of the instance whose stream is stream, and false for a
 // stream of another category: what a projection needs to key a read model
 // by aggregate from an event's StreamID.
 func (t *Type[T, PT]) ID(stream string) (string, bool) {
-	id, ok := strings.CutPrefix(stream, t.name+"-")
+	id, ok := strings.CutPrefix(stream, t.category)
 	return id, ok && id != ""
 }
 

@@ -21,6 +21,11 @@ type eventRow interface {
 	integer(i int) (int64, bool)
 	text(i int) (string, bool)
 	blob(i int, dst []byte) ([]byte, bool)
+	// optionalText is text that may be NULL, as "": false only for
+	// another type. (text, then null when it fails, read a NULL's type
+	// twice: four column calls into SQLite a row, most metadata being
+	// NULL.)
+	optionalText(i int) (string, bool)
 	// null reports a NULL in column i.
 	null(i int) bool
 	// describe names what column i holds, for errors.
@@ -77,13 +82,13 @@ func decodeEventInto(r eventRow, e *eventstore.Event, extras *extraCache) error 
 	if e.Data == nil {
 		e.Data = []byte{}
 	}
-	if e.Metadata.CorrelationID, ok = r.text(7); !ok && !r.null(7) {
+	if e.Metadata.CorrelationID, ok = r.optionalText(7); !ok {
 		return bad("correlation_id", "is "+r.describe(7)+", not text")
 	}
-	if e.Metadata.CausationID, ok = r.text(8); !ok && !r.null(8) {
+	if e.Metadata.CausationID, ok = r.optionalText(8); !ok {
 		return bad("causation_id", "is "+r.describe(8)+", not text")
 	}
-	if e.Metadata.CommandID, ok = r.text(9); !ok && !r.null(9) {
+	if e.Metadata.CommandID, ok = r.optionalText(9); !ok {
 		return bad("command_id", "is "+r.describe(9)+", not text")
 	}
 	if extra, ok := r.text(10); ok {
@@ -134,6 +139,11 @@ type valuesRow []any
 func (r valuesRow) integer(i int) (int64, bool) { v, ok := r[i].(int64); return v, ok }
 func (r valuesRow) text(i int) (string, bool)   { v, ok := r[i].(string); return v, ok }
 func (r valuesRow) null(i int) bool             { return r[i] == nil }
+
+func (r valuesRow) optionalText(i int) (string, bool) {
+	v, ok := r[i].(string)
+	return v, ok || r[i] == nil
+}
 
 func (r valuesRow) blob(i int, dst []byte) ([]byte, bool) {
 	v, ok := r[i].([]byte)

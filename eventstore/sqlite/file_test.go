@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -205,4 +206,68 @@ func TestReadAfterPositionWithMinor(t *testing.T) {
 	got := collect(t, s.ReadAll(ctx, eventstore.Position{Major: 1, Minor: 7}, eventstore.Filter{}))
 	require.Len(t, got, 2)
 	assert.Equal(t, eventstore.Position{Major: 2}, got[0].Position)
+}
+
+// A file whose events table another program made without STRICT may hold
+// any type in any column: metadata that is neither text nor NULL is an
+// error naming its column and event, while NULL and empty text both read
+// as no value.
+func TestMetadataOfAnotherTypeIsCorrupt(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	columns := []string{"correlation_id", "causation_id", "command_id"}
+	for _, c := range append([]string{"fine"}, columns...) {
+		e, f := event("x"), event("y")
+		e.Metadata = eventstore.Metadata{CorrelationID: "c", CausationID: "d", CommandID: "e"}
+		f.Metadata = e.Metadata
+		_, err := s.Append(ctx, c, eventstore.NoStream, e, f)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	var table string
+	require.NoError(t, db.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'cairn_events'`).Scan(&table))
+	loose, ok := strings.CutSuffix(strings.TrimSpace(table), "STRICT")
+	require.True(t, ok, "the events table is STRICT: %s", table)
+	for _, q := range []string{
+		`ALTER TABLE cairn_events RENAME TO strict_events`,
+		loose,
+		`INSERT INTO cairn_events SELECT * FROM strict_events`,
+		`DROP TABLE strict_events`,
+		`UPDATE cairn_events SET correlation_id = '' WHERE stream = 'fine' AND version = 0`,
+		`UPDATE cairn_events SET causation_id = NULL WHERE stream = 'fine' AND version = 0`,
+		// Blobs: a TEXT column without STRICT turns numbers into text.
+		`UPDATE cairn_events SET correlation_id = x'63' WHERE stream = 'correlation_id' AND version = 1`,
+		`UPDATE cairn_events SET causation_id = x'00' WHERE stream = 'causation_id' AND version = 1`,
+		`UPDATE cairn_events SET command_id = x'' WHERE stream = 'command_id' AND version = 1`,
+	} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, db.Close())
+
+	s, err = sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	fine := collect(t, s.ReadStream(ctx, "fine", eventstore.Forward(0)))
+	require.Len(t, fine, 2)
+	assert.Equal(t, eventstore.Metadata{CommandID: "e"}, fine[0].Metadata)
+	assert.Equal(t, eventstore.Metadata{CorrelationID: "c", CausationID: "d", CommandID: "e"}, fine[1].Metadata)
+	for _, column := range columns {
+		var ce *sqlite.CorruptError
+		for _, err := range s.ReadStream(ctx, column, eventstore.Forward(0)) {
+			if err != nil {
+				require.ErrorAs(t, err, &ce, column)
+				break
+			}
+		}
+		require.NotNil(t, ce, "%s of another type read without error", column)
+		assert.Equal(t, column, ce.Field)
+		assert.Equal(t, column, ce.Stream)
+		assert.Equal(t, uint64(1), ce.Version)
+	}
 }

@@ -242,16 +242,32 @@ func (r *stmtRow) text(i int) (string, bool) {
 	if r.stmt.ColumnType(i) != zs.TypeText {
 		return "", false
 	}
+	return r.textAt(i), true
+}
+
+func (r *stmtRow) optionalText(i int) (string, bool) {
+	switch r.stmt.ColumnType(i) {
+	case zs.TypeNull:
+		return "", true
+	case zs.TypeText:
+		return r.textAt(i), true
+	}
+	return "", false
+}
+
+// textAt returns column i, which holds text, reusing the column's last
+// string when the bytes match (see stmtRow).
+func (r *stmtRow) textAt(i int) string {
 	if n := r.stmt.ColumnLen(i); n == len(r.last[i]) {
 		r.scratch = slices.Grow(r.scratch[:0], n)[:n]
 		r.stmt.ColumnBytes(i, r.scratch)
 		if string(r.scratch) != r.last[i] {
 			r.last[i] = string(r.scratch)
 		}
-		return r.last[i], true
+		return r.last[i]
 	}
 	r.last[i] = r.stmt.ColumnText(i)
-	return r.last[i], true
+	return r.last[i]
 }
 
 func (r *stmtRow) blob(i int, dst []byte) ([]byte, bool) {

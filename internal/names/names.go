@@ -58,14 +58,8 @@ func IsControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // valid UTF-8 (SQLite's JSON, PostgreSQL's text and jsonb) and no NUL byte,
 // which PostgreSQL's text cannot hold.
 func StorableText(s string) bool {
-	i := 0
-	// As in Printable, eight bytes at a time while none is NUL or
-	// non-ASCII: (w - ones) &^ w has the high bit of a zero byte set.
-	for ; i+8 <= len(s); i += 8 {
-		if w := word(s, i); ((w-ones)&^w|w)&highs != 0 {
-			break
-		}
-	}
+	// As Printable does, a word at a time.
+	i := asciiWords(s, ones, 0) // no NUL, nothing from 0x80
 	for ; i < len(s); i++ {
 		if c := s[i]; c == 0 || c >= utf8.RuneSelf {
 			return utf8.ValidString(s[i:]) && !strings.ContainsRune(s[i:], 0)
@@ -79,24 +73,43 @@ func StorableText(s string) bool {
 // over the bytes settles without decoding runes; at the first other byte
 // the rest is checked rune by rune.
 func Printable(s string) bool {
-	i := 0
 	// Eight bytes at a time while every one is printable ASCII, which
 	// halves the instructions: a save checks names four times (the
 	// aggregate ID, the stream at the read and at the append, the event
 	// type), and byte by byte that was a sixth of the instructions of
 	// Cairn's own code in a save on the memory store. The loop below
-	// settles the word that holds another byte.
-	for ; i+8 <= len(s); i += 8 {
-		if w := word(s, i); (w-0x20*ones)&^w&highs != 0 || ((w+ones)|w)&highs != 0 {
-			break
-		}
-	}
+	// settles what the words do not.
+	i := asciiWords(s, 0x20*ones, ones) // 0x20 to 0x7e
 	for ; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f {
 			return utf8.ValidString(s[i:]) && !strings.ContainsFunc(s[i:], IsControl)
 		}
 	}
 	return true
+}
+
+// asciiWords returns how many of the first bytes of s are settled by
+// eight-byte words of which every byte b is at least low and less than
+// 0x80-high (lowWord and highWord, those bytes repeated): len(s) when all
+// are, the tail shorter than a word being read as the last eight bytes,
+// which overlap the word before; else the start of the first word that
+// fails, or of the tail of a string shorter than a word.
+//
+// A byte below low sets its high bit in (w - lowWord) &^ w, and one of
+// 0x80-high or more in (w + highWord) | w; a borrow or a carry across
+// bytes comes only from such a byte.
+func asciiWords(s string, lowWord, highWord uint64) int {
+	fails := func(w uint64) bool { return ((w-lowWord)&^w|(w+highWord)|w)&highs != 0 }
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if fails(word(s, i)) {
+			return i
+		}
+	}
+	if i < len(s) && len(s) >= 8 && !fails(word(s, len(s)-8)) {
+		return len(s)
+	}
+	return i
 }
 
 // ones and highs are a word's bytes each 1, and each 0x80.
@@ -106,10 +119,7 @@ const (
 )
 
 // word returns the eight bytes of s from i, the first the least
-// significant, in one load. A byte b below 0x20 sets its high bit in
-// (w - 0x20*ones) &^ w, and one of 0x7f or more in (w + ones) | w; a
-// borrow or a carry across bytes comes only from such a byte, so both
-// tests are zero exactly when all eight are printable ASCII.
+// significant, in one load.
 func word(s string, i int) uint64 {
 	b := s[i : i+8]
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |

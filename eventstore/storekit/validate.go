@@ -189,14 +189,14 @@ func ValidateMetadata(md eventstore.Metadata) error {
 // metadataProblem is the metadata part of eventDataProblem, in its fixed
 // order.
 func metadataProblem(md *eventstore.Metadata) (field, reason string) {
-	for _, id := range [...]struct{ name, v string }{
-		{"correlation ID", md.CorrelationID},
-		{"causation ID", md.CausationID},
-		{"command ID", md.CommandID},
-	} {
-		if !names.StorableText(id.v) {
-			return id.name, fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(id.v))
-		}
+	notText := func(v string) string { return fmt.Sprintf("%s is not valid UTF-8 without NUL bytes", clip.Quote(v)) }
+	switch {
+	case !names.StorableText(md.CorrelationID):
+		return "correlation ID", notText(md.CorrelationID)
+	case !names.StorableText(md.CausationID):
+		return "causation ID", notText(md.CausationID)
+	case !names.StorableText(md.CommandID):
+		return "command ID", notText(md.CommandID)
 	}
 	if len(md.CommandID) > MaxCommandIDLen {
 		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(md.CommandID), MaxCommandIDLen)

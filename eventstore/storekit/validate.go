@@ -201,11 +201,11 @@ func metadataProblem(md *eventstore.Metadata) (field, reason string) {
 	if len(md.CommandID) > MaxCommandIDLen {
 		return "command ID", fmt.Sprintf("is %d bytes long, more than the limit of %d", len(md.CommandID), MaxCommandIDLen)
 	}
-	// The problem of the least key that has one: what checking the keys
-	// in sorted order finds first, without sorting them.
 	if len(md.Extra) == 0 {
 		return "", "" // most metadata has none: ranging over nil zeroes an iterator
 	}
+	// The problem of the least key that has one: what checking the keys
+	// in sorted order finds first, without sorting them.
 	least, problem := "", ""
 	for k, v := range md.Extra {
 		if problem != "" && k >= least {

@@ -96,6 +96,7 @@ func TestReview28SlabDataIsCappedAndApart(t *testing.T) {
 // queries, forward and backward, from every kind of place: no event is
 // skipped or repeated.
 func TestReview28LimitsAroundTheLiteralLimit(t *testing.T) {
+	sqlite.OutsideRace(t)
 	ctx := context.Background()
 	s := openTemp(t, sqlite.Options{})
 	const n = 1100

@@ -244,6 +244,7 @@ func TestReviewS2bReadOwnership(t *testing.T) {
 // TestReviewS2bReadWindows reads a stream of three pages and more through
 // many windows: no event is skipped or repeated across pages.
 func TestReviewS2bReadWindows(t *testing.T) {
+	sqlite.OutsideRace(t)
 	for _, st := range s2bStores() {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -281,6 +282,7 @@ func TestReviewS2bReadWindows(t *testing.T) {
 // TestReviewS2bNearPageByteLimit reads events of nearly a mebibyte each, so
 // that pages end at storekit.MaxPageBytes rather than at their size.
 func TestReviewS2bNearPageByteLimit(t *testing.T) {
+	sqlite.OutsideRace(t)
 	for _, st := range s2bStores() {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -50,8 +50,9 @@ test-main:
 	@# SIGKILLs, as SQLite is ~40x slower there.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance/Projections/Crash' ./eventstore/sqlite/ ./eventstore/postgres/
 	@# SQLite's exhaustive single-goroutine checks, which skip under the race
-	@# detector above (eventstore/sqlite/race_test.go, outsideRace).
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^(TestReviewS2bReadWindows|TestReviewS2bNearPageByteLimit|TestReview28LimitsAroundTheLiteralLimit|TestReviewS3CommandResultAsBefore|TestReviewS3MigratedFileAnswersAsBefore)$$' ./eventstore/sqlite/
+	@# detector above: the tests its testdata/outside-race.txt names, which
+	@# are the only ones outsideRace lets skip (eventstore/sqlite/race_test.go).
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(shell paste -sd'|' eventstore/sqlite/testdata/outside-race.txt))$$' ./eventstore/sqlite/
 	@# The failpoints and the crash matrix's small slice (every failpoint on
 	@# SQLite x seeds 1-2, three on PostgreSQL x seed 1) need a test binary
 	@# built with the failpoints tag; its children run without -race.

@@ -69,6 +69,7 @@ var (
 	_ storekit.LeaseStore             = (*Store)(nil)
 	_ storekit.TxCheckpointStore[*Tx] = (*Store)(nil)
 	_ storekit.TxLeaseStore[*Tx]      = (*Store)(nil)
+	_ storekit.PagedStreams           = (*Store)(nil)
 )
 
 // Append implements [eventstore.Store.Append].
@@ -161,6 +162,11 @@ func (s *Store) Append(ctx context.Context, name string, expected eventstore.Exp
 // a page at a time, so the consumer may append while it ranges.
 func (s *Store) ReadStream(ctx context.Context, name string, opts eventstore.ReadOptions) iter.Seq2[eventstore.Event, error] {
 	return storekit.ReadStreamPagesInto(ctx, name, opts, s.readStreamPage, 0)
+}
+
+// StreamPages implements [storekit.PagedStreams]: ReadStream's page reader.
+func (s *Store) StreamPages() (storekit.StreamPageAppender, int, eventstore.Store) {
+	return s.readStreamPage, 0, s
 }
 
 // ReadAll implements [eventstore.Store.ReadAll].

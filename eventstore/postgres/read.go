@@ -21,6 +21,13 @@ func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.R
 	return storekit.ReadStreamPagesInto(ctx, stream, opts, s.pageOfStream, s.pageSize)
 }
 
+var _ storekit.PagedStreams = (*Store)(nil)
+
+// StreamPages implements [storekit.PagedStreams]: ReadStream's page reader.
+func (s *Store) StreamPages() (storekit.StreamPageAppender, int, eventstore.Store) {
+	return s.pageOfStream, s.pageSize, s
+}
+
 // streamPage appends to page the events of stream from version from on (or
 // back), up to limit of them.
 func (s *Store) streamPage(ctx context.Context, page []eventstore.Event, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {

@@ -76,6 +76,13 @@ func (s *Store) ReadStream(ctx context.Context, stream string, opts eventstore.R
 	return storekit.ReadStreamPagesInto(ctx, stream, opts, s.pageOfStream, storekit.DefaultPageSize)
 }
 
+var _ storekit.PagedStreams = (*Store)(nil)
+
+// StreamPages implements [storekit.PagedStreams]: ReadStream's page reader.
+func (s *Store) StreamPages() (storekit.StreamPageAppender, int, eventstore.Store) {
+	return s.pageOfStream, storekit.DefaultPageSize, s
+}
+
 func (s *Store) streamPage(ctx context.Context, page []eventstore.Event, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
 	if err := s.readable(ctx); err != nil {
 		return nil, err

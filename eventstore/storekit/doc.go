@@ -21,7 +21,10 @@
 //   - reads: [ReadPages], [ReadStreamPages] (or [ReadStreamPagesInto], on
 //     pooled page buffers) and [Follow] build ReadAll,
 //     ReadStream and Subscribe on a store's one-page read, with byte-bounded
-//     pages ([PageBytes], [PageFull]) and a [Notifier] for live wake-ups;
+//     pages ([PageBytes], [PageFull]) and a [Notifier] for live wake-ups; a
+//     store that hands out its stream page reader ([PagedStreams]) lets
+//     aggregate repositories read streams with [ReadStreamWith] on a page
+//     buffer of their own, without an iterator per load;
 //   - consumers: the Check and Validate functions give every checkpoint,
 //     lease and dead letter operation one rule and one error.
 //

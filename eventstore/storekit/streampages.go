@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"math"
+	"reflect"
 	"sync"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -47,71 +48,117 @@ func ReadStreamPagesInto(ctx context.Context, stream string, opts eventstore.Rea
 // readStreamPages is ReadStreamPagesInto, lending read a pooled buffer
 // when lend is set, and none (an empty one) when not.
 func readStreamPages(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageAppender, pageSize int, lend bool) iter.Seq2[eventstore.Event, error] {
+	return func(yield func(eventstore.Event, error) bool) {
+		if !lend {
+			ReadStreamWith(ctx, stream, opts, read, pageSize, nil, yield)
+			return
+		}
+		buf := pagePool.Get().(*PageBuffer)
+		defer giveBack(buf)
+		ReadStreamWith(ctx, stream, opts, read, pageSize, buf, yield)
+	}
+}
+
+// PagedStreams is implemented by a store whose ReadStream is
+// [ReadStreamPagesInto] on a [StreamPageAppender]: it hands out that reader,
+// so that a caller reading many streams one after another, such as an
+// aggregate repository, ranges over each with [ReadStreamWith] on a page
+// buffer it keeps, without a ReadStream's iterator, pooled buffer and
+// allocations for every read. Reading with it must yield exactly what
+// ReadStream yields; storetest checks that it does. Callers get the reader
+// with [StreamPagesOf].
+type PagedStreams interface {
+	// StreamPages returns the reader ReadStream reads with, the page size
+	// it reads at (zero or less means [DefaultPageSize]), and the store
+	// whose ReadStream that is: the receiver itself.
+	StreamPages() (read StreamPageAppender, pageSize int, owner eventstore.Store)
+}
+
+// StreamPagesOf returns the page reader and page size of store's
+// ReadStream, when store hands them out ([PagedStreams]) and they are its
+// own: a store that embeds another, such as a decorator that checks,
+// filters, counts or fails reads, has its embedded store's StreamPages
+// method but its own ReadStream, and is then read through its ReadStream
+// (ok is false).
+func StreamPagesOf(store eventstore.Store) (read StreamPageAppender, pageSize int, ok bool) {
+	paged, ok := store.(PagedStreams)
+	if !ok {
+		return nil, 0, false
+	}
+	read, pageSize, owner := paged.StreamPages()
+	// Interfaces of one dynamic type that is not comparable panic when
+	// compared; such a store cannot say it is itself.
+	if read == nil || owner == nil || !reflect.TypeOf(store).Comparable() || owner != store {
+		return nil, 0, false
+	}
+	return read, pageSize, true
+}
+
+// ReadStreamWith does what ranging over ReadStreamPagesInto(ctx, stream,
+// opts, read, pageSize) does with yield as the loop's body, but reads the
+// pages into buf, the caller's, which it may reuse for later reads and
+// must [PageBuffer.Reset] before it lets the events' memory go (yielded
+// events are copies, but their slices and maps may point into it). A nil
+// buf lends read no buffer, as [ReadStreamPages] does.
+func ReadStreamWith(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageAppender, pageSize int, buf *PageBuffer, yield func(eventstore.Event, error) bool) {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize
 	}
-	return func(yield func(eventstore.Event, error) bool) {
-		if err := ValidateStream(stream); err != nil {
+	if err := ValidateStream(stream); err != nil {
+		yield(eventstore.Event{}, err)
+		return
+	}
+	from := opts.From
+	if from > math.MaxInt64 {
+		if !opts.Backward {
+			return // no stream is that long
+		}
+		from = math.MaxInt64
+	}
+	remaining := opts.Limit
+	for {
+		size := pageSize
+		if opts.Limit > 0 {
+			size = min(size, remaining)
+		}
+		var dst []eventstore.Event
+		if buf != nil {
+			dst = buf.events[:0]
+		}
+		page, err := read(ctx, dst, stream, from, opts.Backward, size)
+		if buf != nil {
+			buf.keep(page)
+			if err != nil {
+				// A reader may fail after appending to dst (a row it
+				// cannot scan, a read cut short): clear all of it.
+				buf.used = cap(buf.events)
+			}
+		}
+		if err != nil {
 			yield(eventstore.Event{}, err)
 			return
 		}
-		var buf *pageBuffer
-		if lend {
-			buf = lendPage()
-			defer buf.giveBack()
+		for _, e := range page {
+			if !yield(e, nil) {
+				return
+			}
 		}
-		from := opts.From
-		if from > math.MaxInt64 {
-			if !opts.Backward {
-				return // no stream is that long
+		if opts.Limit > 0 {
+			if remaining -= len(page); remaining <= 0 {
+				return
 			}
-			from = math.MaxInt64
 		}
-		remaining := opts.Limit
-		for {
-			size := pageSize
-			if opts.Limit > 0 {
-				size = min(size, remaining)
-			}
-			var dst []eventstore.Event
-			if buf != nil {
-				dst = buf.events[:0]
-			}
-			page, err := read(ctx, dst, stream, from, opts.Backward, size)
-			if buf != nil {
-				buf.keep(page)
-				if err != nil {
-					// A reader may fail after appending to dst (a row it
-					// cannot scan, a read cut short): clear all of it.
-					buf.used = cap(buf.events)
-				}
-			}
-			if err != nil {
-				yield(eventstore.Event{}, err)
-				return
-			}
-			for _, e := range page {
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if opts.Limit > 0 {
-				if remaining -= len(page); remaining <= 0 {
-					return
-				}
-			}
-			if !streamPageFull(page, size) {
-				return
-			}
-			last := page[len(page)-1].Version
-			switch {
-			case !opts.Backward:
-				from = last + 1
-			case last == 0:
-				return
-			default:
-				from = last - 1
-			}
+		if !streamPageFull(page, size) {
+			return
+		}
+		last := page[len(page)-1].Version
+		switch {
+		case !opts.Backward:
+			from = last + 1
+		case last == 0:
+			return
+		default:
+			from = last - 1
 		}
 	}
 }
@@ -127,39 +174,46 @@ func streamPageFull(page []eventstore.Event, size int) bool {
 	return PageFull(len(page), size, bytes)
 }
 
-// pageBuffer is a stream read's page buffer, lent from pagePool.
-type pageBuffer struct {
+// PageBuffer is the page buffer of stream reads: [ReadStreamPagesInto]
+// lends one from a pool to each read, and a caller of [ReadStreamWith]
+// keeps its own. The zero value is an empty buffer; it is not safe for
+// concurrent use.
+type PageBuffer struct {
 	events []eventstore.Event
-	// used is the length of the longest page read into events: what
-	// giveBack clears.
+	// used is the length of the longest page read into events since the
+	// last Reset: what Reset clears.
 	used int
 }
 
 // pagePool holds the page buffers of finished stream reads.
-var pagePool = sync.Pool{New: func() any { return new(pageBuffer) }}
+var pagePool = sync.Pool{New: func() any { return new(PageBuffer) }}
 
 // maxPooledPage is the capacity beyond which a page buffer is dropped
-// rather than pooled: twice the default page size.
+// rather than kept: twice the default page size.
 const maxPooledPage = 2 * DefaultPageSize
 
-func lendPage() *pageBuffer { return pagePool.Get().(*pageBuffer) }
+// giveBack resets b and pools it.
+func giveBack(b *PageBuffer) {
+	b.Reset()
+	pagePool.Put(b)
+}
 
 // keep makes page, the reader's last, the buffer of the next: its capacity
 // is at least that of every earlier page.
-func (b *pageBuffer) keep(page []eventstore.Event) {
+func (b *PageBuffer) keep(page []eventstore.Event) {
 	if cap(page) >= cap(b.events) {
 		b.events = page[:0]
 	}
 	b.used = max(b.used, len(page))
 }
 
-// giveBack clears what the read left in the buffer (no event's data stays
-// alive in the pool) and pools it.
-func (b *pageBuffer) giveBack() {
+// Reset clears what reads left in b, so that no event's data stays alive
+// in it, and drops its memory when a long page grew it past twice
+// [DefaultPageSize].
+func (b *PageBuffer) Reset() {
 	clear(b.events[:b.used])
 	b.used = 0
 	if cap(b.events) > maxPooledPage {
 		b.events = nil
 	}
-	pagePool.Put(b)
 }

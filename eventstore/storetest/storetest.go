@@ -126,6 +126,7 @@ func Run(t *testing.T, newStore Factory, opts Options) {
 	runIf[storekit.DeadLetterStore](parts, "DeadLetters", "storekit.DeadLetterStore", probe, newStore, deadLetterTests)
 	runIf[storekit.LeaseStore](parts, "Leases", "storekit.LeaseStore", probe, newStore, leaseTests)
 	runIf[catalogStore](parts, "Catalog", "storekit.Catalog", probe, newStore, catalogTests)
+	runIf[pagedStore](parts, "PagedStreams", "storekit.PagedStreams", probe, newStore, pagedStreamTests)
 	if opts.ReadModel != nil {
 		opts.ReadModel.run(parts, newStore, opts, probe)
 	} else {

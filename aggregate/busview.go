@@ -40,7 +40,7 @@ func (v busView[T, PT]) RecentOutcome(ctx context.Context, inst *Instance[T, PT]
 }
 
 func (v busView[T, PT]) Save(ctx context.Context, inst *Instance[T, PT], events []any, opts busrepo.SaveOptions) (busrepo.Outcome, error) {
-	return v.r.save(ctx, inst, events, opts, true) // a step of the bus's dispatch
+	return v.r.save(ctx, inst, events, &opts, true) // a step of the bus's dispatch
 }
 
 func (v busView[T, PT]) SaveRejection(ctx context.Context, inst *Instance[T, PT], rej busrepo.Rejection, opts busrepo.SaveOptions) (busrepo.Outcome, error) {

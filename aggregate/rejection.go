@@ -48,7 +48,7 @@ func (r *Repository[T, PT]) saveRejection(ctx context.Context, inst *Instance[T,
 	// traced as a child append.
 	actx, op := r.appends.Start(ctx, r.typ.name, inst.Stream, 1, true)
 	ev := eventstore.EventData{ID: storekit.CommandEventID(inst.Stream, opts.CommandID, 0), Type: busrepo.RejectionType,
-		SchemaVersion: busrepo.RejectionSchemaVersion, Data: data, Metadata: metadata(op, opts)}
+		SchemaVersion: busrepo.RejectionSchemaVersion, Data: data, Metadata: metadata(&op, &opts)}
 	telemetry.Fit(&ev)
 	res, err := r.store.Append(trusted.Writer(actx), inst.Stream, inst.expected(), ev)
 	op.End(actx, res.FirstVersion, err)

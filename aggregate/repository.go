@@ -282,7 +282,7 @@ func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, bu
 			if values {
 				buf = append(buf, codec.Decoded{Value: v, Count: 1})
 			}
-			return buf, applyValue(inst, e, v)
+			return buf, applyValue(inst, e.Version, &e.EventData, v)
 		}
 		if buf, err = r.reg.DecodeAppend(buf, *e); err != nil {
 			return buf, err
@@ -293,23 +293,26 @@ func (r *Repository[T, PT]) apply(inst *Instance[T, PT], e *eventstore.Event, bu
 			}
 		}
 	}
-	applied(inst, e)
+	applied(inst, e.Version, e.Metadata.CommandID)
 	return buf, nil
 }
 
-// applyValue applies to inst the value v of the stored event e, which
-// decoding e would give (see [codec.Registry.RoundTrip]).
-func applyValue[T any, PT Root[T]](inst *Instance[T, PT], e *eventstore.Event, v any) error {
+// applyValue applies to inst the value v of e, the event stored in inst's
+// stream at version, which decoding e would give (see
+// [codec.Registry.RoundTrip]). It takes the event's data, not a whole
+// Event, which a save would have to build for each event.
+func applyValue[T any, PT Root[T]](inst *Instance[T, PT], version uint64, e *eventstore.EventData, v any) error {
 	if err := inst.apply(v); err != nil {
-		return &ApplyError{Stream: e.StreamID, Version: e.Version, Type: e.Type, SchemaVersion: e.SchemaVersion, Err: err}
+		return &ApplyError{Stream: inst.Stream, Version: version, Type: e.Type, SchemaVersion: e.SchemaVersion, Err: err}
 	}
-	applied(inst, e)
+	applied(inst, version, e.Metadata.CommandID)
 	return nil
 }
 
-// applied moves inst to the stored event e, which it has applied.
-func applied[T any, PT Root[T]](inst *Instance[T, PT], e *eventstore.Event) {
-	inst.Version, inst.Exists = e.Version, true
+// applied moves inst to the stored event at version, of command
+// commandID, which it has applied.
+func applied[T any, PT Root[T]](inst *Instance[T, PT], version uint64, commandID string) {
+	inst.Version, inst.Exists = version, true
 	inst.sinceSnapshot++
-	inst.track(e.Metadata.CommandID, e.Version)
+	inst.track(commandID, version)
 }

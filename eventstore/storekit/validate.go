@@ -125,7 +125,9 @@ func PrepareAppendWith(ctx context.Context, stream string, events []eventstore.E
 			buf = append(buf, e.Data...)
 			e.Data = buf[start:len(buf):len(buf)]
 		}
-		e.Metadata = e.Metadata.Clone()
+		if e.Metadata.Extra != nil {
+			e.Metadata = e.Metadata.Clone() // without Extra, it is a copy already
+		}
 	}
 	if err := checkReserved(ctx, stream, out); err != nil {
 		return nil, err

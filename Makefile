@@ -23,6 +23,9 @@ KURRENTDB     := eventstore/kurrentdb
 # The cairn binary is a module of its own too, since it takes the KurrentDB
 # store, and builds the same way, against both (two replace directives).
 CAIRN_CMD     := cmd/cairn
+# The lists of tests that run without the race detector (race.Outside), in
+# the main module (the other two modules are tested apart).
+OUTSIDE_RACE  := $(shell find * -path $(KURRENTDB) -prune -o -path $(CAIRN_CMD) -prune -o -path '*/testdata/outside-race.txt' -print)
 
 build:
 	$(GO) build ./...
@@ -49,10 +52,14 @@ test-main:
 	@# SIGKILLs): under the race detector above they run 5k events and 10
 	@# SIGKILLs, as SQLite is ~40x slower there.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance/Projections/Crash' ./eventstore/sqlite/ ./eventstore/postgres/
-	@# SQLite's exhaustive single-goroutine checks, which skip under the race
-	@# detector above: the tests its testdata/outside-race.txt names, which
-	@# are the only ones outsideRace lets skip (eventstore/sqlite/race_test.go).
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(shell paste -sd'|' eventstore/sqlite/testdata/outside-race.txt))$$' ./eventstore/sqlite/
+	@# Exhaustive single-goroutine checks, which skip under the race detector
+	@# above: in each package, the tests its testdata/outside-race.txt names,
+	@# the only ones race.Outside lets skip (internal/testrig/race).
+	@set -e; for list in $(OUTSIDE_RACE); do \
+		pkg=./$${list%/testdata/outside-race.txt}/; \
+		echo "$(GO) test -count=1 -run <$$list> $$pkg"; \
+		$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run "^($$(paste -sd'|' $$list))\$$" $$pkg; \
+	done
 	@# The failpoints and the crash matrix's small slice (every failpoint on
 	@# SQLite x seeds 1-2, three on PostgreSQL x seed 1) need a test binary
 	@# built with the failpoints tag; its children run without -race.

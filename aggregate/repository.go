@@ -242,7 +242,7 @@ type replayer[T any, PT Root[T]] struct {
 // reset readies p for the pool: it keeps nothing of the replay it ran
 // alive (a long upcast's buffer is dropped).
 func (p *replayer[T, PT]) reset() {
-	clear(p.buf)
+	clear(p.buf[:cap(p.buf)]) // a longer split may have filled it further than its last length
 	p.page.Reset()
 	if cap(p.buf) > 64 {
 		p.buf = nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 func r28Data(i int) []byte {
@@ -96,7 +97,7 @@ func TestReview28SlabDataIsCappedAndApart(t *testing.T) {
 // queries, forward and backward, from every kind of place: no event is
 // skipped or repeated.
 func TestReview28LimitsAroundTheLiteralLimit(t *testing.T) {
-	sqlite.OutsideRace(t)
+	race.Outside(t)
 	ctx := context.Background()
 	s := openTemp(t, sqlite.Options{})
 	const n = 1100

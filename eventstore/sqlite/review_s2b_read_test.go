@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
 	"github.com/cairn-es/cairn/eventstore/sqlite"
+	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 // The review of the lent stream pages (storekit.ReadStreamPagesInto): every
@@ -244,7 +245,7 @@ func TestReviewS2bReadOwnership(t *testing.T) {
 // TestReviewS2bReadWindows reads a stream of three pages and more through
 // many windows: no event is skipped or repeated across pages.
 func TestReviewS2bReadWindows(t *testing.T) {
-	sqlite.OutsideRace(t)
+	race.Outside(t)
 	for _, st := range s2bStores() {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -282,7 +283,7 @@ func TestReviewS2bReadWindows(t *testing.T) {
 // TestReviewS2bNearPageByteLimit reads events of nearly a mebibyte each, so
 // that pages end at storekit.MaxPageBytes rather than at their size.
 func TestReviewS2bNearPageByteLimit(t *testing.T) {
-	sqlite.OutsideRace(t)
+	race.Outside(t)
 	for _, st := range s2bStores() {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
+	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 // Review (S3) of the command index without the command bus's appends
@@ -133,7 +134,7 @@ type s3Op struct {
 // derived_id marks exactly the appends that storekit.CommandIDsDerived
 // recognizes.
 func TestReviewS3CommandResultAsBefore(t *testing.T) {
-	outsideRace(t)
+	race.Outside(t)
 	for seed := range s3Seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			s3RunModel(t, openTest(t), seed, map[string][][]eventstore.EventData{}, map[string]map[uint64]int64{})
@@ -420,7 +421,7 @@ func TestReviewS3OlderProcessAfterStep6(t *testing.T) {
 // some of them repeats of the old ones or continuing old commands. Every
 // command of every stream is found as the old statement finds it.
 func TestReviewS3MigratedFileAnswersAsBefore(t *testing.T) {
-	outsideRace(t)
+	race.Outside(t)
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			ctx := context.Background()

@@ -79,16 +79,24 @@ type PagedStreams interface {
 // own: a store that embeds another, such as a decorator that checks,
 // filters, counts or fails reads, has its embedded store's StreamPages
 // method but its own ReadStream, and is then read through its ReadStream
-// (ok is false).
+// (ok is false). So is a store whose StreamPages panics, such as a test
+// double embedding a nil store, and one whose owner is not a pointer.
 func StreamPagesOf(store eventstore.Store) (read StreamPageAppender, pageSize int, ok bool) {
 	paged, ok := store.(PagedStreams)
 	if !ok {
 		return nil, 0, false
 	}
+	defer func() {
+		if recover() != nil {
+			read, pageSize, ok = nil, 0, false
+		}
+	}()
 	read, pageSize, owner := paged.StreamPages()
-	// Interfaces of one dynamic type that is not comparable panic when
-	// compared; such a store cannot say it is itself.
-	if read == nil || owner == nil || !reflect.TypeOf(store).Comparable() || owner != store {
+	// Only a pointer owner is compared: two interfaces holding one struct
+	// type compare its fields, which panics on a field (or a value in an
+	// interface field) that cannot be compared. Of another type than
+	// store's, a pointer compares unequal.
+	if read == nil || owner == nil || reflect.TypeOf(owner).Kind() != reflect.Pointer || owner != store {
 		return nil, 0, false
 	}
 	return read, pageSize, true

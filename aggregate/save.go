@@ -36,8 +36,7 @@ type SaveOptions struct {
 // whoever handles the events links to the append that stored them. All
 // events of one append share the one context, so it is set before the
 // metadata is copied into each. Both arguments are large structs, passed
-// by address: copying them in made a twentieth of a save's own
-// instructions.
+// by address rather than copied in.
 func metadata(op *telemetry.Append, opts *busrepo.SaveOptions) eventstore.Metadata {
 	md := opts.Metadata
 	if md.Extra != nil {

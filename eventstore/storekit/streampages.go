@@ -104,10 +104,11 @@ func StreamPagesOf(store eventstore.Store) (read StreamPageAppender, pageSize in
 
 // ReadStreamWith does what ranging over ReadStreamPagesInto(ctx, stream,
 // opts, read, pageSize) does with yield as the loop's body, but reads the
-// pages into buf, the caller's, which it may reuse for later reads and
-// must [PageBuffer.Reset] before it lets the events' memory go (yielded
-// events are copies, but their slices and maps may point into it). A nil
-// buf lends read no buffer, as [ReadStreamPages] does.
+// pages into buf, the caller's, which it may reuse for later reads. Yielded
+// events are copies, but their slices and maps may point into memory the
+// buffer holds: [PageBuffer.Reset] it once done with them, so that it does
+// not keep them alive. A nil buf lends read no buffer, as
+// [ReadStreamPages] does.
 func ReadStreamWith(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageAppender, pageSize int, buf *PageBuffer, yield func(eventstore.Event, error) bool) {
 	if pageSize <= 0 {
 		pageSize = DefaultPageSize

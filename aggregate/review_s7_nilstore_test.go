@@ -21,9 +21,10 @@ func (s7Stub) ReadStream(context.Context, string, eventstore.ReadOptions) iter.S
 	return func(func(eventstore.Event, error) bool) {}
 }
 
-// TestReviewS7RepositoryOverAStubWithANilEmbeddedStore: before the
-// change, a repository over such a stub loaded through its ReadStream;
-// now NewRepository asks the nil embedded store for its page reader.
+// TestReviewS7RepositoryOverAStubWithANilEmbeddedStore: a repository over
+// such a stub loads through the stub's ReadStream, as it did before stores
+// handed out page readers; asking the nil embedded store for its reader
+// made NewRepository panic.
 func TestReviewS7RepositoryOverAStubWithANilEmbeddedStore(t *testing.T) {
 	repo, err := aggregate.NewRepository(s7Stub{}, newRegistry(t), tallyType(t, 0), aggregate.RepositoryOptions{})
 	require.NoError(t, err)

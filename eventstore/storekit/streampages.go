@@ -23,10 +23,13 @@ type StreamPageReader func(ctx context.Context, stream string, from uint64, back
 // append as it goes. [ReadStreamPagesInto] is the same on a reader that
 // fills a page buffer it is lent, which spares an allocation per page.
 func ReadStreamPages(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageReader, pageSize int) iter.Seq2[eventstore.Event, error] {
-	// Its pages are the reader's: none is reused.
-	return readStreamPages(ctx, stream, opts, func(ctx context.Context, _ []eventstore.Event, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
+	// Its pages are the reader's: it is lent no buffer, and none is reused.
+	appender := func(ctx context.Context, _ []eventstore.Event, stream string, from uint64, backward bool, limit int) ([]eventstore.Event, error) {
 		return read(ctx, stream, from, backward, limit)
-	}, pageSize, false)
+	}
+	return func(yield func(eventstore.Event, error) bool) {
+		ReadStreamWith(ctx, stream, opts, appender, pageSize, nil, yield)
+	}
 }
 
 // StreamPageAppender is a [StreamPageReader] that appends its page to dst,
@@ -42,17 +45,7 @@ type StreamPageAppender func(ctx context.Context, dst []eventstore.Event, stream
 // read allocates no page once earlier reads have made the buffers. Loading
 // an aggregate of 100 events allocated 20 KB of page before.
 func ReadStreamPagesInto(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageAppender, pageSize int) iter.Seq2[eventstore.Event, error] {
-	return readStreamPages(ctx, stream, opts, read, pageSize, true)
-}
-
-// readStreamPages is ReadStreamPagesInto, lending read a pooled buffer
-// when lend is set, and none (an empty one) when not.
-func readStreamPages(ctx context.Context, stream string, opts eventstore.ReadOptions, read StreamPageAppender, pageSize int, lend bool) iter.Seq2[eventstore.Event, error] {
 	return func(yield func(eventstore.Event, error) bool) {
-		if !lend {
-			ReadStreamWith(ctx, stream, opts, read, pageSize, nil, yield)
-			return
-		}
 		buf := pagePool.Get().(*PageBuffer)
 		defer giveBack(buf)
 		ReadStreamWith(ctx, stream, opts, read, pageSize, buf, yield)

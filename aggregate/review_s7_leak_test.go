@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -62,14 +61,7 @@ func s7WeakRepoOf(t *testing.T, store eventstore.Store, w *s7Weak) *aggregate.Re
 		}
 		return upcast.Raw{Data: []byte(fmt.Sprintf(`{"n":%d}`, v.M))}, nil
 	})))
-	require.NoError(t, reg.Validate())
-	typ, err := aggregate.NewType[S7Log]("s7log", aggregate.Options[S7Log]{
-		New: func(id string) *S7Log { return &S7Log{ID: id} },
-	}, aggregate.Handles((*S7Log).note), aggregate.Applies((*S7Log).noted))
-	require.NoError(t, err)
-	repo, err := aggregate.NewRepository(store, reg, typ, aggregate.RepositoryOptions{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	return repo
+	return s7RepoOf(t, store, reg, nil, 0)
 }
 
 func s7Append(t *testing.T, store eventstore.Store, id string, n int, at func(i int) string) []int {

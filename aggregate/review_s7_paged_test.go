@@ -76,6 +76,12 @@ func s7Repo(t *testing.T, store eventstore.Store, snaps storekit.SnapshotStore, 
 		}).Into(upcast.Key{Type: "s7.noted", Version: 2}),
 		upcast.Drop("s7.noise", 1),
 	))
+	return s7RepoOf(t, store, reg, snaps, every)
+}
+
+// s7RepoOf is the repository of S7Log in store, decoding with reg (which
+// it validates), snapshotting every events into snaps (nil: the store's).
+func s7RepoOf(t *testing.T, store eventstore.Store, reg *codec.Registry, snaps storekit.SnapshotStore, every uint64) *aggregate.Repository[S7Log, *S7Log] {
 	require.NoError(t, reg.Validate())
 	typ, err := aggregate.NewType[S7Log]("s7log", aggregate.Options[S7Log]{
 		New:           func(id string) *S7Log { return &S7Log{ID: id} },

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/memory"
@@ -49,22 +47,20 @@ func TestReviewS7SplitValuesDoNotOutliveTheLoad(t *testing.T) {
 		}
 		return out, nil
 	}).Into(upcast.Key{Type: "s7.noted", Version: 2})))
-	require.NoError(t, reg.Validate())
-	typ, err := aggregate.NewType[S7Log]("s7log", aggregate.Options[S7Log]{
-		New: func(id string) *S7Log { return &S7Log{ID: id} },
-	}, aggregate.Handles((*S7Log).note), aggregate.Applies((*S7Log).noted))
-	require.NoError(t, err)
-	repo, err := aggregate.NewRepository(store, reg, typ, aggregate.RepositoryOptions{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
-	_, err = store.Append(ctx, "s7log-x", eventstore.NoStream,
+	repo := s7RepoOf(t, store, reg, nil, 0)
+	_, err := store.Append(ctx, "s7log-x", eventstore.NoStream,
 		eventstore.EventData{Type: "s7.noted", SchemaVersion: 1, Data: []byte(`{"M":0,"K":3}`)},
 		eventstore.EventData{Type: "s7.noted", SchemaVersion: 1, Data: []byte(`{"M":10,"K":1}`)})
 	require.NoError(t, err)
-	inst, err := repo.Load(ctx, "x")
+	seen, err := func() (int, error) { // the instance goes before the collection
+		inst, err := repo.Load(ctx, "x")
+		if err != nil {
+			return 0, err
+		}
+		return len(inst.State.Seen), nil
+	}()
 	require.NoError(t, err)
-	require.Len(t, inst.State.Seen, 4)
-	inst = nil
-	_ = inst
+	require.Equal(t, 4, seen)
 	runtime.GC() // the pooled replayer survives one GC
 	alive := 0
 	for _, p := range made {

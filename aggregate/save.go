@@ -169,7 +169,15 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 	if err := r.typ.checkEvents(inst.Stream, events); err != nil {
 		return busrepo.Outcome{}, err
 	}
-	data, err := r.reg.EncodeAll(events...)
+	// What a replay applies is the stored event decoded: the value in hand
+	// where the codec knows the two are equal (exact), else the decoding.
+	var room [4]any
+	exact := room[:0]
+	if len(events) > len(room) {
+		exact = make([]any, len(events))
+	}
+	exact = exact[:len(events)]
+	data, err := r.reg.EncodeAllExact(events, exact)
 	if err != nil {
 		return busrepo.Outcome{}, err
 	}
@@ -202,9 +210,7 @@ func (r *Repository[T, PT]) save(ctx context.Context, inst *Instance[T, PT], eve
 	var buf []codec.Decoded
 	for i := range data {
 		version := res.FirstVersion + uint64(i)
-		// What a replay applies is the stored event decoded: the value in
-		// hand when the codec knows the two are equal, else the decoding.
-		if v, exact := r.reg.RoundTrip(events[i]); exact {
+		if v := exact[i]; v != nil {
 			err = applyValue(inst, version, &data[i], v)
 			out.Events = append(out.Events, v)
 		} else {

@@ -34,18 +34,31 @@ func (r *Registry) RoundTrip(v any) (any, bool) {
 	if !r.frozen.Load() || r.setupErr != nil || v == nil {
 		return nil, false
 	}
+	t := reflect.TypeOf(v)
+	e, ok := r.byType[t]
+	if !ok && t.Kind() == reflect.Pointer {
+		e, ok = r.byType[t.Elem()]
+	}
+	if !ok {
+		return nil, false
+	}
+	return e.roundTrip(v)
+}
+
+// roundTrip is [Registry.RoundTrip] for a v of e's Go type T, or a *T.
+func (e *entry) roundTrip(v any) (any, bool) {
+	if !e.exact {
+		return nil, false
+	}
 	rv := reflect.ValueOf(v)
-	e, ok := r.byType[rv.Type()]
-	if !ok && rv.Kind() == reflect.Pointer {
+	if rv.Type() != e.goType {
 		if rv.IsNil() {
 			return nil, false
 		}
-		if e, ok = r.byType[rv.Type().Elem()]; ok {
-			rv = rv.Elem()
-			v = rv.Interface()
-		}
+		rv = rv.Elem()
+		v = rv.Interface()
 	}
-	if !ok || !e.exact || (e.strings != nil && !e.strings(rv)) {
+	if e.strings != nil && !e.strings(rv) {
 		return nil, false
 	}
 	return v, true

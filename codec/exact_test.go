@@ -107,6 +107,48 @@ func decodeOf(t testing.TB, reg *codec.Registry, v any) any {
 	return ds[0].Value
 }
 
+// roundTripChecked is reg.RoundTrip(v), checked against what EncodeAllExact
+// answers for v: the same, with the encoding EncodeAll gives (or neither
+// when v does not encode).
+func roundTripChecked(t testing.TB, reg *codec.Registry, v any) (any, bool) {
+	t.Helper()
+	exact := []any{"unset"}
+	data, err := reg.EncodeAllExact([]any{v}, exact)
+	want, wantErr := reg.EncodeAll(v)
+	got, ok := reg.RoundTrip(v)
+	if wantErr != nil {
+		require.EqualError(t, err, wantErr.Error())
+		require.False(t, ok, "RoundTrip answers for a value that does not encode: %#v", v)
+		return got, ok
+	}
+	require.NoError(t, err)
+	require.Equal(t, want, data)
+	if ok {
+		require.Equal(t, got, exact[0], "EncodeAllExact's value is RoundTrip's")
+	} else {
+		require.Nil(t, exact[0], "EncodeAllExact answers where RoundTrip does not: %#v", v)
+	}
+	return got, ok
+}
+
+// TestEncodeAllExactNeedsRoomForEveryAnswer: a slice of answers shorter or
+// longer than the values is refused before anything is encoded.
+func TestEncodeAllExactNeedsRoomForEveryAnswer(t *testing.T) {
+	reg := roundTripRegistry(t, codec.Options{})
+	for _, room := range []int{0, 1, 3} {
+		exact := make([]any, room)
+		data, err := reg.EncodeAllExact([]any{exactFlat{Amount: 1}, exactFlat{Amount: 2}}, exact)
+		require.Error(t, err, "room for %d", room)
+		assert.Nil(t, data)
+		assert.Contains(t, err.Error(), "2 values")
+	}
+	exact := make([]any, 3)
+	data, err := reg.EncodeAllExact([]any{exactFlat{Amount: 1}, withTime{At: time.Now()}, &exactFlat{Amount: 3}}, exact)
+	require.NoError(t, err)
+	require.Len(t, data, 3)
+	assert.Equal(t, []any{exactFlat{Amount: 1}, nil, exactFlat{Amount: 3}}, exact, "each value answered in its place")
+}
+
 // TestRoundTripIsTheDecodedValue: whenever RoundTrip answers, its value is
 // the one decoding the encoding gives, for random values of every exact
 // type (testing/quick), pointers to them included.
@@ -117,7 +159,7 @@ func TestRoundTripIsTheDecodedValue(t *testing.T) {
 		t.Run(typ.Name(), func(t *testing.T) {
 			answered := 0
 			check := func(v any) bool {
-				got, ok := reg.RoundTrip(v)
+				got, ok := roundTripChecked(t, reg, v)
 				if !ok {
 					return true
 				}
@@ -153,7 +195,7 @@ func TestRoundTripRefusesWhatItCannotKnow(t *testing.T) {
 		exactFlat{Note: "bad \xff byte"}, exactNested{Inners: [2]exactInner{{Code: "\xc3"}}}, exactScalar("\xed\xa0\x80"),
 		(*exactFlat)(nil), 42, nil,
 	} {
-		_, ok := reg.RoundTrip(v)
+		_, ok := roundTripChecked(t, reg, v)
 		assert.False(t, ok, "%T %v", v, v)
 	}
 	// Each refusal is a real loss: the decoded value differs.
@@ -162,13 +204,15 @@ func TestRoundTripRefusesWhatItCannotKnow(t *testing.T) {
 	}
 
 	other := roundTripRegistry(t, codec.Options{Serializer: indentJSON{}})
-	_, ok := other.RoundTrip(exactFlat{Amount: 1})
+	_, ok := roundTripChecked(t, other, exactFlat{Amount: 1})
 	assert.False(t, ok, "only the default JSON serializer's round trip is known")
 
 	unfrozen := codec.NewRegistry(codec.Options{})
 	require.NoError(t, codec.Register[exactFlat](unfrozen, "t.flat", 1))
 	_, ok = unfrozen.RoundTrip(exactFlat{})
 	assert.False(t, ok, "a registry that is not validated answers nothing")
+	_, ok = roundTripChecked(t, unfrozen, exactFlat{})
+	assert.True(t, ok, "EncodeAllExact validates the registry first, as EncodeAll does: then both answer")
 }
 
 type indentJSON struct{}
@@ -191,7 +235,7 @@ func FuzzRoundTripExact(f *testing.F) {
 			if err != nil {
 				continue // NaN or infinity: nothing is saved, so nothing applied
 			}
-			got, ok := reg.RoundTrip(v)
+			got, ok := roundTripChecked(t, reg, v)
 			if !ok {
 				continue
 			}

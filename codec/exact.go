@@ -26,8 +26,8 @@ import (
 // memory with the caller's), no type with its own JSON or text encoding
 // (time.Time among them) or an IsZero method, not json.Number, every
 // struct field exported, not embedded, not dropped by a "-" tag, named
-// apart from its siblings, and no float left out when empty (-0 is, and
-// comes back as +0). A string that is not valid UTF-8 is encoded with
+// apart from its siblings, and no float (nor struct or array holding one)
+// left out when empty or zero (-0 is both, and comes back as +0). A string that is not valid UTF-8 is encoded with
 // replacement characters, so RoundTrip checks every string of v and
 // returns false for such a value.
 func (r *Registry) RoundTrip(v any) (any, bool) {
@@ -112,8 +112,13 @@ func exactStruct(t reflect.Type) (bool, func(reflect.Value) bool) {
 			return false, nil
 		}
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if omits(opts) && (f.Type.Kind() == reflect.Float32 || f.Type.Kind() == reflect.Float64) {
-			return false, nil // -0 is empty, and is omitted: it comes back as +0
+		if empty, zero := omissions(opts); empty && isFloat(f.Type) || zero && holdsFloat(f.Type) {
+			// -0 is an empty float, and a zero one (reflect.Value.IsZero),
+			// which makes a struct or an array holding only zeros and -0
+			// zero too: the field is left out, and comes back as +0.
+			// (omitempty leaves out no struct, and no array but one of
+			// length 0.)
+			return false, nil
 		}
 		if name == "-" {
 			return false, nil // dropped by the encoder (or, as "-,", a field named "-": rare, left to decoding)
@@ -160,17 +165,38 @@ func exactStruct(t reflect.Type) (bool, func(reflect.Value) bool) {
 // as a number: the empty one as 0.
 var jsonNumber = reflect.TypeFor[json.Number]()
 
-// omits reports whether a field's json tag options leave its value out
-// when it is empty or zero.
-func omits(opts string) bool {
-	for opts != "" {
-		var opt string
-		opt, opts, _ = strings.Cut(opts, ",")
-		if opt == "omitempty" || opt == "omitzero" {
-			return true
+// isFloat reports whether t is a float type.
+func isFloat(t reflect.Type) bool { return t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64 }
+
+// holdsFloat reports whether t is a float, or a struct or array that holds
+// one at any depth (the only other kinds an exact type has are booleans,
+// integers and strings).
+func holdsFloat(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return true
+	case reflect.Array:
+		return holdsFloat(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if holdsFloat(t.Field(i).Type) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// omissions reports which of omitempty and omitzero a field's json tag
+// options (after its name) hold.
+func omissions(opts string) (empty, zero bool) {
+	for opts != "" {
+		var opt string
+		opt, opts, _ = strings.Cut(opts, ",")
+		empty = empty || opt == "omitempty"
+		zero = zero || opt == "omitzero"
+	}
+	return empty, zero
 }
 
 // ownEncoding reports whether t (or *t) has methods that encoding/json or

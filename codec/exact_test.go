@@ -30,6 +30,12 @@ type (
 		N    uint16 `json:"n"`
 	}
 	exactScalar string
+	// exactOmits leaves fields out that come back as they went: a zero
+	// struct of integers and strings, and no array but one of length 0.
+	exactOmits struct {
+		In     exactInner `json:"in,omitzero"`
+		Floats [2]float64 `json:"floats,omitempty"`
+	}
 )
 
 // Types whose round trip is not known to be exact, each for its reason.
@@ -55,6 +61,12 @@ type (
 	withOwnText  struct{ N int }
 	innerOwnJSON struct{ In withOwnJSON }
 	withComplex  struct{ C complex128 }
+	// -0 is zero: a struct or array holding only zeros and -0 is left out
+	// by omitzero, and comes back with +0.
+	withZeroFloats struct {
+		In  struct{ F float64 } `json:"in,omitzero"`
+		Arr [2]float32          `json:"arr,omitzero"`
+	}
 )
 
 func (withOwnJSON) MarshalJSON() ([]byte, error)  { return []byte(`{"N":1}`), nil }
@@ -80,6 +92,8 @@ func roundTripRegistry(t testing.TB, opts codec.Options) *codec.Registry {
 	require.NoError(t, codec.Register[withOwnText](reg, "t.owntext", 1))
 	require.NoError(t, codec.Register[innerOwnJSON](reg, "t.innerownjson", 1))
 	require.NoError(t, codec.Register[withComplex](reg, "t.complex", 1))
+	require.NoError(t, codec.Register[exactOmits](reg, "t.omits", 1))
+	require.NoError(t, codec.Register[withZeroFloats](reg, "t.zerofloats", 1))
 	require.NoError(t, reg.Validate())
 	return reg
 }
@@ -155,7 +169,7 @@ func TestEncodeAllExactNeedsRoomForEveryAnswer(t *testing.T) {
 func TestRoundTripIsTheDecodedValue(t *testing.T) {
 	reg := roundTripRegistry(t, codec.Options{})
 	cfg := &quick.Config{MaxCount: 2000, Rand: rand.New(rand.NewSource(1))}
-	for _, typ := range []reflect.Type{reflect.TypeFor[exactFlat](), reflect.TypeFor[exactNested](), reflect.TypeFor[exactScalar]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[exactFlat](), reflect.TypeFor[exactNested](), reflect.TypeFor[exactScalar](), reflect.TypeFor[exactOmits]()} {
 		t.Run(typ.Name(), func(t *testing.T) {
 			answered := 0
 			check := func(v any) bool {
@@ -191,7 +205,7 @@ func TestRoundTripRefusesWhatItCannotKnow(t *testing.T) {
 	for _, v := range []any{
 		withTime{At: time.Now()}, withSlice{}, withMap{}, withPointer{N: &n}, withAny{V: 1}, withHidden{n: 1},
 		withDropped{N: 1}, withEmbedded{}, withClash{A: 1, B: 2}, withOddName{}, withOwnJSON{}, withOwnText{},
-		innerOwnJSON{}, withComplex{},
+		innerOwnJSON{}, withComplex{}, withZeroFloats{}, withZeroFloats{Arr: [2]float32{float32(math.Copysign(0, -1))}},
 		exactFlat{Note: "bad \xff byte"}, exactNested{Inners: [2]exactInner{{Code: "\xc3"}}}, exactScalar("\xed\xa0\x80"),
 		(*exactFlat)(nil), 42, nil,
 	} {

@@ -6,7 +6,6 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -61,13 +60,8 @@ type Repository[T any, PT Root[T]] struct {
 	// bus's saves and recorded rejections.
 	appends *telemetry.Appends
 	// replayers are the replays' loop bodies, each with its method value
-	// bound once (see replayer). spare holds one of them outside the pool:
-	// a load takes and returns it with an atomic swap each, where the
-	// pool's Get and Put (which pin the goroutine to its processor) cost a
-	// tenth of the instructions of loading an aggregate that does not exist
-	// yet. The pool serves the loads that run at the same time.
+	// bound once (see replayer).
 	replayers sync.Pool
-	spare     atomic.Pointer[replayer[T, PT]]
 	// readPage and pageSize are the store's stream page reader, when it
 	// hands it out (storekit.PagedStreams): a replay then reads into its
 	// replayer's page buffer, without a ReadStream iterator and the
@@ -204,10 +198,7 @@ func (r *Repository[T, PT]) replay(ctx context.Context, inst *Instance[T, PT]) (
 	if inst.Exists {
 		from = inst.Version
 	}
-	p := r.spare.Swap(nil)
-	if p == nil {
-		p = r.replayers.Get().(*replayer[T, PT])
-	}
+	p := r.replayers.Get().(*replayer[T, PT])
 	p.inst, p.verify = inst, inst.Exists
 	if r.readPage != nil {
 		storekit.ReadStreamWith(ctx, inst.Stream, eventstore.Forward(from), r.readPage, r.pageSize, &p.page, p.yield)
@@ -216,9 +207,7 @@ func (r *Repository[T, PT]) replay(ctx context.Context, inst *Instance[T, PT]) (
 	}
 	err, pastEnd := p.err, p.verify
 	p.reset()
-	if !r.spare.CompareAndSwap(nil, p) {
-		r.replayers.Put(p)
-	}
+	r.replayers.Put(p)
 	if err != nil {
 		return nil, err
 	}

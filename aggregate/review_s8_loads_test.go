@@ -159,8 +159,8 @@ func TestReviewS8ConcurrentLoadsAndSavesAreAFreshRepositorys(t *testing.T) {
 // TestReviewS8LoadsLeaveNothingReachable: after concurrent loads (splits
 // into slice-holding values, a decode error and an Apply panic mid-stream)
 // end, neither the stored data the upcaster saw nor the decoded values'
-// slices stay reachable, from the spare replayer or the pool, after one
-// GC; and again after several (the spare survives every GC).
+// slices stay reachable, from the pooled replayers, after one GC (the
+// pool's victims survive it); and again after several.
 func TestReviewS8LoadsLeaveNothingReachable(t *testing.T) {
 	race.Outside(t)
 	for name, open := range s8Stores() {
@@ -207,7 +207,7 @@ func TestReviewS8LoadsLeaveNothingReachable(t *testing.T) {
 						}()
 					}
 					wg.Wait()
-					// and one alone, which certainly leaves its replayer in the spare
+					// and one alone, which certainly leaves its replayer in the pool
 					_, err := repo.Load(ctx, load.id)
 					require.Equal(t, load.fail, err != nil)
 					s8WeakInts.mu.Lock()
@@ -240,7 +240,7 @@ func TestReviewS8LoadsLeaveNothingReachable(t *testing.T) {
 }
 
 // TestReviewS8NestedLoadInApply: a load from inside an Apply (the outer
-// load holds the spare) of the same repository gets its own replayer.
+// load holds a replayer) of the same repository gets its own replayer.
 func TestReviewS8NestedLoadInApply(t *testing.T) {
 	ctx := context.Background()
 	store := memory.New()

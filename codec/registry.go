@@ -153,6 +153,14 @@ func Register[T any](r *Registry, name string, version uint32) error {
 	switch ser.(type) {
 	case JSON, *JSON:
 		e.exact, e.strings = exactJSON(goType)
+		unmarshal := jsonUnmarshaler(reflect.PointerTo(goType))
+		e.decode = func(data []byte) (any, error) {
+			var v T
+			if err := unmarshal(data, &v); err != nil {
+				return nil, err
+			}
+			return v, nil
+		}
 	}
 	r.byName[name] = e
 	r.byType[goType] = e

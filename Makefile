@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test test-main test-kurrentdb test-cmd test-sims bench lint demo demo-v2 fuzz sim torture soak clean
+.PHONY: all build test test-main test-kurrentdb test-cmd test-sims bench ceilings lint demo demo-v2 fuzz sim torture soak clean
 
 all: build lint test
 
@@ -110,6 +110,28 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m $(BENCH_PKGS)
 	cd $(KURRENTDB) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m ./...
 	cd $(CAIRN_CMD) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -timeout 60m ./...
+
+# The engine ceilings of the peers benchmark's workloads (docs/benchmarks.md,
+# "Engine ceilings"), in CEILING_ROUNDS rounds. PostgreSQL's three variants
+# each run in a process and server of their own, in an order turned by one
+# every round: a server grows and checkpoints through a process, and the
+# variant that ran last in it paid for that. SQLite's rounds alternate raw
+# and the store in one process.
+CEILING_ROUNDS ?= 12
+ceilings:
+	@set -e; bin=$$(mktemp -d); trap 'rm -rf "$$bin"' EXIT; \
+	$(GO) test -c -o "$$bin/pg.test" ./eventstore/postgres/; \
+	$(GO) test -c -o "$$bin/sqlite.test" ./eventstore/sqlite/; \
+	set -- raw store cairn; \
+	for i in $$(seq $(CEILING_ROUNDS)); do \
+		for v in "$$@"; do \
+			(cd eventstore/postgres && "$$bin/pg.test" -test.run '^$$' -test.bench "Ceiling/(save|cmd10)/$$v\$$" -test.benchtime 2000x) | grep '^Benchmark'; \
+		done; \
+		first=$$1; shift; set -- "$$@" "$$first"; \
+	done; \
+	for i in $$(seq $(CEILING_ROUNDS)); do \
+		(cd eventstore/sqlite && "$$bin/sqlite.test" -test.run '^$$' -test.bench 'Ceiling/save|StreamRead100' -test.benchtime 2000x) | grep '^Benchmark'; \
+	done
 
 lint:
 	@.ci/no-build-outputs

@@ -27,9 +27,9 @@ import (
 // (time.Time among them) or an IsZero method, not json.Number, every
 // struct field exported, not embedded, not dropped by a "-" tag, named
 // apart from its siblings, and no float (nor struct or array holding one)
-// left out when empty or zero (-0 is both, and comes back as +0). A string that is not valid UTF-8 is encoded with
-// replacement characters, so RoundTrip checks every string of v and
-// returns false for such a value.
+// left out when empty or zero (-0 is both, and comes back as +0). A string
+// that is not valid UTF-8 is encoded with replacement characters, so
+// RoundTrip checks every string of v and returns false for such a value.
 func (r *Registry) RoundTrip(v any) (any, bool) {
 	if !r.frozen.Load() || r.setupErr != nil || v == nil {
 		return nil, false

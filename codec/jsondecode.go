@@ -41,6 +41,7 @@ func jsonUnmarshaler(t reflect.Type) func(data []byte, v any) error {
 	return json.Unmarshal
 }
 
+// unmarshalV2 decodes on encoding/json/v2 with encoding/json's rules.
 func unmarshalV2(data []byte, v any) error { return jsonv2.Unmarshal(data, v, decodeLikeV1) }
 
 // v2Types caches decodesOnV2 by type, as encoding/json caches what it

@@ -126,13 +126,22 @@ func Register[T any](r *Registry, name string, version uint32) error {
 		return fail(fmt.Sprintf("the Go type is already registered as %q v%d", old.name, old.version))
 	}
 	ser := r.ser
+	unmarshal := ser.Unmarshal
+	var exact bool
+	var checkStrings func(reflect.Value) bool
+	switch ser.(type) {
+	case JSON, *JSON:
+		exact, checkStrings = exactJSON(goType)
+		// Which decoder the type takes is decided now, not at every decode.
+		unmarshal = jsonUnmarshaler(reflect.PointerTo(goType))
+	}
 	e := &entry{
 		name:    name,
 		version: version,
 		goType:  goType,
 		decode: func(data []byte) (any, error) {
 			var v T
-			if err := ser.Unmarshal(data, &v); err != nil {
+			if err := unmarshal(data, &v); err != nil {
 				return nil, err
 			}
 			return v, nil
@@ -149,18 +158,8 @@ func Register[T any](r *Registry, name string, version uint32) error {
 			}
 			return nil, fmt.Errorf("%T is not %s", v, goType) // unreachable: looked up by type
 		},
-	}
-	switch ser.(type) {
-	case JSON, *JSON:
-		e.exact, e.strings = exactJSON(goType)
-		unmarshal := jsonUnmarshaler(reflect.PointerTo(goType))
-		e.decode = func(data []byte) (any, error) {
-			var v T
-			if err := unmarshal(data, &v); err != nil {
-				return nil, err
-			}
-			return v, nil
-		}
+		exact:   exact,
+		strings: checkStrings,
 	}
 	r.byName[name] = e
 	r.byType[goType] = e

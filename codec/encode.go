@@ -74,10 +74,7 @@ func (r *Registry) encodeValue(v any) (upcast.Raw, *entry, error) {
 		return upcast.Raw{}, nil, &EncodeError{GoType: "nil", Err: fmt.Errorf("%w, of no %w", ErrNilValue, ErrUnregisteredType)}
 	}
 	t := reflect.TypeOf(v)
-	e, ok := r.byType[t]
-	if !ok && t.Kind() == reflect.Pointer {
-		e, ok = r.byType[t.Elem()]
-	}
+	e, ok := r.entryOf(t)
 	if !ok {
 		return upcast.Raw{}, nil, &EncodeError{GoType: t.String(), Err: ErrUnregisteredType}
 	}
@@ -89,6 +86,16 @@ func (r *Registry) encodeValue(v any) (upcast.Raw, *entry, error) {
 		data = []byte{} // stores reject nil data
 	}
 	return upcast.Raw{Type: e.name, Version: e.version, Data: data}, e, nil
+}
+
+// entryOf returns the entry of a value of Go type t: a registered T, or a
+// *T, which encodes as the T it points to.
+func (r *Registry) entryOf(t reflect.Type) (*entry, bool) {
+	e, ok := r.byType[t]
+	if !ok && t.Kind() == reflect.Pointer {
+		e, ok = r.byType[t.Elem()]
+	}
+	return e, ok
 }
 
 // marshal runs the serializer, turning a panic in a custom one (or in a

@@ -34,11 +34,7 @@ func (r *Registry) RoundTrip(v any) (any, bool) {
 	if !r.frozen.Load() || r.setupErr != nil || v == nil {
 		return nil, false
 	}
-	t := reflect.TypeOf(v)
-	e, ok := r.byType[t]
-	if !ok && t.Kind() == reflect.Pointer {
-		e, ok = r.byType[t.Elem()]
-	}
+	e, ok := r.entryOf(reflect.TypeOf(v))
 	if !ok {
 		return nil, false
 	}

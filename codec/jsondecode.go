@@ -31,29 +31,52 @@ func unmarshalJSON(data []byte, v any) error {
 // registered, so that decoding an event does not look its type up again
 // (that lookup was a tenth of decoding a small event).
 func jsonUnmarshaler(t reflect.Type) func(data []byte, v any) error {
-	onV2, known := v2Types.Load(t)
+	u, known := jsonDecoders.Load(t)
 	if !known {
-		onV2, _ = v2Types.LoadOrStore(t, decodesOnV2(t, map[reflect.Type]bool{}))
+		u, _ = jsonDecoders.LoadOrStore(t, chooseUnmarshaler(t))
 	}
-	if onV2.(bool) {
+	return u.(func(data []byte, v any) error)
+}
+
+// chooseUnmarshaler is how values of type t (a pointer) decode with
+// encoding/json's rules: on encoding/json/v2 when t decodes there as on
+// encoding/json, without v2's time.Time unmarshaler when no value of t can
+// hold a time.Time, and with encoding/json otherwise.
+func chooseUnmarshaler(t reflect.Type) func(data []byte, v any) error {
+	switch {
+	case !decodesOnV2(t, map[reflect.Type]bool{}):
+		return json.Unmarshal
+	case mayHoldTime(t, map[reflect.Type]bool{}):
 		return unmarshalV2
 	}
-	return json.Unmarshal
+	return unmarshalV2Timeless
 }
 
 // unmarshalV2 decodes on encoding/json/v2 with encoding/json's rules.
 func unmarshalV2(data []byte, v any) error { return jsonv2.Unmarshal(data, v, decodeLikeV1) }
 
-// v2Types caches decodesOnV2 by type, as encoding/json caches what it
-// knows of a type: a fact about the type, the same for every registry.
-var v2Types sync.Map // reflect.Type -> bool
+// unmarshalV2Timeless is unmarshalV2 for a value that holds no time.Time.
+func unmarshalV2Timeless(data []byte, v any) error {
+	return jsonv2.Unmarshal(data, v, decodeLikeV1Timeless)
+}
+
+// jsonDecoders caches chooseUnmarshaler by type, as encoding/json caches
+// what it knows of a type: a fact about the type, the same for every
+// registry.
+var jsonDecoders sync.Map // reflect.Type -> func(data []byte, v any) error
+
+// decodeLikeV1Timeless are encoding/json's decoding rules on
+// encoding/json/v2, for values that hold no time.Time.
+var decodeLikeV1Timeless = jsonv1.DefaultOptionsV1()
 
 // decodeLikeV1 are encoding/json's decoding rules on encoding/json/v2. A
 // time.Time decodes through its own UnmarshalJSON, given the JSON value as
 // it is, as encoding/json does: v2 would first unescape the string, and
-// accept a time that encoding/json refuses.
+// accept a time that encoding/json refuses. v2 looks that unmarshaler up at
+// every value it decodes, a tenth of decoding a small event, which
+// decodeLikeV1Timeless spares the values it cannot apply to.
 var decodeLikeV1 = jsonv2.JoinOptions(
-	jsonv1.DefaultOptionsV1(),
+	decodeLikeV1Timeless,
 	jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, t *time.Time) error {
 		raw, err := dec.ReadValue()
 		if err != nil {
@@ -62,6 +85,40 @@ var decodeLikeV1 = jsonv2.JoinOptions(
 		return t.UnmarshalJSON(raw)
 	})),
 )
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// mayHoldTime reports whether decoding into a value of type t may decode a
+// time.Time: t is one, or one is in a field, element, key or pointee of t
+// at any depth, or t has an interface at some depth (the value decoded
+// into may hold a pointer to one, which encoding/json fills). A type with
+// its own decoding method is walked like any other: a time.Time that its
+// method decodes instead only keeps the type on decodeLikeV1, which also
+// decodes it right.
+//
+// seen holds the types under way, for recursive types.
+func mayHoldTime(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if t == timeType || t.Kind() == reflect.Interface {
+		return true
+	}
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return mayHoldTime(t.Elem(), seen)
+	case reflect.Map:
+		return mayHoldTime(t.Key(), seen) || mayHoldTime(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if mayHoldTime(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // decodesOnV2 reports whether encoding/json's rules on encoding/json/v2
 // decode every value of t as encoding/json does. They do but for what the

@@ -261,3 +261,53 @@ func TestJSONRefusesWhatEncodingJSONRefusesToDecodeInto(t *testing.T) {
 		require.ErrorAs(t, err, &invalid, "%T", v)
 	}
 }
+
+// Timed holds a time.Time in one of the places a type can hold one.
+type (
+	timeField   struct{ At time.Time }
+	timePointer struct{ At *time.Time }
+	timeNested  struct{ Inner timeField }
+	timeEmbeds  struct{ timePointer }
+	timeList    struct {
+		Name string
+		At   []*[1]time.Time
+	}
+	timeChain struct {
+		At   *time.Time
+		Next *timeChain
+	}
+)
+
+// TestJSONDecodesATimeWhereverATypeHoldsIt: a type that can hold a
+// time.Time at any depth decodes it as encoding/json does (through its
+// UnmarshalJSON, refusing a time with escapes that v2 alone would accept);
+// the serializer leaves that rule out only for types that cannot hold one.
+func TestJSONDecodesATimeWhereverATypeHoldsIt(t *testing.T) {
+	for _, at := range []string{`"2026-01-02T03:04:05Z"`, `"2026-01-02T03:04:05\u005a"`, `"2026-01-02T03:04:05.5+01:00"`, `"x"`, `7`, `null`} {
+		t.Run(at, func(t *testing.T) {
+			decodesLikeEncodingJSON[time.Time](t, []byte(at))
+			decodesLikeEncodingJSON[*time.Time](t, []byte(at))
+			decodesLikeEncodingJSON[timeField](t, []byte(`{"At":`+at+`}`))
+			decodesLikeEncodingJSON[timePointer](t, []byte(`{"At":`+at+`}`))
+			decodesLikeEncodingJSON[timeNested](t, []byte(`{"Inner":{"At":`+at+`}}`))
+			decodesLikeEncodingJSON[timeEmbeds](t, []byte(`{"At":`+at+`}`))
+			decodesLikeEncodingJSON[timeList](t, []byte(`{"Name":"n","At":[[`+at+`],null]}`))
+			decodesLikeEncodingJSON[timeChain](t, []byte(`{"Next":{"Next":{"At":`+at+`}}}`))
+			decodesLikeEncodingJSON[[]time.Time](t, []byte(`[`+at+`]`))
+			decodesLikeEncodingJSON[map[string]time.Time](t, []byte(`{"k":`+at+`}`))
+			decodesLikeEncodingJSON[map[string][2]*time.Time](t, []byte(`{"k":[null,`+at+`]}`))
+
+			// Decoding into a value that already holds a pointer to a
+			// time.Time behind an interface fills that time.
+			var want, got struct{ X any }
+			want.X, got.X = new(time.Time), new(time.Time)
+			data := []byte(`{"X":` + at + `}`)
+			wantErr := json.Unmarshal(data, &want)
+			gotErr := codec.JSON{}.Unmarshal(data, &got)
+			require.Equal(t, wantErr == nil, gotErr == nil, "decoding %s into a held *time.Time: encoding/json says %v, the serializer %v", data, wantErr, gotErr)
+			if wantErr == nil {
+				require.Equal(t, want, got)
+			}
+		})
+	}
+}

@@ -23,47 +23,66 @@ func unmarshalJSON(data []byte, v any) error {
 	if t == nil || t.Kind() != reflect.Pointer || reflect.ValueOf(v).IsNil() {
 		return json.Unmarshal(data, v) // which says what is wrong with v
 	}
-	return jsonUnmarshaler(t)(data, v)
+	return jsonDecodingOf(t).into(data, v)
 }
 
-// jsonUnmarshaler returns unmarshalJSON for a non-nil pointer of type t,
-// decided for t once: a registered type's decoding takes it when the type is
-// registered, so that decoding an event does not look its type up again
-// (that lookup was a tenth of decoding a small event).
-func jsonUnmarshaler(t reflect.Type) func(data []byte, v any) error {
-	u, known := jsonDecoders.Load(t)
+// jsonDecoding is how values of one pointer type decode with encoding/json's
+// rules, decided for the type once: a registered type takes its decoding
+// when it is registered, so that decoding an event does not look its type
+// up again (that lookup was a tenth of decoding a small event).
+type jsonDecoding struct {
+	// into decodes into the value any pointer of the type points to.
+	into func(data []byte, v any) error
+	// fresh decodes into a zero value, with the same outcome as into,
+	// sooner.
+	fresh func(data []byte, v any) error
+}
+
+// jsonDecodingOf returns the decoding of the pointer type t.
+func jsonDecodingOf(t reflect.Type) jsonDecoding {
+	d, known := jsonDecodings.Load(t)
 	if !known {
-		u, _ = jsonDecoders.LoadOrStore(t, chooseUnmarshaler(t))
+		d, _ = jsonDecodings.LoadOrStore(t, chooseJSONDecoding(t))
 	}
-	return u.(func(data []byte, v any) error)
+	return d.(jsonDecoding)
 }
 
-// chooseUnmarshaler is how values of type t (a pointer) decode with
-// encoding/json's rules: on encoding/json/v2 when t decodes there as on
-// encoding/json, without v2's time.Time unmarshaler when no value of t can
-// hold a time.Time, and with encoding/json otherwise.
-func chooseUnmarshaler(t reflect.Type) func(data []byte, v any) error {
-	switch {
-	case !decodesOnV2(t, map[reflect.Type]bool{}):
-		return json.Unmarshal
-	case mayHoldTime(t, map[reflect.Type]bool{}):
-		return unmarshalV2
-	}
-	return unmarshalV2Timeless
-}
-
-// unmarshalV2 decodes on encoding/json/v2 with encoding/json's rules.
-func unmarshalV2(data []byte, v any) error { return jsonv2.Unmarshal(data, v, decodeLikeV1) }
-
-// unmarshalV2Timeless is unmarshalV2 for a value that holds no time.Time.
-func unmarshalV2Timeless(data []byte, v any) error {
-	return jsonv2.Unmarshal(data, v, decodeLikeV1Timeless)
-}
-
-// jsonDecoders caches chooseUnmarshaler by type, as encoding/json caches
+// jsonDecodings caches chooseJSONDecoding by type, as encoding/json caches
 // what it knows of a type: a fact about the type, the same for every
 // registry.
-var jsonDecoders sync.Map // reflect.Type -> func(data []byte, v any) error
+var jsonDecodings sync.Map // reflect.Type -> jsonDecoding
+
+// chooseJSONDecoding is how values of the pointer type t decode: on
+// encoding/json/v2 when t decodes there as on encoding/json, without v2's
+// time.Time unmarshaler when no value of t can hold a time.Time, and with
+// encoding/json otherwise.
+func chooseJSONDecoding(t reflect.Type) jsonDecoding {
+	if !decodesOnV2(t, map[reflect.Type]bool{}) {
+		return jsonDecoding{into: json.Unmarshal, fresh: json.Unmarshal}
+	}
+	rules := decodeLikeV1
+	if !mayHoldTime(t, map[reflect.Type]bool{}) {
+		rules = decodeLikeV1Timeless
+	}
+	strict := jsonv2.JoinOptions(rules, jsonv1.ReportErrorsWithLegacySemantics(false))
+	return jsonDecoding{
+		into: func(data []byte, v any) error { return jsonv2.Unmarshal(data, v, rules) },
+		fresh: func(data []byte, v any) error {
+			// Where encoding/json's rules with v2's error reporting decode
+			// data, encoding/json's own reporting decodes the same value
+			// (it differs only in what it refuses and how it says so):
+			// the stricter decoding goes first, for it does not check the
+			// whole input's syntax before decoding, a sixth of decoding a
+			// small event. What it refuses is decoded again, from zero,
+			// for encoding/json's outcome and error.
+			if jsonv2.Unmarshal(data, v, strict) == nil {
+				return nil
+			}
+			reflect.ValueOf(v).Elem().SetZero()
+			return jsonv2.Unmarshal(data, v, rules)
+		},
+	}
+}
 
 // decodeLikeV1Timeless are encoding/json's decoding rules on
 // encoding/json/v2, for values that hold no time.Time.

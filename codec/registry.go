@@ -133,7 +133,7 @@ func Register[T any](r *Registry, name string, version uint32) error {
 	case JSON, *JSON:
 		exact, checkStrings = exactJSON(goType)
 		// Which decoder the type takes is decided now, not at every decode.
-		unmarshal = jsonUnmarshaler(reflect.PointerTo(goType))
+		unmarshal = jsonDecodingOf(reflect.PointerTo(goType)).fresh // decode's v is new
 	}
 	e := &entry{
 		name:    name,

@@ -64,9 +64,13 @@ func chooseJSONDecoding(t reflect.Type) jsonDecoding {
 	if !mayHoldTime(t, map[reflect.Type]bool{}) {
 		rules = decodeLikeV1Timeless
 	}
+	into := func(data []byte, v any) error { return jsonv2.Unmarshal(data, v, rules) }
+	if callsOwnMethods(t, map[reflect.Type]bool{}) {
+		return jsonDecoding{into: into, fresh: into}
+	}
 	strict := jsonv2.JoinOptions(rules, jsonv1.ReportErrorsWithLegacySemantics(false))
 	return jsonDecoding{
-		into: func(data []byte, v any) error { return jsonv2.Unmarshal(data, v, rules) },
+		into: into,
 		fresh: func(data []byte, v any) error {
 			// Where encoding/json's rules with v2's error reporting decode
 			// data, encoding/json's own reporting decodes the same value
@@ -74,7 +78,8 @@ func chooseJSONDecoding(t reflect.Type) jsonDecoding {
 			// the stricter decoding goes first, for it does not check the
 			// whole input's syntax before decoding, a sixth of decoding a
 			// small event. What it refuses is decoded again, from zero,
-			// for encoding/json's outcome and error.
+			// for encoding/json's outcome and error. Nothing can tell the
+			// first pass happened: t calls no method of its own.
 			if jsonv2.Unmarshal(data, v, strict) == nil {
 				return nil
 			}
@@ -82,6 +87,45 @@ func chooseJSONDecoding(t reflect.Type) jsonDecoding {
 			return jsonv2.Unmarshal(data, v, rules)
 		},
 	}
+}
+
+// callsOwnMethods reports whether decoding into a zero value of type t may
+// call a decoding method (UnmarshalJSON, UnmarshalText) of a type other
+// than those of pureDecoders, at any depth. Such a method may count its
+// calls, keep or change the bytes it is given, or panic on what
+// encoding/json would refuse for its syntax before calling it: decoding
+// it twice, or before the syntax is checked, could be seen.
+//
+// seen holds the types under way, for recursive types.
+func callsOwnMethods(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if pureDecoders[t] || seen[t] {
+		return false
+	}
+	seen[t] = true
+	if hasMethod(t, "UnmarshalJSON", "UnmarshalText") {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return callsOwnMethods(t.Elem(), seen)
+	case reflect.Map:
+		return callsOwnMethods(t.Key(), seen) || callsOwnMethods(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if callsOwnMethods(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false // an interface in a zero value is nil, decoded as JSON's own kinds
+}
+
+// pureDecoders are the types whose decoding methods keep nothing of their
+// input, change none of it and touch nothing but their value: the
+// standard library's that events commonly hold.
+var pureDecoders = map[reflect.Type]bool{
+	timeType:                           true,
+	reflect.TypeFor[json.RawMessage](): true,
 }
 
 // decodeLikeV1Timeless are encoding/json's decoding rules on
@@ -150,7 +194,8 @@ func mayHoldTime(t reflect.Type, seen map[reflect.Type]bool) bool {
 //     field's name) or a tag option it does not know (v2 knows more:
 //     inline, unknown, format, case);
 //   - a map whose keys encoding/json cannot decode (floats, booleans, ...),
-//     which v2 decodes.
+//     which v2 decodes, or whose key type has its own UnmarshalJSON, which
+//     encoding/json calls with the quoted key where v2 calls UnmarshalText.
 //
 // seen holds the types under way, for recursive types.
 func decodesOnV2(t reflect.Type, seen map[reflect.Type]bool) bool {
@@ -168,6 +213,12 @@ func decodesOnV2(t reflect.Type, seen map[reflect.Type]bool) bool {
 	case reflect.Pointer, reflect.Slice, reflect.Array:
 		return decodesOnV2(t.Elem(), seen)
 	case reflect.Map:
+		// encoding/json decodes a key that unmarshals text with its
+		// UnmarshalJSON when it has one too, given the quoted key; v2
+		// calls UnmarshalText.
+		if hasMethod(t.Key(), "UnmarshalJSON") {
+			return false
+		}
 		return mapKeyDecodes(t.Key()) && decodesOnV2(t.Key(), seen) && decodesOnV2(t.Elem(), seen)
 	case reflect.Struct:
 		for i := range t.NumField() {

@@ -61,11 +61,11 @@ func chooseJSONDecoding(t reflect.Type) jsonDecoding {
 		return jsonDecoding{into: json.Unmarshal, fresh: json.Unmarshal}
 	}
 	rules := decodeLikeV1
-	if !mayHoldTime(t, map[reflect.Type]bool{}) {
+	if !mayHoldTime(t) {
 		rules = decodeLikeV1Timeless
 	}
 	into := func(data []byte, v any) error { return jsonv2.Unmarshal(data, v, rules) }
-	if callsOwnMethods(t, map[reflect.Type]bool{}) {
+	if callsOwnMethods(t) {
 		return jsonDecoding{into: into, fresh: into}
 	}
 	strict := jsonv2.JoinOptions(rules, jsonv1.ReportErrorsWithLegacySemantics(false))
@@ -94,30 +94,12 @@ func chooseJSONDecoding(t reflect.Type) jsonDecoding {
 // than those of pureDecoders, at any depth. Such a method may count its
 // calls, keep or change the bytes it is given, or panic on what
 // encoding/json would refuse for its syntax before calling it: decoding
-// it twice, or before the syntax is checked, could be seen.
-//
-// seen holds the types under way, for recursive types.
-func callsOwnMethods(t reflect.Type, seen map[reflect.Type]bool) bool {
-	if pureDecoders[t] || seen[t] {
-		return false
-	}
-	seen[t] = true
-	if hasMethod(t, "UnmarshalJSON", "UnmarshalText") {
-		return true
-	}
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array:
-		return callsOwnMethods(t.Elem(), seen)
-	case reflect.Map:
-		return callsOwnMethods(t.Key(), seen) || callsOwnMethods(t.Elem(), seen)
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if callsOwnMethods(t.Field(i).Type, seen) {
-				return true
-			}
-		}
-	}
-	return false // an interface in a zero value is nil, decoded as JSON's own kinds
+// it twice, or before the syntax is checked, could be seen. (An interface
+// in a zero value is nil, and decodes as JSON's own kinds.)
+func callsOwnMethods(t reflect.Type) bool {
+	return holds(t, map[reflect.Type]bool{}, func(t reflect.Type) bool {
+		return hasMethod(t, "UnmarshalJSON", "UnmarshalText")
+	}, pureDecoders)
 }
 
 // pureDecoders are the types whose decoding methods keep nothing of their
@@ -158,24 +140,33 @@ var timeType = reflect.TypeFor[time.Time]()
 // its own decoding method is walked like any other: a time.Time that its
 // method decodes instead only keeps the type on decodeLikeV1, which also
 // decodes it right.
+func mayHoldTime(t reflect.Type) bool {
+	return holds(t, map[reflect.Type]bool{}, func(t reflect.Type) bool {
+		return t == timeType || t.Kind() == reflect.Interface
+	}, nil)
+}
+
+// holds reports whether t, or a type in a field, element, key or pointee
+// of t at any depth, is one that is reports, not looking into the types
+// in skip.
 //
 // seen holds the types under way, for recursive types.
-func mayHoldTime(t reflect.Type, seen map[reflect.Type]bool) bool {
-	if t == timeType || t.Kind() == reflect.Interface {
-		return true
-	}
-	if seen[t] {
+func holds(t reflect.Type, seen map[reflect.Type]bool, is func(reflect.Type) bool, skip map[reflect.Type]bool) bool {
+	if skip[t] || seen[t] {
 		return false
 	}
 	seen[t] = true
+	if is(t) {
+		return true
+	}
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Array:
-		return mayHoldTime(t.Elem(), seen)
+		return holds(t.Elem(), seen, is, skip)
 	case reflect.Map:
-		return mayHoldTime(t.Key(), seen) || mayHoldTime(t.Elem(), seen)
+		return holds(t.Key(), seen, is, skip) || holds(t.Elem(), seen, is, skip)
 	case reflect.Struct:
 		for i := range t.NumField() {
-			if mayHoldTime(t.Field(i).Type, seen) {
+			if holds(t.Field(i).Type, seen, is, skip) {
 				return true
 			}
 		}

@@ -56,33 +56,16 @@ var rvFuzzValues = []string{`null`, `true`, `0`, `-0`, `1`, `1.5`, `1e2`, `300`,
 	`"true"`, `"null"`, `"x"`, `""`, `"AQID"`, `"AQ\nID"`, `"\u0041QID"`, `"2026-01-02T03:04:05Z"`, `"2026-01-02T03:04:05.5+01:00"`,
 	`[]`, `[1,2]`, `[1,"a"]`, `{}`, `{"Name":"x"}`, `"\ud800"`, "\"\xff\"", ` [ 1 , 2 ] `, `"\u00e9"`}
 
+// rvFuzzDoc writes a random document of rvFuzzNames and rvFuzzValues.
 func rvFuzzDoc(r *rand.Rand, depth int) string {
-	if depth > 2 || r.IntN(3) == 0 {
-		return rvFuzzValues[r.IntN(len(rvFuzzValues))]
-	}
-	if r.IntN(4) == 0 {
-		s := "["
-		for i := range r.IntN(3) {
-			if i > 0 {
-				s += ","
+	return randomDoc{names: rvFuzzNames, values: rvFuzzValues, maxDepth: 2, leafOdds: 3, arrayOdds: 4, members: 5,
+		quote: func(name string) string {
+			if name == "Nam\xff" {
+				return "\"Nam\xff\"" // invalid UTF-8 as it is, not escaped
 			}
-			s += rvFuzzDoc(r, depth+1)
-		}
-		return s + "]"
-	}
-	s := "{"
-	for i := range r.IntN(5) {
-		if i > 0 {
-			s += ","
-		}
-		name := rvFuzzNames[r.IntN(len(rvFuzzNames))]
-		b, _ := json.Marshal(name)
-		if name == "Nam\xff" {
-			b = []byte("\"Nam\xff\"")
-		}
-		s += string(b) + ":" + rvFuzzDoc(r, depth+1)
-	}
-	return s + "}"
+			b, _ := json.Marshal(name)
+			return string(b)
+		}}.write(r, depth)
 }
 
 func rvDecodeAll(t *testing.T, data []byte) {

@@ -557,28 +557,9 @@ var s9Values = []string{`null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `1.5`, `1
 	`"2026-01-02T03:04:05Z"`, `"2026-01-02T03:04:05\u005a"`, `"1s"`, `"[1]"`, `"{}"`, `[]`, `[1,2]`, `[1,2,3]`, `["1"]`,
 	`[null]`, `{}`, `{"N":1}`, `{"1":"a"}`, `{"-1":"a"}`, `{"200":"a"}`, `{"a":1}`, `{"2026-01-02T03:04:05Z":1}`, `"\ud800"`, "\"\xff\""}
 
+// s9Doc writes a random document of s9Names and s9Values.
 func s9Doc(r *rand.Rand, depth int) string {
-	if depth > 3 || r.IntN(4) == 0 {
-		return s9Values[r.IntN(len(s9Values))]
-	}
-	if r.IntN(5) == 0 {
-		s := "["
-		for i := range r.IntN(3) {
-			if i > 0 {
-				s += ","
-			}
-			s += s9Doc(r, depth+1)
-		}
-		return s + "]"
-	}
-	s := "{"
-	for i := range r.IntN(6) {
-		if i > 0 {
-			s += ","
-		}
-		s += strconv.Quote(s9Names[r.IntN(len(s9Names))]) + ":" + s9Doc(r, depth+1)
-	}
-	return s + "}"
+	return randomDoc{names: s9Names, values: s9Values, maxDepth: 3, leafOdds: 4, arrayOdds: 5, members: 6, quote: strconv.Quote}.write(r, depth)
 }
 
 func s9DecodeAll(t *testing.T, data []byte) {

@@ -55,7 +55,8 @@ var jsonDecodings sync.Map // reflect.Type -> jsonDecoding
 // chooseJSONDecoding is how values of the pointer type t decode: on
 // encoding/json/v2 when t decodes there as on encoding/json, without v2's
 // time.Time unmarshaler when no value of t can hold a time.Time, and with
-// encoding/json otherwise.
+// encoding/json otherwise; into a zero value first with v2's error
+// reporting when decoding t calls no method of its own (fresh, below).
 func chooseJSONDecoding(t reflect.Type) jsonDecoding {
 	if !decodesOnV2(t, map[reflect.Type]bool{}) {
 		return jsonDecoding{into: json.Unmarshal, fresh: json.Unmarshal}
@@ -185,8 +186,9 @@ func holds(t reflect.Type, seen map[reflect.Type]bool, is func(reflect.Type) boo
 //     field's name) or a tag option it does not know (v2 knows more:
 //     inline, unknown, format, case);
 //   - a map whose keys encoding/json cannot decode (floats, booleans, ...),
-//     which v2 decodes, or whose key type has its own UnmarshalJSON, which
-//     encoding/json calls with the quoted key where v2 calls UnmarshalText.
+//     which v2 decodes, or whose key type has its own UnmarshalJSON
+//     (encoding/json calls it, given the quoted key, on a key that also
+//     unmarshals text; v2 calls UnmarshalText).
 //
 // seen holds the types under way, for recursive types.
 func decodesOnV2(t reflect.Type, seen map[reflect.Type]bool) bool {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 // The JSON serializer decodes with encoding/json's rules on encoding/json/v2
@@ -246,6 +247,7 @@ func (g *jsonGen) value(depth int) {
 // TestJSONDecodesLikeEncodingJSON decodes random documents into every kind
 // of target with both decoders (fixed seeds: a failure repeats).
 func TestJSONDecodesLikeEncodingJSON(t *testing.T) {
+	race.Outside(t) // thousands of decodes from one goroutine
 	docs := 20000
 	if testing.Short() {
 		docs = 2000

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 // rvFuzz holds the kinds the differential corner test found no difference
@@ -77,6 +79,7 @@ func rvDecodeAll(t *testing.T, data []byte) {
 }
 
 func TestReviewS2DecodeRandomDocs(t *testing.T) {
+	race.Outside(t) // thousands of decodes from one goroutine
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 20000 {
 		d := "{" + `"ptr":` + rvFuzzDoc(r, 0) + "," + rvFuzzDoc(r, 0)[1:]

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 // Review (S9) of f8ad91b (a type that cannot hold a time.Time decodes
@@ -579,6 +580,7 @@ func s9DecodeAll(t *testing.T, data []byte) {
 // TestReviewS9MixedDocs decodes random documents, many of which a6a71a4's
 // strict pass refuses, into s9Mix and s9MixTimed (fixed seed).
 func TestReviewS9MixedDocs(t *testing.T) {
+	race.Outside(t) // thousands of decodes from one goroutine
 	n := 20000
 	if testing.Short() {
 		n = 2000

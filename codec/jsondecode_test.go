@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/codec"
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
@@ -94,51 +92,6 @@ func (c *Custom) UnmarshalJSON(b []byte) error {
 	}
 	c.Len = len(b)
 	return nil
-}
-
-// decodesLikeEncodingJSON decodes data into a new T with encoding/json,
-// with the JSON serializer, and as a registered event type when T can be
-// one (a registry decodes into a zero value, which takes a faster way: see
-// jsonDecoding), and requires the same outcome of all.
-func decodesLikeEncodingJSON[T any](t *testing.T, data []byte) {
-	t.Helper()
-	var want, got T
-	wantErr := json.Unmarshal(data, &want)
-	gotErr := codec.JSON{}.Unmarshal(data, &got)
-	if wantErr != nil {
-		require.Error(t, gotErr, "encoding/json refuses %q into %T (%v)", data, want, wantErr)
-	} else {
-		require.NoError(t, gotErr, "encoding/json decodes %q into %T", data, want)
-		require.Equal(t, want, got, "decoding %q into %T", data, want)
-	}
-	reg := registryOf[T](t)
-	if reg == nil {
-		return
-	}
-	decoded, _, regErr := reg.DecodeCurrent(&eventstore.Event{EventData: eventstore.EventData{Type: "decoded", SchemaVersion: 1, Data: data}})
-	if wantErr != nil {
-		require.ErrorIs(t, regErr, codec.ErrUndecodable, "encoding/json refuses %q into %T (%v)", data, want, wantErr)
-		return
-	}
-	require.NoError(t, regErr, "encoding/json decodes %q into %T", data, want)
-	require.Equal(t, want, decoded, "decoding %q as a registered %T", data, want)
-}
-
-// registries holds a registry per Go type that registers as "decoded" v1,
-// and nil for one that cannot register (any, for one).
-var registries = map[reflect.Type]*codec.Registry{}
-
-func registryOf[T any](t *testing.T) *codec.Registry {
-	typ := reflect.TypeFor[T]()
-	reg, ok := registries[typ]
-	if !ok {
-		reg = codec.NewRegistry(codec.Options{})
-		if err := codec.Register[T](reg, "decoded", 1); err != nil {
-			reg = nil
-		}
-		registries[typ] = reg
-	}
-	return reg
 }
 
 // decodeEveryTarget decodes data into every kind of target.

@@ -86,26 +86,3 @@ func TestReviewS2RoundTripIsExactOnNewDecoder(t *testing.T) {
 		require.True(t, bitsEqual(reflect.ValueOf(v), reflect.ValueOf(std)), "encoding/json: %s\nin:  %#v\nout: %#v", data, v, std)
 	}
 }
-
-// bitsEqual is reflect.DeepEqual with floats compared bit for bit.
-func bitsEqual(a, b reflect.Value) bool {
-	switch a.Kind() {
-	case reflect.Float32, reflect.Float64:
-		return math.Float64bits(a.Float()) == math.Float64bits(b.Float())
-	case reflect.Struct:
-		for i := range a.NumField() {
-			if !bitsEqual(a.Field(i), b.Field(i)) {
-				return false
-			}
-		}
-		return true
-	case reflect.Array:
-		for i := range a.Len() {
-			if !bitsEqual(a.Index(i), b.Index(i)) {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(a.Interface(), b.Interface())
-}

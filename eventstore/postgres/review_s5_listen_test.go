@@ -20,7 +20,13 @@ import (
 
 // Review s5: attacks on "NOTIFY only while another store listens".
 
-const reviewS5Deliver = time.Second // "well under a second", generously
+// reviewS5Deliver bounds how long a subscriber that polls hourly may take
+// to see an append: what is checked is that a wake-up reaches it at all
+// (one lost would leave it an hour). Deliveries take milliseconds; one
+// took over a second under the race detector in a CI run on a loaded
+// machine, which a latency bound here would call a failure: speed is for
+// the benchmarks to measure.
+const reviewS5Deliver = 5 * time.Second
 
 func reviewS5Quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -95,8 +101,9 @@ func TestReviewS5_AlwaysNotifyReachesAPlainListener(t *testing.T) {
 	}
 }
 
-// TestReviewS5_Interleavings: a subscriber of store B (hourly poll) sees
-// every append of store A within a second, whatever the order.
+// TestReviewS5_Interleavings: a subscriber of store B (hourly poll) is
+// woken for every append of store A, whatever the order (within
+// reviewS5Deliver; in milliseconds on a quiet machine).
 func TestReviewS5_Interleavings(t *testing.T) {
 	for _, delay := range []time.Duration{300 * time.Millisecond, 1100 * time.Millisecond} {
 		t.Run(fmt.Sprint("listener-after-first-append-", delay), func(t *testing.T) {

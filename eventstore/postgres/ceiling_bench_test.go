@@ -127,6 +127,34 @@ func (w *ceilingWorld) get(ctx context.Context, raw bool, stream string) (int, e
 	return n, nil
 }
 
+// save is one op of the save workload on a new stream: through the
+// framework when f is set, the store's or raw pgx's read and insert
+// otherwise.
+func (w *ceilingWorld) save(ctx context.Context, f *ceilingFramework, raw bool) error {
+	stream := w.stream()
+	if f != nil {
+		return f.save(ctx, strings.TrimPrefix(stream, "ceiling-"))
+	}
+	if n, err := w.get(ctx, raw, stream); err != nil || n != 0 {
+		return fmt.Errorf("read %d events of a new stream: %v", n, err)
+	}
+	return w.put(ctx, raw, stream, 0)
+}
+
+// cmd10 is one op of the cmd10 workload on stream, which has 10 events:
+// a command through the framework when f is set, the store's or raw
+// pgx's read and insert otherwise.
+func (w *ceilingWorld) cmd10(ctx context.Context, f *ceilingFramework, raw bool, stream string) error {
+	if f != nil {
+		return f.command(ctx, strings.TrimPrefix(stream, "ceiling-"))
+	}
+	n, err := w.get(ctx, raw, stream)
+	if err != nil || n != 10 {
+		return fmt.Errorf("read %d events of a 10-event stream: %v", n, err)
+	}
+	return w.put(ctx, raw, stream, uint64(n))
+}
+
 // seed writes n streams of length events each, through the store.
 func (w *ceilingWorld) seed(b *testing.B, n, length int) []string {
 	streams := make([]string, n)
@@ -165,16 +193,7 @@ func benchCeiling(b *testing.B, workload, via string) {
 	case "save":
 		b.ResetTimer()
 		for range b.N {
-			stream := w.stream()
-			var err error
-			if f != nil {
-				err = f.save(ctx, strings.TrimPrefix(stream, "ceiling-"))
-			} else if n, rerr := w.get(ctx, raw, stream); rerr != nil || n != 0 {
-				b.Fatalf("read %d events of a new stream: %v", n, rerr)
-			} else {
-				err = w.put(ctx, raw, stream, 0)
-			}
-			if err != nil {
+			if err := w.save(ctx, f, raw); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -224,18 +243,7 @@ func benchCeiling(b *testing.B, workload, via string) {
 				serverSeeding += st2 - st
 				b.StartTimer()
 			}
-			stream := streams[i%256]
-			if f != nil {
-				if err := f.command(ctx, strings.TrimPrefix(stream, "ceiling-")); err != nil {
-					b.Fatal(err)
-				}
-				continue
-			}
-			n, err := w.get(ctx, raw, stream)
-			if err != nil || n != 10 {
-				b.Fatalf("read %d events, %v", n, err)
-			}
-			if err := w.put(ctx, raw, stream, uint64(n)); err != nil {
+			if err := w.cmd10(ctx, f, raw, streams[i%256]); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/cairn-es/cairn/aggregate"
 	"github.com/cairn-es/cairn/codec"
 	"github.com/cairn-es/cairn/command"
-	"github.com/cairn-es/cairn/eventstore/postgres"
+	"github.com/cairn-es/cairn/eventstore"
 )
 
 // The peers harness's account, so that the ceiling benchmark can run the
@@ -55,7 +55,7 @@ type ceilingFramework struct {
 	ids  int
 }
 
-func newCeilingFramework(b *testing.B, s *postgres.Store) *ceilingFramework {
+func newCeilingFramework(b *testing.B, s eventstore.Store) *ceilingFramework {
 	reg := codec.NewRegistry(codec.Options{})
 	if err := codec.Register[ceilingDeposited](reg, "account.deposited", 1); err != nil {
 		b.Fatal(err)

@@ -12,18 +12,25 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/eventstore"
 )
 
 // unmarshalJSON decodes data into v (a pointer) with encoding/json's rules:
 // on encoding/json/v2 when every value of v's type decodes there as
 // encoding/json decodes it (see decodesOnV2), with encoding/json itself
-// otherwise.
+// otherwise; into a zero value the quicker way a registry decodes.
 func unmarshalJSON(data []byte, v any) error {
 	t := reflect.TypeOf(v)
 	if t == nil || t.Kind() != reflect.Pointer || reflect.ValueOf(v).IsNil() {
 		return json.Unmarshal(data, v) // which says what is wrong with v
 	}
-	return jsonDecodingOf(t).into(data, v)
+	d := jsonDecodingOf(t)
+	if reflect.ValueOf(v).Elem().IsZero() {
+		return d.fresh(data, v) // the target is new: see jsonDecoding
+	}
+	return d.into(data, v)
 }
 
 // jsonDecoding is how values of one pointer type decode with encoding/json's
@@ -96,19 +103,25 @@ func chooseJSONDecoding(t reflect.Type) jsonDecoding {
 // calls, keep or change the bytes it is given, or panic on what
 // encoding/json would refuse for its syntax before calling it: decoding
 // it twice, or before the syntax is checked, could be seen. (An interface
-// in a zero value is nil, and decodes as JSON's own kinds.)
+// in a zero value is nil, and decodes as JSON's own kinds.) A pointer has
+// no methods of its own: those it shows are its pointee's, which the walk
+// looks at next (and passes over when they are pure).
 func callsOwnMethods(t reflect.Type) bool {
 	return holds(t, map[reflect.Type]bool{}, func(t reflect.Type) bool {
-		return hasMethod(t, "UnmarshalJSON", "UnmarshalText")
+		return t.Kind() != reflect.Pointer && hasMethod(t, "UnmarshalJSON", "UnmarshalText")
 	}, pureDecoders)
 }
 
 // pureDecoders are the types whose decoding methods keep nothing of their
-// input, change none of it and touch nothing but their value: the
-// standard library's that events commonly hold.
+// input, change none of it, touch nothing but their value and never
+// panic: those of the standard library and of this project's dependencies
+// that events commonly hold, and the store position (saga records hold
+// both it and event IDs).
 var pureDecoders = map[reflect.Type]bool{
-	timeType:                           true,
-	reflect.TypeFor[json.RawMessage](): true,
+	timeType:                               true,
+	reflect.TypeFor[json.RawMessage]():     true,
+	reflect.TypeFor[uuid.UUID]():           true,
+	reflect.TypeFor[eventstore.Position](): true,
 }
 
 // decodeLikeV1Timeless are encoding/json's decoding rules on

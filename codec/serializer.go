@@ -24,10 +24,11 @@ type Serializer interface {
 // refuses what it refuses (only the text of an error differs): codec's
 // tests hold the two to that on every kind of value a type can hold, and
 // fuzz them. The few types whose values v2 would decode otherwise (see
-// decodesOnV2) are decoded by encoding/json. A [Registry] decodes a
-// registered type, always into a new value, a quicker way when its
-// decoding calls no method of the type's own, with the same outcome (see
-// chooseJSONDecoding).
+// decodesOnV2) are decoded by encoding/json. A zero value (as a [Registry]
+// always decodes into) decodes a quicker way when its decoding calls no
+// method of the type's own, nor of a type outside the few whose methods are
+// known to keep and change nothing (time.Time, json.RawMessage, uuid.UUID,
+// eventstore.Position), with the same outcome (see chooseJSONDecoding).
 type JSON struct{}
 
 // Marshal implements [Serializer] with [json.Marshal].

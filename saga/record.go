@@ -210,7 +210,7 @@ func decodeRecord(e eventstore.Event) (*record, error) {
 		// loading an instance, scanning for deadlines and explaining one
 		// decode records, which carry the state and payloads as base64
 		// (three quarters of the tab simulation's CPU went to
-		// encoding/json here; a quarter less in all on the codec's).
+		// encoding/json here; 40% less in all on the codec's).
 		var r record
 		if err := (codec.JSON{}).Unmarshal(e.Data, &r); err != nil {
 			return nil, corrupt(e.StreamID, e.Version, "undecodable step record", err)

@@ -117,6 +117,9 @@ func bitsEqual(a, b reflect.Value) bool {
 	switch a.Kind() {
 	case reflect.Float32, reflect.Float64:
 		return math.Float64bits(a.Float()) == math.Float64bits(b.Float())
+	case reflect.Complex64, reflect.Complex128:
+		x, y := a.Complex(), b.Complex()
+		return math.Float64bits(real(x)) == math.Float64bits(real(y)) && math.Float64bits(imag(x)) == math.Float64bits(imag(y))
 	case reflect.Struct:
 		for i := range a.NumField() {
 			if !bitsEqual(a.Field(i), b.Field(i)) {
@@ -167,8 +170,6 @@ func bitsEqual(a, b reflect.Value) bool {
 		return a.String() == b.String()
 	case reflect.Bool:
 		return a.Bool() == b.Bool()
-	case reflect.Complex64, reflect.Complex128:
-		return a.Complex() == b.Complex()
 	}
 	panic("bitsEqual: " + a.Kind().String())
 }

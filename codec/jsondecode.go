@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -27,10 +28,24 @@ func unmarshalJSON(data []byte, v any) error {
 		return json.Unmarshal(data, v) // which says what is wrong with v
 	}
 	d := jsonDecodingOf(t)
-	if reflect.ValueOf(v).Elem().IsZero() {
+	if p := reflect.ValueOf(v); zeroBits(p.UnsafePointer(), t.Elem().Size()) {
 		return d.fresh(data, v) // the target is new: see jsonDecoding
 	}
 	return d.into(data, v)
+}
+
+// zeroBits reports whether the size bytes at p are all zero, which makes
+// the value there its type's zero value bit for bit, as fresh requires: it
+// may reset the value to zero and decode again, and a value that only
+// compares equal to zero would then change where encoding/json leaves it
+// as it was (reflect's IsZero takes a -0 float for zero).
+func zeroBits(p unsafe.Pointer, size uintptr) bool {
+	for _, b := range unsafe.Slice((*byte)(p), size) {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonDecoding is how values of one pointer type decode with encoding/json's

@@ -64,9 +64,9 @@ func idDoc(r *rand.Rand) string {
 }
 
 // TestPureDecodersDecodeLikeEncodingJSON decodes random documents of IDs
-// and positions, whole and cut short or trailed by garbage (syntax that
-// encoding/json refuses before calling any method), into withIDs, a slice
-// and a map of it (fixed seed).
+// and positions, whole and broken (cut short or trailed by garbage: syntax
+// that encoding/json refuses before calling any method), into withIDs, a
+// slice and a map of it (fixed seed).
 func TestPureDecodersDecodeLikeEncodingJSON(t *testing.T) {
 	race.Outside(t) // thousands of decodes from one goroutine
 	n := 6000
@@ -76,7 +76,7 @@ func TestPureDecodersDecodeLikeEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(10, 28))
 	for range n {
 		doc := idDoc(r)
-		for _, data := range []string{doc, doc[:r.IntN(len(doc)+1)], doc + "x", doc + ",", "[" + doc + "]", `{"a":` + doc + `}`} {
+		for _, data := range broken(r, doc) {
 			decodesLikeEncodingJSON[withIDs](t, []byte(data))
 			decodesLikeEncodingJSON[[]withIDs](t, []byte(data))
 			decodesLikeEncodingJSON[map[string]withIDs](t, []byte(data))

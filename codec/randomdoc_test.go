@@ -36,3 +36,11 @@ func (g randomDoc) write(r *rand.Rand, depth int) string {
 	}
 	return s + "}"
 }
+
+// broken returns doc and the ways the differential tests break a document
+// around it: cut short at random, trailed by garbage or a comma (syntax
+// that encoding/json refuses before it decodes anything), padded with
+// spaces, and nested in an array and in an object.
+func broken(r *rand.Rand, doc string) []string {
+	return []string{doc, doc[:r.IntN(len(doc)+1)], doc + "x", doc + ",", " " + doc + " ", "[" + doc + "]", `{"a":` + doc + `}`}
+}

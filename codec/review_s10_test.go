@@ -82,8 +82,11 @@ func TestReviewS10NegativeZeroTargetIsReset(t *testing.T) {
 	})
 }
 
-// Saga step records (740d00e): a copy of saga's unexported record type,
-// with the same field types and tags, decoded by random documents.
+// Saga step records (740d00e): a copy of saga's unexported record type
+// (saga/record.go, as of d550c63), with the same field types and tags,
+// decoded by random documents. A fixture, not logic: the codec cannot see
+// saga's types, and what is held is that such a type decodes like
+// encoding/json.
 
 type s10Record struct {
 	Handled     s10Cause               `json:"handled"`
@@ -202,14 +205,14 @@ func s10Doc(r *rand.Rand) string {
 // step record type (fixed seed): held.
 func TestReviewS10RecordDocs(t *testing.T) {
 	race.Outside(t) // thousands of decodes from one goroutine
-	n := 20000
+	n := 12000
 	if testing.Short() {
-		n = 2000
+		n = 1200
 	}
 	r := rand.New(rand.NewPCG(10, 10))
 	for range n {
 		doc := s10Doc(r)
-		for _, data := range []string{doc, doc[:r.IntN(len(doc)+1)], doc + "x", " " + doc + " "} {
+		for _, data := range broken(r, doc) {
 			if d := decodeOutcomes[s10Record](t, []byte(data), nil) + decodeOutcomes[s10Envelope](t, []byte(data), nil) +
 				decodeOutcomes[[]s10Deadline](t, []byte(data), nil); d != "" {
 				t.Fatal(d)

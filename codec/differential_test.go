@@ -28,6 +28,24 @@ func decodesLikeEncodingJSON[T any](t *testing.T, data []byte) {
 	}
 }
 
+// decodesIntoLikeEncodingJSON requires data to decode into the value mk
+// makes (one that may already hold something) as encoding/json decodes
+// into another such value: the same outcome, and where both decode, the
+// same value bit for bit.
+func decodesIntoLikeEncodingJSON[T any](t *testing.T, mk func() T, data string) {
+	t.Helper()
+	want, got := mk(), mk()
+	wantErr := json.Unmarshal([]byte(data), &want)
+	gotErr := codec.JSON{}.Unmarshal([]byte(data), &got)
+	if (wantErr == nil) != (gotErr == nil) {
+		t.Errorf("%s into %T: encoding/json %v, codec %v", data, want, wantErr, gotErr)
+		return
+	}
+	if wantErr == nil && !bitsEqual(reflect.ValueOf(&want).Elem(), reflect.ValueOf(&got).Elem()) {
+		t.Errorf("%s into %T:\nencoding/json %#v\ncodec         %#v", data, want, want, got)
+	}
+}
+
 // decodeOutcomes describes every way the codec's decodings of data into a
 // new T differ from encoding/json's ("" if none). before runs before each
 // decoding (to reset what a stateful method keeps). Each decoding is given

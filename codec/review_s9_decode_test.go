@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -209,22 +208,6 @@ type s9DeepObj struct {
 	F func()     `json:"f"`
 }
 
-// s9NonZero requires codec.JSON{}.Unmarshal into mk() to decode as
-// encoding/json into another mk().
-func s9NonZero[T any](t *testing.T, mk func() T, data string) {
-	t.Helper()
-	want, got := mk(), mk()
-	wantErr := json.Unmarshal([]byte(data), &want)
-	gotErr := codec.JSON{}.Unmarshal([]byte(data), &got)
-	if (wantErr == nil) != (gotErr == nil) {
-		t.Errorf("%s into %T: encoding/json %v, codec %v", data, want, wantErr, gotErr)
-		return
-	}
-	if wantErr == nil && !bitsEqual(reflect.ValueOf(&want).Elem(), reflect.ValueOf(&got).Elem()) {
-		t.Errorf("%s into %T:\nencoding/json %#v\ncodec         %#v", data, want, want, got)
-	}
-}
-
 type s9El struct {
 	A, B int
 	P    *int
@@ -283,30 +266,30 @@ func TestReviewS9NonZeroTargets(t *testing.T) {
 		`{"P":{"P":null,"M":{"z":1},"S":[9]}}`, `{"P":{"S":null,"M":null}}`, `{"I":{"P":1}}`,
 		`{"L":[{"S":[5]},{"S":[]}]}`, `{"I":"x"}`, `{"P":5}`, `{"L":[1]}`, `{"M":{"a":1}}`,
 	} {
-		s9NonZero(t, mk, d)
+		decodesIntoLikeEncodingJSON(t, mk, d)
 	}
 	for _, d := range []string{`{"X":1}`, `{"X":1,"Z":2}`, `{"Z":2}`, `null`, `{"X":null}`} {
-		s9NonZero(t, func() s9Outer { return s9Outer{s9inner: &s9inner{X: 3, Y: 4}, Z: 5} }, d)
-		s9NonZero(t, func() s9Outer { return s9Outer{} }, d)
+		decodesIntoLikeEncodingJSON(t, func() s9Outer { return s9Outer{s9inner: &s9inner{X: 3, Y: 4}, Z: 5} }, d)
+		decodesIntoLikeEncodingJSON(t, func() s9Outer { return s9Outer{} }, d)
 	}
 	for _, d := range []string{`1`, `null`, `"x"`, `{"A":1}`, `[1]`, `true`, `"2026-01-02T03:04:05Z"`, `"2026-01-02T03:04:05\u005a"`} {
-		s9NonZero(t, func() any { return 7 }, d)
-		s9NonZero(t, func() any { i := 7; return &i }, d)
-		s9NonZero(t, func() any { i := 7; p := &i; return &p }, d)
-		s9NonZero(t, func() any { return &s9El{A: 1} }, d)
-		s9NonZero(t, func() any { return map[string]any{"a": 1} }, d)
-		s9NonZero(t, func() any { return []any{1} }, d)
-		s9NonZero(t, func() any { var p *int; return p }, d)
-		s9NonZero(t, func() any { var p *s9El; return p }, d)
-		s9NonZero(t, func() any { return new(any) }, d)
-		s9NonZero(t, func() any { tm := time.Unix(1, 0); return &tm }, d)
-		s9NonZero(t, func() any { tm := time.Unix(1, 0); p := &tm; return &p }, d)
-		s9NonZero(t, func() *any { var a any = 3; return &a }, d)
-		s9NonZero(t, func() **int { i := 3; p := &i; return &p }, d)
-		s9NonZero(t, func() []int { return []int{1, 2} }, d)
-		s9NonZero(t, func() map[string]any { return map[string]any{"A": 9} }, d)
-		s9NonZero(t, func() json.RawMessage { return json.RawMessage("1") }, d)
-		s9NonZero(t, func() [2]int { return [2]int{1, 2} }, d)
-		s9NonZero(t, func() *Code { c := Code("c-0"); return &c }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { return 7 }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { i := 7; return &i }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { i := 7; p := &i; return &p }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { return &s9El{A: 1} }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { return map[string]any{"a": 1} }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { return []any{1} }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { var p *int; return p }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { var p *s9El; return p }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { return new(any) }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { tm := time.Unix(1, 0); return &tm }, d)
+		decodesIntoLikeEncodingJSON(t, func() any { tm := time.Unix(1, 0); p := &tm; return &p }, d)
+		decodesIntoLikeEncodingJSON(t, func() *any { var a any = 3; return &a }, d)
+		decodesIntoLikeEncodingJSON(t, func() **int { i := 3; p := &i; return &p }, d)
+		decodesIntoLikeEncodingJSON(t, func() []int { return []int{1, 2} }, d)
+		decodesIntoLikeEncodingJSON(t, func() map[string]any { return map[string]any{"A": 9} }, d)
+		decodesIntoLikeEncodingJSON(t, func() json.RawMessage { return json.RawMessage("1") }, d)
+		decodesIntoLikeEncodingJSON(t, func() [2]int { return [2]int{1, 2} }, d)
+		decodesIntoLikeEncodingJSON(t, func() *Code { c := Code("c-0"); return &c }, d)
 	}
 }

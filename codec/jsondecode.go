@@ -23,12 +23,12 @@ import (
 // encoding/json decodes it (see decodesOnV2), with encoding/json itself
 // otherwise; into a zero value the quicker way a registry decodes.
 func unmarshalJSON(data []byte, v any) error {
-	t := reflect.TypeOf(v)
-	if t == nil || t.Kind() != reflect.Pointer || reflect.ValueOf(v).IsNil() {
+	p := reflect.ValueOf(v)
+	if p.Kind() != reflect.Pointer || p.IsNil() {
 		return json.Unmarshal(data, v) // which says what is wrong with v
 	}
-	d := jsonDecodingOf(t)
-	if p := reflect.ValueOf(v); zeroBits(p.UnsafePointer(), t.Elem().Size()) {
+	d := jsonDecodingOf(p.Type())
+	if zeroBits(p.UnsafePointer(), p.Type().Elem().Size()) {
 		return d.fresh(data, v) // the target is new: see jsonDecoding
 	}
 	return d.into(data, v)

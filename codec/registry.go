@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/storekit"
@@ -129,32 +130,36 @@ func Register[T any](r *Registry, name string, version uint32) error {
 	unmarshal := ser.Unmarshal
 	var exact bool
 	var checkStrings func(reflect.Value) bool
+	var plain *plainCodec
 	switch ser.(type) {
 	case JSON, *JSON:
 		exact, checkStrings = exactJSON(goType)
 		// Which decoder the type takes is decided now, not at every decode.
 		unmarshal = jsonDecodingOf(reflect.PointerTo(goType)).fresh // decode's v is new
+		plain = plainCodecOf(goType)
 	}
 	e := &entry{
 		name:    name,
 		version: version,
 		goType:  goType,
 		decode: func(data []byte) (any, error) {
-			var v T
-			if err := unmarshal(data, &v); err != nil {
-				return nil, err
+			if plain != nil {
+				var v T // on the stack: plain keeps no pointer to it
+				if plain.decode(data, unsafe.Pointer(&v)) {
+					return v, nil
+				}
 			}
-			return v, nil
+			return decodeNew[T](unmarshal, data)
 		},
 		encode: func(v any) ([]byte, error) {
 			switch x := v.(type) {
 			case T:
-				return ser.Marshal(x)
+				return encodePlainFirst(plain, ser, &x)
 			case *T:
 				if x == nil {
 					return nil, ErrNilValue
 				}
-				return ser.Marshal(*x)
+				return encodePlainFirst(plain, ser, x)
 			}
 			return nil, fmt.Errorf("%T is not %s", v, goType) // unreachable: looked up by type
 		},
@@ -164,6 +169,26 @@ func Register[T any](r *Registry, name string, version uint32) error {
 	r.byName[name] = e
 	r.byType[goType] = e
 	return nil
+}
+
+// decodeNew decodes data into a new T with unmarshal.
+func decodeNew[T any](unmarshal func([]byte, any) error, data []byte) (any, error) {
+	var v T
+	if err := unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// encodePlainFirst encodes *p with T's plain codec, when T has one and it
+// takes the value, else with ser.
+func encodePlainFirst[T any](plain *plainCodec, ser Serializer, p *T) ([]byte, error) {
+	if plain != nil {
+		if data, ok := plain.encode(unsafe.Pointer(p)); ok {
+			return data, nil
+		}
+	}
+	return ser.Marshal(*p)
 }
 
 func checkName(name string) string {

@@ -29,6 +29,13 @@ type Serializer interface {
 // method of the type's own, nor of a type outside the few whose methods are
 // known to keep and change nothing (time.Time, json.RawMessage, uuid.UUID,
 // eventstore.Position), with the same outcome (see chooseJSONDecoding).
+//
+// A [Registry] on JSON goes further for a plain struct type, the kind most
+// events are (booleans, numbers and strings, in structs; see plainCodecOf):
+// it writes such a value, and reads the documents encoding/json writes, on
+// a codec of its own with encoding/json's outcome byte for byte, and hands
+// whatever that codec does not know the outcome of (an escaped string,
+// whitespace, a member named in another case, ...) to JSON.
 type JSON struct{}
 
 // Marshal implements [Serializer] with [json.Marshal].

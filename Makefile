@@ -163,6 +163,7 @@ soak:
 # in `make test`): the codec's, and the name checks' word-wise fast paths.
 FUZZTIME ?= 60s
 FUZZ_TARGETS = codec:FuzzDecode codec:FuzzRoundTrip codec:FuzzTransform codec:FuzzRename codec:FuzzSplit codec:FuzzDrop \
+	codec:FuzzJSONDecodesLikeEncodingJSON codec:FuzzPureDecoders codec:FuzzPlainDecodesOnlyAsEncodingJSONDoes codec:FuzzPlainWritesWhatEncodingJSONWrites \
 	internal/names:FuzzPrintable internal/names:FuzzStorableText
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

@@ -164,7 +164,7 @@ soak:
 FUZZTIME ?= 60s
 FUZZ_TARGETS = codec:FuzzDecode codec:FuzzRoundTrip codec:FuzzTransform codec:FuzzRename codec:FuzzSplit codec:FuzzDrop \
 	codec:FuzzJSONDecodesLikeEncodingJSON codec:FuzzPureDecoders codec:FuzzPlainDecodesOnlyAsEncodingJSONDoes codec:FuzzPlainWritesWhatEncodingJSONWrites \
-	internal/names:FuzzPrintable internal/names:FuzzStorableText
+	internal/plainjson:FuzzStringsAsEncodingJSON eventstore/storekit:FuzzDecodeExtraJSON internal/names:FuzzPrintable internal/names:FuzzStorableText
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		p=$${t%%:*}; f=$${t#*:}; \

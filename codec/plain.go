@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/cairn-es/cairn/internal/plainjson"
 )
 
 // plainCodec encodes and decodes the values of one plain struct type, the
@@ -174,7 +176,11 @@ func (f *plainField) decode(data []byte, i int, p unsafe.Pointer) (int, bool) {
 	at := unsafe.Add(p, f.offset)
 	switch f.kind {
 	case reflect.String:
-		return decodePlainString(data, i, (*string)(at))
+		s, end, ok := plainjson.String(data, i)
+		if ok {
+			*(*string)(at) = s
+		}
+		return end, ok
 	case reflect.Bool:
 		switch {
 		case len(data)-i >= 4 && string(data[i:i+4]) == "true":
@@ -313,35 +319,6 @@ func scanNumber(data []byte, i int) int {
 	return j
 }
 
-// decodePlainString decodes the string at data[i:] into s: a string
-// without escapes or control characters, in valid UTF-8, is its bytes
-// (encoding/json would unescape, and write U+FFFD for bytes that are not
-// UTF-8: those it decodes).
-func decodePlainString(data []byte, i int, s *string) (int, bool) {
-	if i >= len(data) || data[i] != '"' {
-		return i, false
-	}
-	end := i + 1
-	for end < len(data) {
-		switch c := data[end]; {
-		case c == '"':
-			*s = string(data[i+1 : end])
-			return end + 1, true
-		case c == '\\' || c < 0x20:
-			return i, false
-		case c < utf8.RuneSelf:
-			end++
-		default:
-			r, size := utf8.DecodeRune(data[end:])
-			if r == utf8.RuneError && size == 1 {
-				return i, false
-			}
-			end += size
-		}
-	}
-	return i, false
-}
-
 // encode returns the encoding of the value at p, as encoding/json writes
 // it, and true; or false for a value that encoding/json would escape
 // something in, or refuse (a NaN or an infinite float).
@@ -401,7 +378,7 @@ func (f *plainField) bits(at unsafe.Pointer) uint64 {
 func (f *plainField) appendValue(b []byte, at unsafe.Pointer) ([]byte, bool) {
 	switch f.kind {
 	case reflect.String:
-		return appendPlainString(b, *(*string)(at))
+		return plainjson.AppendString(b, *(*string)(at))
 	case reflect.Bool:
 		return strconv.AppendBool(b, *(*bool)(at)), true
 	case reflect.Struct:
@@ -438,28 +415,4 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 		b = b[:n-1]
 	}
 	return b, true
-}
-
-// appendPlainString appends s quoted, when encoding/json would write it
-// as it is: valid UTF-8 with no control character, quote, backslash,
-// HTML special (<, >, &) or line or paragraph separator, which it escapes.
-func appendPlainString(b []byte, s string) ([]byte, bool) {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return nil, false
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			return nil, false
-		}
-		i += size
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"'), true
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -221,8 +220,7 @@ func extraJSON(extra map[string]string) string {
 	if len(extra) == 0 {
 		return ""
 	}
-	b, _ := json.Marshal(extra) // a map of strings always marshals
-	return string(b)
+	return string(storekit.ExtraJSON(extra))
 }
 
 // appendOutcome is what the append statement returns: a row per event it

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"math"
@@ -289,8 +288,8 @@ func decodeExtra(b []byte) (map[string]string, error) {
 	if len(b) == 0 || string(b) == "null" {
 		return nil, nil
 	}
-	var extra map[string]string
-	if err := json.Unmarshal(b, &extra); err != nil {
+	extra, err := storekit.DecodeExtraJSON(b)
+	if err != nil {
 		return nil, err
 	}
 	if len(extra) == 0 {

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -291,9 +290,5 @@ func encodeExtra(extra map[string]string) (any, error) {
 			return nil, fmt.Errorf("entry %q is not valid UTF-8", k)
 		}
 	}
-	b, err := json.Marshal(extra)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
+	return string(storekit.ExtraJSON(extra)), nil
 }

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/storekit"
 )
 
 // eventRow is one row of the columns in eventColumns, as the two kinds of
@@ -119,8 +119,8 @@ func (c *extraCache) decode(text string) (map[string]string, error) {
 	if c != nil && c.extra != nil && text == c.text {
 		return maps.Clone(c.extra), nil
 	}
-	var extra map[string]string
-	if err := json.Unmarshal([]byte(text), &extra); err != nil {
+	extra, err := storekit.DecodeExtraJSON([]byte(text))
+	if err != nil {
 		return nil, err
 	}
 	if len(extra) == 0 {

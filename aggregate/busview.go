@@ -27,6 +27,10 @@ var _ busrepo.Repo[*Instance[struct{}, *struct{}]] = busView[struct{}, *struct{}
 
 func (r *Repository[T, PT]) busView() any { return busView[T, PT]{r} }
 
+func (v busView[T, PT]) Load(ctx context.Context, id, stream string) (*Instance[T, PT], error) {
+	return v.r.load(ctx, id, stream)
+}
+
 func (v busView[T, PT]) Refresh(ctx context.Context, inst *Instance[T, PT]) (*Instance[T, PT], error) {
 	return v.r.refresh(ctx, inst)
 }

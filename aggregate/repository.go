@@ -132,7 +132,11 @@ func (r *Repository[T, PT]) Load(ctx context.Context, id string) (*Instance[T, P
 	if err := r.typ.ValidateID(id); err != nil {
 		return nil, err
 	}
-	stream := r.typ.Stream(id)
+	return r.load(ctx, id, r.typ.Stream(id))
+}
+
+// load is Load of a valid id, whose stream is stream.
+func (r *Repository[T, PT]) load(ctx context.Context, id, stream string) (*Instance[T, PT], error) {
 	if snap, ok := r.restore(ctx, id, stream); ok {
 		inst, err := r.replay(ctx, snap)
 		if err != errSnapshotPastEnd {

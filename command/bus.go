@@ -91,13 +91,13 @@ type Bus struct {
 	locks   keylock.Locks
 	handler Handler
 
-	mu     sync.RWMutex
-	routes map[reflect.Type]route
-	// names are the routed command types' names as their events record
-	// them (see nameOf), and their telemetry, made once at Route.
-	names map[reflect.Type]routedType
-	types map[string]any // aggregate name -> *aggregate.Type, to catch two types with one name
-	repos map[any]route  // *aggregate.Type -> its route, shared by its command types
+	mu sync.RWMutex
+	// routes are the routed command types' routes, their names as their
+	// events record them (see nameOf) and their telemetry, made once at
+	// Route: one lookup a dispatch finds all three with.
+	routes map[reflect.Type]routedType
+	types  map[string]any // aggregate name -> *aggregate.Type, to catch two types with one name
+	repos  map[any]route  // *aggregate.Type -> its route, shared by its command types
 }
 
 // New returns a bus that loads aggregates from store and decodes and
@@ -121,8 +121,7 @@ func New(store eventstore.Store, reg *codec.Registry, opts Options) *Bus {
 		log:    telemetry.Logger(opts.Logger),
 		tel:    newBusTelemetry(opts),
 		cache:  lru.New[any](opts.CacheSize),
-		routes: make(map[reflect.Type]route),
-		names:  make(map[reflect.Type]routedType),
+		routes: make(map[reflect.Type]routedType),
 		types:  make(map[string]any),
 		repos:  make(map[any]route),
 	}
@@ -142,7 +141,8 @@ func init() { busprobe.Register((*Bus).routesType, (*Bus).cachedAggregates) }
 func (b *Bus) routesType(ct reflect.Type) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.routes[ct] != nil
+	_, ok := b.routes[ct]
+	return ok
 }
 
 // Dispatch runs one command: it loads the aggregate the command names,
@@ -218,20 +218,27 @@ func (b *Bus) dispatch(ctx context.Context, msg *Message) (Result, error) {
 	if msg.Command == nil {
 		return Result{CommandID: msg.ID}, &NoRouteError{CommandType: "<nil>"}
 	}
-	ct := reflect.TypeOf(msg.Command)
-	b.mu.RLock()
-	r, typ := b.routes[ct], b.names[ct]
-	b.mu.RUnlock()
-	if r == nil {
+	typ, ok := b.routeOf(reflect.TypeOf(msg.Command))
+	if !ok {
 		return Result{CommandID: msg.ID}, &NoRouteError{CommandType: fmt.Sprintf("%T", msg.Command)}
 	}
-	return r.dispatch(ctx, b, msg, typ)
+	return typ.route.dispatch(ctx, b, msg, typ)
 }
 
 // routedType is what the bus knows of a routed command type.
 type routedType struct {
-	name commandName
-	tel  *commandTelemetry
+	route route
+	name  commandName
+	tel   *commandTelemetry
+}
+
+// routeOf returns what the bus knows of command type ct, and whether it
+// is routed.
+func (b *Bus) routeOf(ct reflect.Type) (routedType, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	typ, ok := b.routes[ct]
+	return typ, ok
 }
 
 // commandName is how a command type is named in its events (see

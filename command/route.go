@@ -44,9 +44,9 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if prev := b.routes[ct]; prev != nil {
+	if prev, ok := b.routes[ct]; ok {
 		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(),
-			Reason: fmt.Sprintf("the command type is already routed to aggregate %q", prev.aggregateName())}
+			Reason: fmt.Sprintf("the command type is already routed to aggregate %q", prev.route.aggregateName())}
 	}
 	if prev, ok := b.types[typ.Name()]; ok && prev != any(typ) {
 		return &RouteError{CommandType: ct.String(), Aggregate: typ.Name(),
@@ -64,22 +64,20 @@ func Route[C Command, T any, PT aggregate.Root[T]](b *Bus, typ *aggregate.Type[T
 		if err != nil {
 			return err
 		}
-		r = &typedRoute[T, PT]{typ: typ, repo: repo, bus: busrepo.For[*aggregate.Instance[T, PT]](repo)}
+		r = &typedRoute[T, PT]{typ: typ, bus: busrepo.For[*aggregate.Instance[T, PT]](repo)}
 		b.repos[typ] = r
 		b.types[typ.Name()] = typ
 	}
-	b.routes[ct] = r
 	name := b.nameOf(ct)
-	b.names[ct] = routedType{name: name, tel: b.tel.route(ct, name, typ.Name())}
+	b.routes[ct] = routedType{route: r, name: name, tel: newCommandTelemetry(typeName(ct, name), typ.Name())}
 	return nil
 }
 
-// typedRoute dispatches to the aggregates of typ, through its repository
-// and what only the bus does with it (bus).
+// typedRoute dispatches to the aggregates of typ, through the bus's view
+// of its repository.
 type typedRoute[T any, PT aggregate.Root[T]] struct {
-	typ  *aggregate.Type[T, PT]
-	repo *aggregate.Repository[T, PT]
-	bus  busrepo.Repo[*aggregate.Instance[T, PT]]
+	typ *aggregate.Type[T, PT]
+	bus busrepo.Repo[*aggregate.Instance[T, PT]]
 }
 
 func (r *typedRoute[T, PT]) aggregateName() string { return r.typ.Name() }
@@ -292,7 +290,7 @@ func (r *typedRoute[T, PT]) load(ctx context.Context, b *Bus, id, stream string,
 		}
 		return fresh, true, true, nil
 	}
-	inst, err = r.repo.Load(ctx, id)
+	inst, err = r.bus.Load(ctx, id, stream)
 	return inst, false, true, err
 }
 

@@ -82,9 +82,9 @@ type busTelemetry struct {
 	commands metric.Int64Counter
 	retries  metric.Int64Counter
 	duration metric.Float64Histogram
-	// types holds the *commandTelemetry of each command Go type: made at
-	// Route for the routed ones, and at their first dispatch for others
-	// (whose dispatch fails), so never on a routed command's path.
+	// types holds the *commandTelemetry of each command Go type the bus
+	// does not route, made at its first dispatch (which fails): a routed
+	// type's is its route's (Bus.routes).
 	types sync.Map
 }
 
@@ -136,18 +136,14 @@ func newCommandTelemetry(name, aggregate string) *commandTelemetry {
 	return t
 }
 
-// route records the telemetry of command type ct, routed to aggregate.
-func (t *busTelemetry) route(ct reflect.Type, name commandName, aggregate string) *commandTelemetry {
-	ctel := newCommandTelemetry(typeName(ct, name), aggregate)
-	t.types.Store(ct, ctel)
-	return ctel
-}
-
 // telemetryOf returns the telemetry of cmd's type.
 func (b *Bus) telemetryOf(cmd Command) *commandTelemetry {
 	ct := reflect.TypeOf(cmd)
 	if ct == nil {
 		return nilCommand
+	}
+	if typ, ok := b.routeOf(ct); ok {
+		return typ.tel
 	}
 	if v, ok := b.tel.types.Load(ct); ok {
 		return v.(*commandTelemetry)

@@ -35,7 +35,8 @@ func BenchmarkTelemetryOff(b *testing.B) {
 	b.Cleanup(func() { _ = store.Close() })
 	bus := New(store, codec.NewRegistry(codec.Options{}), Options{})
 	ct := reflect.TypeFor[offCommand]()
-	rt := routedType{tel: bus.tel.route(ct, commandName{}, "off")}
+	rt := routedType{tel: newCommandTelemetry(typeName(ct, commandName{}), "off")}
+	bus.routes[ct] = rt // as Route would, without an aggregate type
 	appends := telemetry.NewAppends(telemetry.NewTracer(nil), telemetry.Meter(nil), store)
 	ctx := context.Background()
 	msg := Message{ID: "m", Command: offCommand{ID: "1"}}

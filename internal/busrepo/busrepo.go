@@ -27,6 +27,11 @@ import (
 // its instance type, *aggregate.Instance[T, PT]. Every method refuses an
 // instance that no Load returned, as "instance".
 type Repo[I any] interface {
+	// Load is the repository's Load of aggregate id, whose stream is
+	// stream: the bus has validated id and made its stream name already,
+	// for the lock it takes on the stream before loading.
+	Load(ctx context.Context, id, stream string) (I, error)
+
 	// Refresh brings inst up to date with its stream: it applies the
 	// events appended since inst was loaded or saved, by another process
 	// or another bus. A cache of instances calls it when a decision made on

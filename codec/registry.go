@@ -138,6 +138,13 @@ func Register[T any](r *Registry, name string, version uint32) error {
 		unmarshal = jsonDecodingOf(reflect.PointerTo(goType)).fresh // decode's v is new
 		plain = plainCodecOf(goType)
 	}
+	plainEncode := plain
+	if p, ok := ser.(*JSON); ok && p == nil {
+		// A nil *JSON's Marshal panics, which every Encode reports as an
+		// error: writing plain values for it would make the outcome hang
+		// on the value.
+		plainEncode = nil
+	}
 	e := &entry{
 		name:    name,
 		version: version,
@@ -154,12 +161,12 @@ func Register[T any](r *Registry, name string, version uint32) error {
 		encode: func(v any) ([]byte, error) {
 			switch x := v.(type) {
 			case T:
-				return encodePlainFirst(plain, ser, &x)
+				return encodePlainFirst(plainEncode, ser, &x)
 			case *T:
 				if x == nil {
 					return nil, ErrNilValue
 				}
-				return encodePlainFirst(plain, ser, x)
+				return encodePlainFirst(plainEncode, ser, x)
 			}
 			return nil, fmt.Errorf("%T is not %s", v, goType) // unreachable: looked up by type
 		},

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/checked"
 )
 
 // unmarshalJSON decodes data into v (a pointer) with encoding/json's rules:
@@ -130,13 +131,15 @@ func callsOwnMethods(t reflect.Type) bool {
 // pureDecoders are the types whose decoding methods keep nothing of their
 // input, change none of it, touch nothing but their value and never
 // panic: those of the standard library and of this project's dependencies
-// that events commonly hold, and the store position (saga records hold
-// both it and event IDs).
+// that events commonly hold, the store position (saga records hold both
+// it and event IDs), and the checked bytes that stand in for the payloads
+// of a saga record that a scan of records reads without them.
 var pureDecoders = map[reflect.Type]bool{
 	timeType:                               true,
 	reflect.TypeFor[json.RawMessage]():     true,
 	reflect.TypeFor[uuid.UUID]():           true,
 	reflect.TypeFor[eventstore.Position](): true,
+	reflect.TypeFor[checked.Bytes]():       true,
 }
 
 // decodeLikeV1Timeless are encoding/json's decoding rules on

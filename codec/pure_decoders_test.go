@@ -10,11 +10,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/checked"
 	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 // A type whose decoding calls no method but those of the pure decoders
-// (time.Time, json.RawMessage, uuid.UUID, eventstore.Position) decodes a
+// (time.Time, json.RawMessage, uuid.UUID, eventstore.Position,
+// checked.Bytes) decodes a
 // new value with v2's error reporting first (see jsonDecoding): the
 // methods may then run on documents that encoding/json refuses before
 // calling any, and twice on those the first pass refuses. These tests hold
@@ -93,4 +95,57 @@ func FuzzPureDecoders(f *testing.F) {
 		decodesLikeEncodingJSON[withIDs](t, data)
 		decodesLikeEncodingJSON[map[string]withIDs](t, data)
 	})
+}
+
+// withPayloads holds checked bytes (what a view of a saga record decodes
+// in place of a payload it checks and drops) in every place: a field, a
+// pointer, a slice, a map's values, a nested value, and a field that
+// shadows an embedded struct's []byte of the same name, as such a view
+// shadows the record it embeds.
+type withPayloads struct {
+	D      checked.Bytes            `json:"d"`
+	PD     *checked.Bytes           `json:"pd"`
+	Ds     []checked.Bytes          `json:"ds"`
+	ByName map[string]checked.Bytes `json:"by_name"`
+	payloadShadowed
+	Shadow checked.Bytes `json:"shadow"`
+	Nested *withPayloads `json:"nested"`
+}
+
+type payloadShadowed struct {
+	Shadow []byte `json:"shadow"`
+	Kept   []byte `json:"kept"`
+}
+
+var (
+	payloadNames  = []string{"d", "D", "pd", "ds", "by_name", "shadow", "SHADOW", "kept", "nested", "zz"}
+	payloadValues = []string{
+		`null`, `0`, `true`, `""`, `[]`, `{}`, `[1,255]`, `[256]`, `[-1]`, `[null]`, `["a"]`,
+		`"AQID"`, `"AQ=="`, `"AQI="`, `"AQ"`, `"AQ="`, `"A==="`, `"===="`, `"AQ==AQ=="`, `"AQ\r\n=="`, `"AQ\n=="`, `"A\/Q="`,
+		`"AQ=\u003d"`, `"\u0041Q=="`, `"-_8="`, `"AQ== "`, `"AQ!="`, "\"AQ\xff=\"", `"\ud800"`,
+	}
+)
+
+func payloadDoc(r *rand.Rand) string {
+	return randomDoc{names: payloadNames, values: payloadValues, maxDepth: 2, leafOdds: 3, arrayOdds: 6, members: 6, quote: strconv.Quote}.write(r, 0)
+}
+
+// TestPureDecodersCheckedBytes decodes random documents of payloads,
+// whole and broken, into withPayloads, a slice and a map of it (fixed
+// seed): checked bytes take the fresh path as the other pure decoders do.
+func TestPureDecodersCheckedBytes(t *testing.T) {
+	race.Outside(t) // thousands of decodes from one goroutine
+	n := 4000
+	if testing.Short() {
+		n = 400
+	}
+	r := rand.New(rand.NewPCG(10, 30))
+	for range n {
+		doc := payloadDoc(r)
+		for _, data := range broken(r, doc) {
+			decodesLikeEncodingJSON[withPayloads](t, []byte(data))
+			decodesLikeEncodingJSON[[]withPayloads](t, []byte(data))
+			decodesLikeEncodingJSON[map[string]withPayloads](t, []byte(data))
+		}
+	}
 }

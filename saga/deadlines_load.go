@@ -125,7 +125,7 @@ func (r *Runner[S]) scanRecords(ctx context.Context, start eventstore.Position) 
 		if !r.timers.isActive(Segment(id, r.segments)) {
 			continue // another process fires them
 		}
-		rec, err := decodeRecord(ev)
+		rec, err := decodeOutline(ev)
 		if err != nil {
 			r.unreadable(ctx, ev, err)
 			continue

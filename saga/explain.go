@@ -256,7 +256,7 @@ func (r *Runner[S]) unsent(ctx context.Context, in *instance[S]) ([]SentCommand,
 		if !cp.Position.Before(ev.Position) {
 			break
 		}
-		rec, err := decodeRecord(ev)
+		rec, err := decodeOutline(ev)
 		if err != nil {
 			return nil, err
 		}
@@ -290,7 +290,7 @@ func (r *Runner[S]) History(ctx context.Context, id string) iter.Seq2[Step, erro
 				yield(Step{}, err)
 				return
 			}
-			rec, err := decodeRecord(ev)
+			rec, err := decodeOutline(ev)
 			if err != nil {
 				if !yield(Step{Version: ev.Version, Recorded: ev.Position}, err) {
 					return

@@ -45,7 +45,7 @@ func (r *Runner[S]) recordedTypes(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec, err := decodeRecord(ev)
+		rec, err := decodeOutline(ev)
 		if err != nil {
 			continue
 		}

@@ -166,7 +166,7 @@ func (r *Runner[S]) remaining(ctx context.Context, in *instance[S], m envelope, 
 	if !found {
 		return nil, fmt.Errorf("%w: saga stream %q has no record %d, which sent command %s", eventstore.ErrCorrupt, in.stream, m.Sent, m.Command)
 	}
-	sender, err := decodeRecord(ev)
+	sender, err := decodeOutline(ev)
 	if err != nil {
 		return nil, err
 	}

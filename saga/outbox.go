@@ -216,7 +216,7 @@ func (r *Runner[S]) Reject(ctx context.Context, id, commandID string, reason err
 		if err != nil {
 			return 0, err
 		}
-		rec, err := decodeRecord(ev)
+		rec, err := decodeOutline(ev)
 		if err != nil {
 			return 0, err
 		}

@@ -98,7 +98,7 @@ func (e *engine[S]) sentCommand(ctx context.Context, stream string, version uint
 	if err != nil || !found {
 		return sentCommand{}, false, err
 	}
-	rec, err := decodeRecord(ev)
+	rec, err := decodeOutline(ev)
 	if err != nil {
 		return sentCommand{}, false, err
 	}

@@ -199,7 +199,9 @@ func encodeRecord(stream string, version uint64, key string, r *record, md event
 }
 
 // decodeRecord reads a stored step record, of this version or an earlier
-// one.
+// one, whole: for the readers of its state or payloads (loading an
+// instance for a step, a replay, a redrive). The others read outlines
+// (see decodeOutline).
 func decodeRecord(e eventstore.Event) (*record, error) {
 	if e.Type != recordType {
 		return nil, corrupt(e.StreamID, e.Version, "not a saga step record: type "+e.Type, nil)
@@ -207,10 +209,9 @@ func decodeRecord(e eventstore.Event) (*record, error) {
 	switch e.SchemaVersion {
 	case recordVersion:
 		// With encoding/json's rules, on the codec's quicker decoder:
-		// loading an instance, scanning for deadlines and explaining one
-		// decode records, which carry the state and payloads as base64
-		// (three quarters of the tab simulation's CPU went to
-		// encoding/json here; 40% less in all on the codec's).
+		// records carry the state and payloads as base64 (three quarters
+		// of the tab simulation's CPU went to encoding/json here; 40%
+		// less in all on the codec's).
 		var r record
 		if err := (codec.JSON{}).Unmarshal(e.Data, &r); err != nil {
 			return nil, corrupt(e.StreamID, e.Version, "undecodable step record", err)

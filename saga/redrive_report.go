@@ -124,7 +124,7 @@ func (r *Runner[S]) compareRedrive(ctx context.Context, stream string, mark redr
 		if err != nil {
 			return out, err
 		}
-		rec, err := decodeRecord(ev)
+		rec, err := decodeOutline(ev)
 		if err != nil {
 			continue // a damaged record: Explain and History name it; the report covers the rest
 		}

@@ -287,11 +287,12 @@ func (r *Runner[S]) handleRecords(ctx context.Context, k int, events []eventstor
 	_, outbox := r.segmentNames(k)
 	err := r.parallel(ctx, order, func(ctx context.Context, id string) error {
 		for _, ev := range groups[id] {
-			if _, err := decodeRecord(ev); err != nil {
+			rec, err := decodeOutline(ev)
+			if err != nil {
 				r.unreadable(ctx, ev, err) // nothing in it can be sent: it is passed over
 				continue
 			}
-			err := r.sendRecord(ctx, id, ev)
+			err = r.sendOutline(ctx, id, ev, rec)
 			if err == nil {
 				continue
 			}

@@ -117,7 +117,7 @@ func (e *engine[S]) settledIn(ctx context.Context, in *instance[S], from uint64)
 		if ev.Version > in.version {
 			break
 		}
-		rec, err := decodeRecord(ev)
+		rec, err := decodeOutline(ev)
 		if err != nil {
 			return nil, err
 		}

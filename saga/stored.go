@@ -118,10 +118,16 @@ func (r *Runner[S]) sendStored(ctx context.Context, ev eventstore.Event) error {
 // of the process that stored the step: the outbox of whichever process
 // reads the record next goes on with it.
 func (r *Runner[S]) sendRecord(ctx context.Context, id string, ev eventstore.Event) error {
-	rec, err := decodeRecord(ev)
+	rec, err := decodeOutline(ev)
 	if err != nil {
 		return err
 	}
+	return r.sendOutline(ctx, id, ev, rec)
+}
+
+// sendOutline is sendRecord for record ev read already, as decodeOutline
+// reads it: the outbox reads no payload but its commands'.
+func (r *Runner[S]) sendOutline(ctx context.Context, id string, ev eventstore.Event, rec *record) error {
 	r.observe(id, ev.Version, rec)
 	if err := r.send(ctx, ev, rec); err != nil {
 		return err

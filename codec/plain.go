@@ -245,35 +245,13 @@ func (f *plainField) decodeInteger(data []byte, i int, at unsafe.Pointer) (int, 
 		if n > limit {
 			return i, false
 		}
-		v := int64(n)
 		if neg {
-			v = -v
+			n = -n // two's complement, whose low bits are the field's
 		}
-		switch f.size {
-		case 1:
-			*(*int8)(at) = int8(v)
-		case 2:
-			*(*int16)(at) = int16(v)
-		case 4:
-			*(*int32)(at) = int32(v)
-		default:
-			*(*int64)(at) = v
-		}
-		return end, true
-	}
-	if bits < 64 && n > uint64(1)<<bits-1 {
+	} else if bits < 64 && n > uint64(1)<<bits-1 {
 		return i, false
 	}
-	switch f.size {
-	case 1:
-		*(*uint8)(at) = uint8(n)
-	case 2:
-		*(*uint16)(at) = uint16(n)
-	case 4:
-		*(*uint32)(at) = uint32(n)
-	default:
-		*(*uint64)(at) = n
-	}
+	f.setBits(at, n)
 	return end, true
 }
 
@@ -372,6 +350,20 @@ func (f *plainField) bits(at unsafe.Pointer) uint64 {
 		return uint64(*(*uint32)(at))
 	}
 	return *(*uint64)(at)
+}
+
+// setBits stores the low bits of n in the integer field at at.
+func (f *plainField) setBits(at unsafe.Pointer, n uint64) {
+	switch f.size {
+	case 1:
+		*(*uint8)(at) = uint8(n)
+	case 2:
+		*(*uint16)(at) = uint16(n)
+	case 4:
+		*(*uint32)(at) = uint32(n)
+	default:
+		*(*uint64)(at) = n
+	}
 }
 
 // appendValue appends the encoding of the field's value at at to b.

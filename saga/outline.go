@@ -10,8 +10,11 @@ import (
 // pending, not the payloads the record keeps: the deadline scan, the
 // outbox, Explain's unsent commands and re-drive report, History, the
 // settled commands. The payloads (the state, the events of deliveries,
-// the deadlines' payloads) are base64 text, most of a record's bytes, and
-// decoding them was most of those readers' work. They read outlines.
+// the deadlines' payloads) are base64 text, most of a record's bytes (87%
+// of those these readers read in the tab simulation). They read outlines,
+// which check that text without decoding or copying it: a fifth less work
+// on such records, and half the memory (the rest is the record's
+// structure, which an outline decodes as a record does).
 
 // outline is a step record as decodeOutline reads it: every payload's data
 // is checked as decodeRecord decodes it and not kept. Its fields shadow

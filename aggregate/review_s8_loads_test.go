@@ -233,15 +233,18 @@ func TestReviewS8LoadsLeaveNothingReachable(t *testing.T) {
 						}
 					}
 					assert.Zero(t, aliveData, "%s/gc%d: %d of %d stored data still reachable", load.id, gcs, aliveData, len(data))
-					// After one collection, one decoded value (of some 10^4) is
+					// After one collection, a decoded value (of some 10^4) is
 					// now and then still reachable, never after three: held by
 					// something that lives one cycle (a stack slot, a pooled
-					// decoder), at a63b9e6 as since. A replayer that kept its
+					// decoder, which sync.Pool keeps per P and for one more
+					// collection), at a63b9e6 as since. Under load the loads
+					// spread over every P, and each P's decoder may hold one:
+					// CI saw two on two Ps at 11b8b47. A replayer that kept its
 					// values would hold dozens (checked by taking reset's clear
-					// out), so more than one fails.
+					// out), so more than one a P fails.
 					allowed := 0
 					if gcs == 1 {
-						allowed = 1
+						allowed = runtime.GOMAXPROCS(0)
 					}
 					assert.LessOrEqual(t, aliveInts, allowed, "%s/gc%d: %d of %d decoded values still reachable", load.id, gcs, aliveInts, len(ints))
 				}

@@ -136,14 +136,12 @@ func Register[T any](r *Registry, name string, version uint32) error {
 		exact, checkStrings = exactJSON(goType)
 		// Which decoder the type takes is decided now, not at every decode.
 		unmarshal = jsonDecodingOf(reflect.PointerTo(goType)).fresh // decode's v is new
-		plain = plainCodecOf(goType)
-	}
-	plainEncode := plain
-	if p, ok := ser.(*JSON); ok && p == nil {
-		// A nil *JSON's Marshal panics, which every Encode reports as an
-		// error: writing plain values for it would make the outcome hang
-		// on the value.
-		plainEncode = nil
+		if p, ok := ser.(*JSON); !ok || p != nil {
+			// A nil *JSON's Marshal panics, which every Encode reports as
+			// an error: writing plain values for it would make the
+			// outcome hang on the value. (It decodes as JSON does.)
+			plain = plainCodecOf(goType)
+		}
 	}
 	e := &entry{
 		name:    name,
@@ -161,12 +159,12 @@ func Register[T any](r *Registry, name string, version uint32) error {
 		encode: func(v any) ([]byte, error) {
 			switch x := v.(type) {
 			case T:
-				return encodePlainFirst(plainEncode, ser, &x)
+				return encodePlainFirst(plain, ser, &x)
 			case *T:
 				if x == nil {
 					return nil, ErrNilValue
 				}
-				return encodePlainFirst(plainEncode, ser, x)
+				return encodePlainFirst(plain, ser, x)
 			}
 			return nil, fmt.Errorf("%T is not %s", v, goType) // unreachable: looked up by type
 		},

@@ -175,22 +175,31 @@ func samePlain(t testing.TB, a, b plainEvent) bool {
 	return reflect.DeepEqual(a, b) && string(ja) == string(jb)
 }
 
+// requireWritesLikeEncodingJSON requires the plain codec to write v
+// exactly when encoding/json writes it without escaping anything, and then
+// the same bytes; it returns what the codec wrote, if anything.
+func requireWritesLikeEncodingJSON(t testing.TB, v plainEvent) ([]byte, bool) {
+	t.Helper()
+	want, wantErr := json.Marshal(v)
+	got, ok := codec.PlainEncode(v)
+	if wantErr != nil {
+		require.False(t, ok, "%#v: encoding/json refuses it (%v)", v, wantErr)
+		return nil, false
+	}
+	require.Equal(t, !plainEscapes(v), ok, "%#v (encoding/json writes %s)", v, want)
+	if ok {
+		require.Equal(t, string(want), string(got), "%#v", v)
+	}
+	return got, ok
+}
+
 func TestPlainCodecWritesWhatEncodingJSONWrites(t *testing.T) {
 	requirePlain[plainEvent](t)
 	r := rand.New(rand.NewPCG(1, 2))
 	took := 0
 	for range 20_000 {
-		v := randomPlain(r)
-		want, wantErr := json.Marshal(v)
-		got, ok := codec.PlainEncode(v)
-		if wantErr != nil {
-			require.False(t, ok, "%#v: encoding/json refuses it (%v)", v, wantErr)
-			continue
-		}
-		require.Equal(t, !plainEscapes(v), ok, "%#v (encoding/json writes %s)", v, want)
-		if ok {
+		if _, ok := requireWritesLikeEncodingJSON(t, randomPlain(r)); ok {
 			took++
-			require.Equal(t, string(want), string(got), "%#v", v)
 		}
 	}
 	assert.Greater(t, took, 1_000, "values the plain codec wrote")
@@ -285,14 +294,10 @@ func FuzzPlainWritesWhatEncodingJSONWrites(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s, inner string, i int64, u uint64, f64 float64, f32 float32) {
 		v := plainEvent{I: int(i), I8: int8(i), I16: int16(i), I32: int32(i), I64: i, U: uint(u), U8: uint8(u), U16: uint16(u),
 			U32: uint32(u), U64: u, F32: f32, F64: f64, S: s, B: i%2 == 0, In: plainInner{N: int8(u), U: uint16(i), S: inner}, Cents: plainCents(-i)}
-		want, wantErr := json.Marshal(v)
-		got, ok := codec.PlainEncode(v)
-		if wantErr != nil || plainEscapes(v) {
-			require.False(t, ok, "%#v", v)
+		got, ok := requireWritesLikeEncodingJSON(t, v)
+		if !ok {
 			return
 		}
-		require.True(t, ok, "%#v", v)
-		require.Equal(t, string(want), string(got))
 		back, ok := codec.PlainDecode[plainEvent](got)
 		require.True(t, ok, "%s", got)
 		require.True(t, samePlain(t, v, back), "%s", got)

@@ -152,16 +152,15 @@ func (s *Store) Notify() { s.wake() }
 // commonest append's largest costs besides the write itself.
 type appendStatement struct {
 	sql  string
-	args []any
+	args []any // sql's parameters
+	// all is every parameter (appendCheck), as the statements that check
+	// the last version take them: a group's (group.go).
+	all []any
 }
 
 // inTx chooses AppendTx's statements, which check the stream's last
 // writer (see [ErrTxTooOld]).
 func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersion, events []eventstore.EventData, inTx bool) appendStatement {
-	many, one := s.sql.append, s.sql.appendOne
-	if inTx {
-		many, one = s.sql.appendTx, s.sql.appendOneTx
-	}
 	kind, version := kindAny, int64(0)
 	switch {
 	case expected.IsNoStream():
@@ -178,14 +177,26 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 			}
 		}
 	}
+	check := checkLast
+	switch {
+	case inTx: // AppendTx's statements look at the last event's writer too
+	case kind == kindExact:
+		check = checkExact
+	case kind == kindNoStream:
+		check = checkNew
+	}
+	many, one := s.sql.append[check], s.sql.appendOne[check]
+	if inTx {
+		many, one = s.sql.appendTx, s.sql.appendOneTx
+	}
 	// An append of the command bus stays out of the command index (see
 	// schema step 6).
 	derived := storekit.CommandIDsDerived(stream, events)
 	if len(events) == 1 {
 		e := events[0]
-		return appendStatement{sql: one, args: []any{stream, kind, version, pgUUID(e.ID), e.Type,
-			int64(e.SchemaVersion), e.Data, e.Metadata.CorrelationID, e.Metadata.CausationID, e.Metadata.CommandID,
-			extraJSON(e.Metadata.Extra), derived}}
+		all := []any{stream, pgUUID(e.ID), e.Type, int64(e.SchemaVersion), e.Data, e.Metadata.CorrelationID,
+			e.Metadata.CausationID, e.Metadata.CommandID, extraJSON(e.Metadata.Extra), derived, version, kind}
+		return appendStatement{sql: one, args: all[:appendParams[check]], all: all}
 	}
 	n := len(events)
 	ids := make([]pgtype.UUID, n)
@@ -206,7 +217,8 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 		cmd[i] = e.Metadata.CommandID
 		extra[i] = extraJSON(e.Metadata.Extra)
 	}
-	return appendStatement{sql: many, args: []any{stream, kind, version, ids, types, schemas, data, corr, caus, cmd, extra, derived}}
+	all := []any{stream, ids, types, schemas, data, corr, caus, cmd, extra, derived, version, kind}
+	return appendStatement{sql: many, args: all[:appendParams[check]], all: all}
 }
 
 // pgUUID is an event ID as pgx encodes it best: binary when the statement
@@ -263,8 +275,10 @@ func (o *appendOutcome) result() (eventstore.AppendResult, bool) {
 }
 
 // tryAppend runs the append statement. written is false when the expected
-// version did not match, err a unique violation when a concurrent append
-// took the versions or the IDs first.
+// version did not match, err a unique violation when the version it takes
+// or one of the IDs is in the stream already (another append took them
+// first, or, for the checks that read no last version, the stream was
+// past the expected version).
 func (s *Store) tryAppend(ctx context.Context, q querier, st appendStatement) (r eventstore.AppendResult, written bool, err error) {
 	var o appendOutcome
 	rows, err := q.Query(ctx, st.sql, st.args...)

@@ -26,3 +26,17 @@ func (s *Store) ListenerName() string { return s.listenerName }
 // listeners, and so how long its own listener warms up; call it before the
 // store appends or subscribes.
 func (s *Store) SetListenerCheck(every time.Duration) { s.listenerCheck = every }
+
+// AppendChecks names the checks of Append's statements, in the order
+// AppendSQL takes them.
+var AppendChecks = []string{"last", "exact", "new"}
+
+// AppendSQL is Append's statement for check (see AppendChecks), for many
+// events or one, with the store's schema, and how many parameters it
+// takes.
+func (s *Store) AppendSQL(check int, many bool) (string, int) {
+	if many {
+		return s.sql.append[check], appendParams[check]
+	}
+	return s.sql.appendOne[check], appendParams[check]
+}

@@ -77,7 +77,7 @@ func (g *groupAppend) stream() string {
 // groupAppendOne appends a single event through a group. It returns
 // alone true when the caller must append it on its own, from the start.
 func (s *Store) groupAppendOne(ctx context.Context, st appendStatement) (r eventstore.AppendResult, alone bool, err error) {
-	g := &groupAppend{args: st.args, done: make(chan struct{})}
+	g := &groupAppend{args: st.all, done: make(chan struct{})}
 	// The channel is unbuffered, so an append is only ever handed to a
 	// worker that runs it: once the workers stop (Close), none is
 	// left behind in a queue.

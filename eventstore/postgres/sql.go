@@ -8,7 +8,10 @@ import (
 
 // statements are the store's SQL, with its schema name filled in once.
 type statements struct {
-	append, appendOne, current, stored string
+	// append and appendOne are Append's statements, for many events and
+	// for one, by the check of the expected version they make.
+	append, appendOne [appendChecks]string
+	current, stored   string
 	// appendTx and appendOneTx are the append statements of AppendTx,
 	// which also refuse to write behind a younger transaction (txorder.go).
 	appendTx, appendOneTx string
@@ -33,13 +36,42 @@ const (
 const eventColumns = `tx_id, seq, stream, version, event_id, type, schema_version, data,
 	correlation_id, causation_id, command_id, extra, recorded_at`
 
+// appendCheck is how an append statement checks the expected version.
+// Every statement takes its parameters in one order: $1 the stream, $2 to
+// $9 the events' fields (each a value for one event, an array for many),
+// $10 whether their IDs derive from their command ID, $11 the expected
+// version and $12 its kind; a check that needs fewer takes the first ones.
+type appendCheck uint8
+
+const (
+	// checkLast reads the stream's last version and compares it with the
+	// expected one: for Any and StreamExists, and in AppendTx's
+	// statements, which also look at the last event's writer.
+	checkLast appendCheck = iota
+	// checkExact reads the event at the expected version, which must
+	// exist; should another append have taken the next version, the
+	// insert collides with it on (stream, version). Streams only grow,
+	// from version 0, so the two make the stream's last version the
+	// expected one. The read is one index probe, where checkLast's
+	// subquery costs the server some 5% of a whole append (in CPU it
+	// must bring back into its caches after every round trip).
+	checkExact
+	// checkNew reads nothing: a stream that exists has a version 0, and
+	// the insert collides with it.
+	checkNew
+	appendChecks
+)
+
+// appendParams is how many parameters the statements of each check take.
+var appendParams = [appendChecks]int{checkLast: 12, checkExact: 11, checkNew: 10}
+
 // nextVersion is the stream's next version as the expected version allows
-// it, NULL when it does not: $2 is the kind, $3 the exact version.
-const nextVersion = `CASE $2::int
+// it, NULL when it does not: $12 is the kind, $11 the exact version.
+const nextVersion = `CASE $12::int
 					WHEN 0 THEN coalesce(last + 1, 0)
 					WHEN 1 THEN CASE WHEN last IS NULL THEN 0 END
 					WHEN 2 THEN last + 1
-					ELSE CASE WHEN last = $3::bigint THEN last + 1 END
+					ELSE CASE WHEN last = $11::bigint THEN last + 1 END
 				END`
 
 // appendHead and appendTail frame the append statements: the stream's
@@ -76,44 +108,82 @@ const (
 	appendCondTx = ` AND (base.last_tx IS NULL OR base.last_tx <= coalesce(pg_current_xact_id_if_assigned(), base.last_tx))`
 )
 
-// appendMany and appendSingle are the append statements over base, the
-// subquery that yields the stream's next version, inserting only where
-// cond (which follows "base.next IS NOT NULL") holds.
-func appendMany(base, cond string) string {
+// appendSource is where an append statement takes the stream's next
+// version from: next, over the relation from (none when empty), where
+// where holds.
+type appendSource struct{ next, from, where string }
+
+var (
+	// sourceLast is checkLast's, and sourceLastTx AppendTx's.
+	sourceLast   = appendSource{next: "base.next", from: appendBase, where: "base.next IS NOT NULL"}
+	sourceLastTx = appendSource{next: "base.next", from: appendBaseTx, where: "base.next IS NOT NULL" + appendCondTx}
+	sourceExact  = appendSource{next: "prev.version + 1", from: "{{s}}.events AS prev",
+		where: "prev.stream = $1 AND prev.version = $11::bigint"}
+	sourceNew = appendSource{next: "0"}
+)
+
+// appendSources are Append's sources by check.
+var appendSources = [appendChecks]appendSource{checkLast: sourceLast, checkExact: sourceExact, checkNew: sourceNew}
+
+// appendMany and appendSingle are the append statements that take the
+// next version from src, inserting only where its condition holds, and
+// then as suffix says (a conflict clause).
+func appendMany(src appendSource, suffix string) string {
+	from := ""
+	if src.from != "" {
+		from = src.from + ", "
+	}
 	return appendHead + `
-			SELECT $1, base.next + e.ord - 1, e.id, e.type, e.sv, e.data,
-				e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb, $12::boolean
-			FROM ` + base + `, unnest($4::uuid[], $5::text[], $6::bigint[], $7::bytea[],
-				$8::text[], $9::text[], $10::text[], $11::text[])
-				WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)
-			WHERE base.next IS NOT NULL` + cond + appendTail
+			SELECT $1, ` + src.next + ` + e.ord - 1, e.id, e.type, e.sv, e.data,
+				e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb, $10::boolean
+			FROM ` + from + `unnest($2::uuid[], $3::text[], $4::bigint[], $5::bytea[],
+				$6::text[], $7::text[], $8::text[], $9::text[])
+				WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)` + where(src) + suffix + appendTail
 }
 
-func appendSingle(base, cond string) string {
+func appendSingle(src appendSource, suffix string) string {
+	from := ""
+	if src.from != "" {
+		from = `
+			FROM ` + src.from
+	}
 	return appendHead + `
-			SELECT $1, base.next, $4::uuid, $5::text, $6::bigint, $7::bytea,
-				$8::text, $9::text, $10::text, nullif($11::text, '')::jsonb, $12::boolean
-			FROM ` + base + `
-			WHERE base.next IS NOT NULL` + cond + appendTail
+			SELECT $1, ` + src.next + `, $2::uuid, $3::text, $4::bigint, $5::bytea,
+				$6::text, $7::text, $8::text, nullif($9::text, '')::jsonb, $10::boolean` + from + where(src) + suffix + appendTail
+}
+
+// where is src's WHERE clause, if it has a condition.
+func where(src appendSource) string {
+	if src.where == "" {
+		return ""
+	}
+	return `
+			WHERE ` + src.where
+}
+
+// appendStatements are Append's statements by check, as build makes them.
+func appendStatements(build func(appendSource, string) string, fill func(string) string) (sqls [appendChecks]string) {
+	for check, src := range appendSources {
+		sqls[check] = fill(build(src, ""))
+	}
+	return sqls
 }
 
 func newStatements(schema string) statements {
 	q := pgx.Identifier{schema}.Sanitize()
 	fill := func(sql string) string { return strings.ReplaceAll(sql, "{{s}}", q) }
 	return statements{
-		// One statement, so one round trip: it reads the stream's last
-		// version, checks the expected one and inserts every event. It
-		// inserts nothing when the check fails, and a concurrent append that
-		// took the same versions or IDs first makes it fail with a unique
-		// violation; in both cases Append looks closer (append.go). Only the
-		// rows it writes are locked.
-		append: fill(appendMany(appendBase, "")),
-		// The same for one event, with plain parameters instead of arrays.
-		appendOne: fill(appendSingle(appendBase, "")),
-		// AppendTx's: the same, with the younger-writer check.
-		appendTx:    fill(appendMany(appendBaseTx, appendCondTx)),
-		appendOneTx: fill(appendSingle(appendBaseTx, appendCondTx)),
-		appendGroup: fill(appendSingle(appendBaseTx, appendCondTx+`
+		// One statement, so one round trip: it checks the expected
+		// version and inserts every event. It inserts nothing when the
+		// check fails, and fails with a unique violation when another
+		// append took the versions or the IDs first; in both cases Append
+		// looks closer (append.go). Only the rows it writes are locked.
+		append:    appendStatements(appendMany, fill),
+		appendOne: appendStatements(appendSingle, fill),
+		// AppendTx's: the last version's check, with the younger-writer's.
+		appendTx:    fill(appendMany(sourceLastTx, "")),
+		appendOneTx: fill(appendSingle(sourceLastTx, "")),
+		appendGroup: fill(appendSingle(sourceLastTx, `
 			ON CONFLICT DO NOTHING`)),
 		// Why an append wrote nothing: the stream's last event, and the
 		// caller's transaction ID if it has one (NULL outside a transaction

@@ -1,0 +1,64 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/eventstore/postgres"
+)
+
+// TestAppendChecksReadWhatTheyNeed checks the plans of Append's
+// statements, in every plan cache mode: the exact version's check is a
+// probe of events_stream_version, a new stream's reads no index at all,
+// and neither scans the table; the last version's reads the index too.
+// (The conformance suite checks what each refuses.)
+func TestAppendChecksReadWhatTheyNeed(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, postgres.Options{})
+	for i := range 20 {
+		batch := make([]eventstore.EventData, 100)
+		for j := range batch {
+			batch[j] = eventstore.EventData{Type: "t", SchemaVersion: 1, Data: []byte("{}")}
+		}
+		_, err := s.Append(ctx, fmt.Sprintf("order-%d", i%4), eventstore.Any, batch...)
+		require.NoError(t, err)
+	}
+	_, err := s.Pool().Exec(ctx, `ANALYZE `+pgx.Identifier{s.Schema(), "events"}.Sanitize())
+	require.NoError(t, err)
+
+	one := []string{"text", "uuid", "text", "bigint", "bytea", "text", "text", "text", "text", "boolean", "bigint", "int"}
+	oneArgs := []string{"'order-1'", "gen_random_uuid()", "'t'", "1", "'\\x00'", "''", "''", "''", "''", "false", "499", "3"}
+	many := []string{"text", "uuid[]", "text[]", "bigint[]", "bytea[]", "text[]", "text[]", "text[]", "text[]", "boolean", "bigint", "int"}
+	manyArgs := []string{"'order-1'", "ARRAY[gen_random_uuid()]", "ARRAY['t']", "ARRAY[1]::bigint[]", "ARRAY['\\x00'::bytea]",
+		"ARRAY['']", "ARRAY['']", "ARRAY['']", "ARRAY['']", "false", "499", "3"}
+	for check, name := range postgres.AppendChecks {
+		for _, isMany := range []bool{false, true} {
+			types, args := one, oneArgs
+			if isMany {
+				types, args = many, manyArgs
+			}
+			sql, n := s.AppendSQL(check, isMany)
+			for _, mode := range []string{"auto", "force_custom_plan", "force_generic_plan"} {
+				t.Run(fmt.Sprintf("%s/many=%t/%s", name, isMany, mode), func(t *testing.T) {
+					plan := explainPrepared(t, s, mode, "("+strings.Join(types[:n], ", ")+") AS "+sql, strings.Join(args[:n], ", "))
+					assert.NotContains(t, plan, "Seq Scan", plan)
+					if name == "new" {
+						assert.NotContains(t, plan, "Index", "a new stream's append reads an index:\n%s", plan)
+					} else {
+						assert.Contains(t, plan, "events_stream_version", "the check does not read the stream's index:\n%s", plan)
+					}
+					if name == "exact" {
+						assert.NotContains(t, plan, "Limit", "the exact check is not one probe:\n%s", plan)
+					}
+				})
+			}
+		}
+	}
+}

@@ -67,7 +67,7 @@ test-main:
 	@# Allocation comparisons, which the race detector above skips: it
 	@# drops sync.Pool's items at random, so equal runs differ.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'CostsNothingMore' ./saga/ ./projection/
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'AllocationBudgets|AllocatesNothing|CostsNothingMore' ./command/ ./internal/keylock/ ./eventstore/storekit/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'AllocationBudgets|AllocatesNothing|CostsNothingMore' ./command/ ./eventstore/storekit/
 
 test-sims:
 	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:

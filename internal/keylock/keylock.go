@@ -10,13 +10,22 @@ import (
 
 // Locks is a set of locks, one per key. Its zero value is ready to use.
 // Entries live only while someone holds or waits for them, so memory stays
-// bounded by the work in flight, not by the keys ever seen; the entries
-// themselves are reused, so that taking a lock allocates nothing.
+// bounded by the work in flight, not by the keys ever seen; up to maxFree
+// released entries are kept for reuse, so that taking a lock allocates
+// nothing.
 type Locks struct {
 	mu    sync.Mutex
 	locks map[string]*lock
-	free  sync.Pool // of *lock, unlocked and unreferenced
+	// free holds released entries, unlocked and unreferenced: a slice
+	// under mu, which Lock and release hold anyway, is a few instructions
+	// where a sync.Pool's Get and Put, on every dispatch of a command bus,
+	// were the largest part of its lock's cost between two round trips to
+	// a store (code that is out of the caches by then).
+	free []*lock
 }
+
+// maxFree bounds the released entries a Locks keeps.
+const maxFree = 64
 
 type lock struct {
 	ch   chan struct{} // holds a token while locked
@@ -59,8 +68,11 @@ func (l *Locks) Lock(ctx context.Context, key string) (Held, error) {
 	}
 	k := l.locks[key]
 	if k == nil {
-		k, _ = l.free.Get().(*lock)
-		if k == nil {
+		if n := len(l.free); n > 0 {
+			k = l.free[n-1]
+			l.free[n-1] = nil
+			l.free = l.free[:n-1]
+		} else {
 			k = &lock{ch: make(chan struct{}, 1)}
 		}
 		l.locks[key] = k
@@ -68,6 +80,14 @@ func (l *Locks) Lock(ctx context.Context, key string) (Held, error) {
 	k.refs++
 	l.mu.Unlock()
 
+	// A free lock is taken at once, without a select over ctx's channel
+	// (the previous holder's Unlock moved gen before it took its token
+	// back: see below).
+	select {
+	case k.ch <- struct{}{}:
+		return Held{l: l, key: key, k: k, gen: k.gen}, nil
+	default:
+	}
 	select {
 	case k.ch <- struct{}{}:
 		// The previous holder's Unlock moved gen before it took its token
@@ -90,7 +110,9 @@ func (l *Locks) release(key string, k *lock) {
 func (l *Locks) releaseLocked(key string, k *lock) {
 	if k.refs--; k.refs == 0 {
 		delete(l.locks, key)
-		l.free.Put(k)
+		if len(l.free) < maxFree {
+			l.free = append(l.free, k)
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
 package storekit
 
 import (
-	"github.com/cairn-es/cairn/eventstore"
+	"math"
+
 	"github.com/google/uuid"
+
+	"github.com/cairn-es/cairn/eventstore"
 )
 
 // Repeat is what a store knows about an append whose event IDs it already
@@ -56,7 +59,7 @@ func repeatFits(e eventstore.ExpectedVersion, first uint64) bool {
 		return first > 0
 	default:
 		v, exact := e.Version()
-		return !exact || v+1 == first
+		return !exact || v < math.MaxUint64 && v+1 == first // the last version has no next one
 	}
 }
 

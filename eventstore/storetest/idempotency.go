@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/cairn-es/cairn/eventstore"
@@ -73,8 +74,10 @@ func testRepeatWrongPlace(t testing.TB, s eventstore.Store) {
 	mustAppend(t, s, stream, eventstore.Exact(1), events("x", 1)...)
 
 	// The same events, but the caller says they belong after version 2:
-	// that is not the append that stored them.
-	for _, expected := range []eventstore.ExpectedVersion{eventstore.Exact(2), eventstore.Exact(0), eventstore.StreamExists} {
+	// that is not the append that stored them; nor after the last version
+	// there is, whose next one wraps around to 0.
+	for _, expected := range []eventstore.ExpectedVersion{eventstore.Exact(2), eventstore.Exact(0), eventstore.StreamExists,
+		eventstore.Exact(math.MaxUint64)} {
 		_, err := s.Append(context.Background(), stream, expected, a...)
 		check.ErrorIs(t, err, eventstore.ErrEventIDConflict, "expecting %s", expected)
 		var conflict *eventstore.EventIDConflictError

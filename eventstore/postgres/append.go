@@ -179,13 +179,13 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 	}
 	check := checkLast
 	switch {
-	case inTx: // AppendTx's statements look at the last event's writer too
+	case inTx || len(events) > 1: // see appendCheck
 	case kind == kindExact:
 		check = checkExact
 	case kind == kindNoStream:
 		check = checkNew
 	}
-	many, one := s.sql.append[check], s.sql.appendOne[check]
+	many, one := s.sql.append, s.sql.appendOne[check]
 	if inTx {
 		many, one = s.sql.appendTx, s.sql.appendOneTx
 	}
@@ -275,10 +275,8 @@ func (o *appendOutcome) result() (eventstore.AppendResult, bool) {
 }
 
 // tryAppend runs the append statement. written is false when the expected
-// version did not match, err a unique violation when the version it takes
-// or one of the IDs is in the stream already (another append took them
-// first, or, for the checks that read no last version, the stream was
-// past the expected version).
+// version did not match, err a unique violation when another append took
+// the versions or the IDs first.
 func (s *Store) tryAppend(ctx context.Context, q querier, st appendStatement) (r eventstore.AppendResult, written bool, err error) {
 	var o appendOutcome
 	rows, err := q.Query(ctx, st.sql, st.args...)

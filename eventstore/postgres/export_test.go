@@ -27,16 +27,16 @@ func (s *Store) ListenerName() string { return s.listenerName }
 // store appends or subscribes.
 func (s *Store) SetListenerCheck(every time.Duration) { s.listenerCheck = every }
 
-// AppendChecks names the checks of Append's statements, in the order
-// AppendSQL takes them.
+// AppendChecks names the checks of Append's statements for one event, in
+// the order AppendSQL takes them.
 var AppendChecks = []string{"last", "exact", "new"}
 
-// AppendSQL is Append's statement for check (see AppendChecks), for many
-// events or one, with the store's schema, and how many parameters it
-// takes.
+// AppendSQL is Append's statement for one event and check (see
+// AppendChecks), with the store's schema, and how many parameters it
+// takes; many events have one statement, whatever the check.
 func (s *Store) AppendSQL(check int, many bool) (string, int) {
 	if many {
-		return s.sql.append[check], appendParams[check]
+		return s.sql.append, appendParams[checkLast]
 	}
 	return s.sql.appendOne[check], appendParams[check]
 }

@@ -8,10 +8,11 @@ import (
 
 // statements are the store's SQL, with its schema name filled in once.
 type statements struct {
-	// append and appendOne are Append's statements, for many events and
-	// for one, by the check of the expected version they make.
-	append, appendOne [appendChecks]string
-	current, stored   string
+	// append is Append's statement for many events, and appendOne for one
+	// event by the check of the expected version it makes.
+	append          string
+	appendOne       [appendChecks]string
+	current, stored string
 	// appendTx and appendOneTx are the append statements of AppendTx,
 	// which also refuse to write behind a younger transaction (txorder.go).
 	appendTx, appendOneTx string
@@ -45,22 +46,32 @@ type appendCheck uint8
 
 const (
 	// checkLast reads the stream's last version and compares it with the
-	// expected one: for Any and StreamExists, and in AppendTx's
-	// statements, which also look at the last event's writer.
+	// expected one: for Any and StreamExists, for many events, and in
+	// AppendTx's statements, which also look at the last event's writer.
 	checkLast appendCheck = iota
-	// checkExact reads the event at the expected version, which must
-	// exist; should another append have taken the next version, the
-	// insert collides with it on (stream, version). Streams only grow,
-	// from version 0, so the two make the stream's last version the
-	// expected one. The read is one index probe, where checkLast's
-	// subquery costs the server some 5% of a whole append (in CPU it
-	// must bring back into its caches after every round trip).
+	// checkExact, for one event, reads the event at the expected version,
+	// which must exist, and inserts the next one unless the stream has
+	// it (ON CONFLICT on (stream, version) DO NOTHING: the index's own
+	// probe, before anything is written). Streams only grow, from version
+	// 0, so the two make the stream's last version the expected one. It
+	// is one index probe, where checkLast's subquery costs the server
+	// some 5% of a whole append (CPU it must fetch back into its caches
+	// after every round trip).
 	checkExact
-	// checkNew reads nothing: a stream that exists has a version 0, and
-	// the insert collides with it.
+	// checkNew, for one event, reads nothing but the index's probe: a
+	// stream that exists has a version 0.
 	checkNew
 	appendChecks
 )
+
+// A refused append writes nothing, whatever its check: no row, no WAL, no
+// transaction ID, and no error in the server's log, whose statement text
+// would hold the event's data in the simple protocol. The conflict clause
+// does that for the checks that do not read the last version; it suits
+// one event only, for it skips a row, not the statement: of many events,
+// those after a version another append took would still be written.
+const onVersionTaken = `
+			ON CONFLICT (stream, version) DO NOTHING`
 
 // appendParams is how many parameters the statements of each check take.
 var appendParams = [appendChecks]int{checkLast: 12, checkExact: 11, checkNew: 10}
@@ -110,25 +121,26 @@ const (
 
 // appendSource is where an append statement takes the stream's next
 // version from: next, over the relation from (none when empty), where
-// where holds.
-type appendSource struct{ next, from, where string }
+// where holds; conflict is its conflict clause, if any.
+type appendSource struct{ next, from, where, conflict string }
 
 var (
 	// sourceLast is checkLast's, and sourceLastTx AppendTx's.
 	sourceLast   = appendSource{next: "base.next", from: appendBase, where: "base.next IS NOT NULL"}
 	sourceLastTx = appendSource{next: "base.next", from: appendBaseTx, where: "base.next IS NOT NULL" + appendCondTx}
 	sourceExact  = appendSource{next: "prev.version + 1", from: "{{s}}.events AS prev",
-		where: "prev.stream = $1 AND prev.version = $11::bigint"}
-	sourceNew = appendSource{next: "0"}
+		where: "prev.stream = $1 AND prev.version = $11::bigint", conflict: onVersionTaken}
+	sourceNew = appendSource{next: "0", conflict: onVersionTaken}
+	// sourceGroup is a group's (group.go): AppendTx's check, and nothing
+	// written instead of a unique violation, which would roll back the
+	// other appends of the group.
+	sourceGroup = appendSource{next: sourceLastTx.next, from: sourceLastTx.from, where: sourceLastTx.where, conflict: `
+			ON CONFLICT DO NOTHING`}
 )
 
-// appendSources are Append's sources by check.
-var appendSources = [appendChecks]appendSource{checkLast: sourceLast, checkExact: sourceExact, checkNew: sourceNew}
-
 // appendMany and appendSingle are the append statements that take the
-// next version from src, inserting only where its condition holds, and
-// then as suffix says (a conflict clause).
-func appendMany(src appendSource, suffix string) string {
+// next version from src, inserting only where its condition holds.
+func appendMany(src appendSource) string {
 	from := ""
 	if src.from != "" {
 		from = src.from + ", "
@@ -138,10 +150,10 @@ func appendMany(src appendSource, suffix string) string {
 				e.corr, e.caus, e.cmd, nullif(e.extra, '')::jsonb, $10::boolean
 			FROM ` + from + `unnest($2::uuid[], $3::text[], $4::bigint[], $5::bytea[],
 				$6::text[], $7::text[], $8::text[], $9::text[])
-				WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)` + where(src) + suffix + appendTail
+				WITH ORDINALITY AS e(id, type, sv, data, corr, caus, cmd, extra, ord)` + where(src) + src.conflict + appendTail
 }
 
-func appendSingle(src appendSource, suffix string) string {
+func appendSingle(src appendSource) string {
 	from := ""
 	if src.from != "" {
 		from = `
@@ -149,7 +161,7 @@ func appendSingle(src appendSource, suffix string) string {
 	}
 	return appendHead + `
 			SELECT $1, ` + src.next + `, $2::uuid, $3::text, $4::bigint, $5::bytea,
-				$6::text, $7::text, $8::text, nullif($9::text, '')::jsonb, $10::boolean` + from + where(src) + suffix + appendTail
+				$6::text, $7::text, $8::text, nullif($9::text, '')::jsonb, $10::boolean` + from + where(src) + src.conflict + appendTail
 }
 
 // where is src's WHERE clause, if it has a condition.
@@ -161,14 +173,6 @@ func where(src appendSource) string {
 			WHERE ` + src.where
 }
 
-// appendStatements are Append's statements by check, as build makes them.
-func appendStatements(build func(appendSource, string) string, fill func(string) string) (sqls [appendChecks]string) {
-	for check, src := range appendSources {
-		sqls[check] = fill(build(src, ""))
-	}
-	return sqls
-}
-
 func newStatements(schema string) statements {
 	q := pgx.Identifier{schema}.Sanitize()
 	fill := func(sql string) string { return strings.ReplaceAll(sql, "{{s}}", q) }
@@ -178,13 +182,13 @@ func newStatements(schema string) statements {
 		// check fails, and fails with a unique violation when another
 		// append took the versions or the IDs first; in both cases Append
 		// looks closer (append.go). Only the rows it writes are locked.
-		append:    appendStatements(appendMany, fill),
-		appendOne: appendStatements(appendSingle, fill),
+		append: fill(appendMany(sourceLast)),
+		appendOne: [appendChecks]string{checkLast: fill(appendSingle(sourceLast)),
+			checkExact: fill(appendSingle(sourceExact)), checkNew: fill(appendSingle(sourceNew))},
 		// AppendTx's: the last version's check, with the younger-writer's.
-		appendTx:    fill(appendMany(sourceLastTx, "")),
-		appendOneTx: fill(appendSingle(sourceLastTx, "")),
-		appendGroup: fill(appendSingle(sourceLastTx, `
-			ON CONFLICT DO NOTHING`)),
+		appendTx:    fill(appendMany(sourceLastTx)),
+		appendOneTx: fill(appendSingle(sourceLastTx)),
+		appendGroup: fill(appendSingle(sourceGroup)),
 		// Why an append wrote nothing: the stream's last event, and the
 		// caller's transaction ID if it has one (NULL outside a transaction
 		// that wrote, where no ID need be taken).

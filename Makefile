@@ -9,7 +9,7 @@ BENCH         ?= .
 BENCH_PKGS    ?= ./...
 TEST_TIMEOUT  ?= 14m
 
-.PHONY: all build test test-main test-kurrentdb test-cmd test-sims bench ceilings lint demo demo-v2 fuzz sim torture soak clean
+.PHONY: all build test test-main test-race test-outside-race test-kurrentdb test-cmd test-sims bench ceilings lint demo demo-v2 fuzz sim torture soak clean
 
 all: build lint test
 
@@ -41,17 +41,26 @@ build:
 # Two lanes on the two cores: the main module's tests under the race
 # detector, which leave a core idle for long stretches (a PostgreSQL
 # server's fsyncs, SQLite's), beside the KurrentDB module's and the cairn
-# binary's, and then the saga simulations, in whichever lane is free first.
-# Each go test's output is printed whole when it ends (--output-sync=line).
+# binary's, then the main module's checks outside the race detector and
+# the saga simulations, each in whichever lane is free first: the race run
+# is the longest by far, so the rest all goes in the other lane. Each go
+# test's output is printed whole when it ends (--output-sync=line).
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=line test-main test-kurrentdb test-sims
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-race test-kurrentdb test-outside-race test-sims
 
-test-main:
+# test-main is the main module's part of `make test`, in one lane.
+test-main: test-race test-outside-race
+
+test-race:
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+test-outside-race:
 	@# The projection crash tests at the issue's full size (50k events, 30
 	@# SIGKILLs): under the race detector above they run 5k events and 10
 	@# SIGKILLs, as SQLite is ~40x slower there.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance/Projections/Crash' ./eventstore/sqlite/ ./eventstore/postgres/
+	@# The no-skip proof's five rounds of 20 s (one under the race detector).
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestNoSkipUnderConcurrentTransactions$$' ./eventstore/postgres/
 	@# Exhaustive single-goroutine checks, which skip under the race detector
 	@# above: in each package, the tests its testdata/outside-race.txt names,
 	@# the only ones race.Outside lets skip (internal/testrig/race).
@@ -71,7 +80,7 @@ test-main:
 
 test-sims:
 	@# The saga simulation's 500 seeds at the issue's size, 100 orders each:
-	@# under the race detector in test-main, 50 seeds place 25 each.
+	@# under the race detector in test-race, 50 seeds place 25 each.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestSimulation$$' ./internal/testrig/sim/
 	@# The widened saga simulation (the tab workload, issue 20): a slice of
 	@# 300 seeds of 30 tabs; `make sim WORKLOAD=tabs` runs the campaign.

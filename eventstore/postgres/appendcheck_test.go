@@ -1,16 +1,12 @@
 package postgres_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 )
 
@@ -21,20 +17,10 @@ import (
 // the insert (ON CONFLICT ... DO NOTHING), so that a refusal writes
 // nothing; many events, and the other kinds, read the last version in the
 // index. None scans the table. (The conformance suite checks what each
-// refuses, TestRefusedAppendsWriteNothing what a refusal costs.)
+// refuses, TestReviewS12StaleRefusalWritesNothingOnTheServer what a refusal costs.)
 func TestAppendChecksReadWhatTheyNeed(t *testing.T) {
-	ctx := context.Background()
 	s := newStore(t, postgres.Options{})
-	for i := range 20 {
-		batch := make([]eventstore.EventData, 100)
-		for j := range batch {
-			batch[j] = eventstore.EventData{Type: "t", SchemaVersion: 1, Data: []byte("{}")}
-		}
-		_, err := s.Append(ctx, fmt.Sprintf("order-%d", i%4), eventstore.Any, batch...)
-		require.NoError(t, err)
-	}
-	_, err := s.Pool().Exec(ctx, `ANALYZE `+pgx.Identifier{s.Schema(), "events"}.Sanitize())
-	require.NoError(t, err)
+	seedForPlans(t, s, nil)
 
 	one := []string{"text", "uuid", "text", "bigint", "bytea", "text", "text", "text", "text", "boolean", "bigint", "int"}
 	oneArgs := []string{"'order-1'", "gen_random_uuid()", "'t'", "1", "'\\x00'", "''", "''", "''", "''", "false", "499", "3"}

@@ -506,6 +506,27 @@ func s12CheckWinners(t testing.TB, stream string, got []eventstore.Event, winner
 	require.Equal(t, uint64(len(got)), next, "stream %q holds events of no winner", stream)
 }
 
+// s12Settle checks a race once its workers are done: no worker's error,
+// the winners' events and no other in the stream, none of the lost ones.
+// It returns the stream.
+func s12Settle(t testing.TB, s eventstore.Store, stream string, errs chan error, winners []s12Winner, lost []uuid.UUID) []eventstore.Event {
+	t.Helper()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	got := s12Read(t, s, stream)
+	s12CheckWinners(t, stream, got, winners)
+	in := map[uuid.UUID]bool{}
+	for _, e := range got {
+		in[e.ID] = true
+	}
+	for _, id := range lost {
+		require.False(t, in[id], "a refused append's event %s is in the stream", id)
+	}
+	return got
+}
+
 // Many goroutines append to one stream with Exact(the version they last
 // saw), one event or several: every version has exactly one winner, the
 // losers are told the stream's version, always past the one they
@@ -577,19 +598,7 @@ func TestReviewS12ExactRace(t *testing.T) {
 			}
 			close(start)
 			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
-			got := s12Read(t, s, stream)
-			s12CheckWinners(t, stream, got, winners)
-			in := map[uuid.UUID]bool{}
-			for _, e := range got {
-				in[e.ID] = true
-			}
-			for _, id := range lost {
-				require.False(t, in[id], "a refused append's event %s is in the stream", id)
-			}
+			got := s12Settle(t, s, stream, errs, winners, lost)
 			t.Logf("%d winners, %d events, %d lost events", len(winners), len(got), len(lost))
 		})
 	}
@@ -834,19 +843,7 @@ func TestReviewS12MixedKindsRace(t *testing.T) {
 			}
 			close(start)
 			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
-			got := s12Read(t, s, stream)
-			s12CheckWinners(t, stream, got, winners)
-			in := map[uuid.UUID]bool{}
-			for _, e := range got {
-				in[e.ID] = true
-			}
-			for _, id := range lost {
-				require.False(t, in[id], "a refused append's event %s is in the stream", id)
-			}
+			got := s12Settle(t, s, stream, errs, winners, lost)
 			order := newVersionOrder()
 			for e, err := range s.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
 				require.NoError(t, err)

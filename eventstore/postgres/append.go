@@ -218,7 +218,7 @@ func (s *Store) appendStatement(stream string, expected eventstore.ExpectedVersi
 		extra[i] = extraJSON(e.Metadata.Extra)
 	}
 	all := []any{stream, ids, types, schemas, data, corr, caus, cmd, extra, derived, version, kind}
-	return appendStatement{sql: many, args: all[:appendParams[check]], all: all}
+	return appendStatement{sql: many, args: all, all: all} // many events check the last version
 }
 
 // pgUUID is an event ID as pgx encodes it best: binary when the statement

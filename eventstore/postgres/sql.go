@@ -55,7 +55,7 @@ const (
 	// probe, before anything is written). Streams only grow, from version
 	// 0, so the two make the stream's last version the expected one. It
 	// is one index probe, where checkLast's subquery costs the server
-	// some 5% of a whole append (CPU it must fetch back into its caches
+	// some 3-5% of a whole append (CPU it must fetch back into its caches
 	// after every round trip).
 	checkExact
 	// checkNew, for one event, reads nothing but the index's probe: a
@@ -64,12 +64,14 @@ const (
 	appendChecks
 )
 
-// A refused append writes nothing, whatever its check: no row, no WAL, no
-// transaction ID, and no error in the server's log, whose statement text
+// A refused append writes nothing, whatever its check: no row, no WAL but
+// a commit record, and no error in the server's log, whose statement text
 // would hold the event's data in the simple protocol. The conflict clause
-// does that for the checks that do not read the last version; it suits
-// one event only, for it skips a row, not the statement: of many events,
-// those after a version another append took would still be written.
+// does that for the checks that do not read the last version, which form
+// the row before the index refuses it, so that its tx_id default takes a
+// transaction ID (TestReviewS12StaleRefusalWritesNothingOnTheServer). It
+// suits one event only, for it skips a row, not the statement: of many
+// events, those after a version another append took would be written.
 const onVersionTaken = `
 			ON CONFLICT (stream, version) DO NOTHING`
 

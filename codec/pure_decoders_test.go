@@ -16,12 +16,12 @@ import (
 
 // A type whose decoding calls no method but those of the pure decoders
 // (time.Time, json.RawMessage, uuid.UUID, eventstore.Position,
-// checked.Bytes) decodes a
-// new value with v2's error reporting first (see jsonDecoding): the
-// methods may then run on documents that encoding/json refuses before
-// calling any, and twice on those the first pass refuses. These tests hold
-// such types to encoding/json on documents that put event IDs and
-// positions everywhere a type can hold them, well formed or not.
+// checked.Bytes) decodes a new value with v2's error reporting first (see
+// jsonDecoding): the methods may then run on documents that encoding/json
+// refuses before calling any, and twice on those the first pass refuses.
+// These tests hold such types to encoding/json on documents that put event
+// IDs, positions and checked bytes everywhere a type can hold them, well
+// formed or not.
 
 // withIDs holds event IDs and positions in every place: a field, a
 // pointer, a slice, a map's values and keys, under the `string` option,
@@ -71,17 +71,23 @@ func idDoc(r *rand.Rand) string {
 // slice and a map of it (fixed seed).
 func TestPureDecodersDecodeLikeEncodingJSON(t *testing.T) {
 	race.Outside(t) // thousands of decodes from one goroutine
-	n := 6000
+	randomDocsDecodeLikeEncodingJSON[withIDs](t, 6000, 28, idDoc)
+}
+
+// randomDocsDecodeLikeEncodingJSON decodes n random documents of doc's,
+// whole and broken, into T, a slice and a map of it, from a fixed seed;
+// a tenth of them under -short.
+func randomDocsDecodeLikeEncodingJSON[T any](t *testing.T, n int, seed uint64, doc func(*rand.Rand) string) {
+	t.Helper()
 	if testing.Short() {
-		n = 600
+		n /= 10
 	}
-	r := rand.New(rand.NewPCG(10, 28))
+	r := rand.New(rand.NewPCG(10, seed))
 	for range n {
-		doc := idDoc(r)
-		for _, data := range broken(r, doc) {
-			decodesLikeEncodingJSON[withIDs](t, []byte(data))
-			decodesLikeEncodingJSON[[]withIDs](t, []byte(data))
-			decodesLikeEncodingJSON[map[string]withIDs](t, []byte(data))
+		for _, data := range broken(r, doc(r)) {
+			decodesLikeEncodingJSON[T](t, []byte(data))
+			decodesLikeEncodingJSON[[]T](t, []byte(data))
+			decodesLikeEncodingJSON[map[string]T](t, []byte(data))
 		}
 	}
 }
@@ -135,17 +141,5 @@ func payloadDoc(r *rand.Rand) string {
 // seed): checked bytes take the fresh path as the other pure decoders do.
 func TestPureDecodersCheckedBytes(t *testing.T) {
 	race.Outside(t) // thousands of decodes from one goroutine
-	n := 4000
-	if testing.Short() {
-		n = 400
-	}
-	r := rand.New(rand.NewPCG(10, 30))
-	for range n {
-		doc := payloadDoc(r)
-		for _, data := range broken(r, doc) {
-			decodesLikeEncodingJSON[withPayloads](t, []byte(data))
-			decodesLikeEncodingJSON[[]withPayloads](t, []byte(data))
-			decodesLikeEncodingJSON[map[string]withPayloads](t, []byte(data))
-		}
-	}
+	randomDocsDecodeLikeEncodingJSON[withPayloads](t, 4000, 30, payloadDoc)
 }

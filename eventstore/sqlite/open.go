@@ -167,18 +167,20 @@ func isNotWritable(err error) bool {
 
 // readOnlyWriter checks that a file opened with [Options.ReadOnly] holds a
 // store at this version's schema, which it may not migrate, and returns the
-// writer that refuses every write, naming the file.
-func readOnlyWriter(ctx context.Context, db *sql.DB, abs string) (*writer, error) {
+// writer that refuses every write, naming the file, and whether the file
+// has the type index.
+func readOnlyWriter(ctx context.Context, db *sql.DB, abs string) (*writer, bool, error) {
 	st, err := readState(ctx, db)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
-		return nil, classify(abs, err)
+		return nil, false, classify(abs, err)
 	}
 	if st.version < latest() {
-		return nil, &FileError{Path: abs, Reason: fmt.Sprintf("the store is at schema version %d, not %d, and Options.ReadOnly may not migrate it: "+
+		return nil, false, &FileError{Path: abs, Reason: fmt.Sprintf("the store is at schema version %d, not %d, and Options.ReadOnly may not migrate it: "+
 			"open it once without ReadOnly", st.version, latest()), class: ErrReadOnly}
 	}
-	return refusingWriter(&FileError{Path: abs, Op: "write", Reason: "the store was opened with Options.ReadOnly", class: ErrReadOnly}), nil
+	return refusingWriter(&FileError{Path: abs, Op: "write", Reason: "the store was opened with Options.ReadOnly", class: ErrReadOnly}),
+		st.has(typeIndexName), nil
 }

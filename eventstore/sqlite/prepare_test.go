@@ -34,10 +34,16 @@ func stmtStatus(t *testing.T, stmt *zs.Stmt, op int32) int32 {
 // stays one prepared statement: SQLite with STAT4 prepares a statement again
 // every time a bound LIMIT changes, which cost a sixth of a stream read.
 func TestPageReadsAreNotPreparedAgain(t *testing.T) {
+	for _, typeIndex := range []bool{false, true} {
+		t.Run(fmt.Sprintf("type index %v", typeIndex), func(t *testing.T) { checkPageReadsNotPreparedAgain(t, typeIndex) })
+	}
+}
+
+func checkPageReadsNotPreparedAgain(t *testing.T, typeIndex bool) {
 	ctx := context.Background()
 	// One reader connection, so that every read below runs on the
 	// connection the counters are read from.
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "events.db"), Options{MaxReaders: 1})
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "events.db"), Options{MaxReaders: 1, TypeIndex: typeIndex})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	for i := range 3 {
@@ -78,9 +84,9 @@ func TestPageReadsAreNotPreparedAgain(t *testing.T) {
 		"stream backward": streamQuery(true, 1),
 	}
 	for i, f := range filters {
-		q, _ := pageQuery(eventstore.Start, f, storekit.DefaultPageSize)
+		q, _ := pageQuery(eventstore.Start, f, storekit.DefaultPageSize, typeIndex)
 		queries[fmt.Sprintf("page, filter %d", i)] = q
-		small, _ := pageQuery(eventstore.Start, f, 1)
+		small, _ := pageQuery(eventstore.Start, f, 1, typeIndex)
 		require.Equal(t, q, small, "a smaller page must use the same statement")
 	}
 	require.NoError(t, s.events.with(ctx, func(conn *zs.Conn) error {

@@ -120,7 +120,7 @@ func (s *Store) readPage(ctx context.Context, after eventstore.Position, filter 
 	if after.Major >= math.MaxInt64 {
 		return page, nil // past any rowid SQLite can hold
 	}
-	query, args := pageQuery(after, filter, limit)
+	query, args := pageQuery(after, filter, limit, s.typeIndex)
 	var tip int64
 	err := s.events.with(ctx, func(conn *zs.Conn) (err error) {
 		if err := execute(conn, "BEGIN"); err != nil {
@@ -164,23 +164,25 @@ const (
 )
 
 // pageQuery builds the query for one page of the global log. Each shape
-// reads in position order from an index, so a page costs its own size plus
-// the events it skips, never a sort of everything that matches:
-//   - no type filter, or more than maxListedTypes types: the rowid, with
-//     types and stream prefixes checked row by row (the unary plus keeps
-//     SQLite off the stream index, which would find a whole category and
-//     sort it for every page);
-//   - one type: the type index, which holds (type, position);
-//   - up to maxListedTypes types: one ordered, limited scan of the type
-//     index per type, merged.
-func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (string, []any) {
+// reads in position order, so a page costs its own size plus the events it
+// skips, never a sort of everything that matches:
+//   - no type filter, more than maxListedTypes types, or several types in
+//     a file without the type index: the rowid, with types and stream
+//     prefixes checked row by row (the unary plus keeps SQLite off the
+//     stream index, which would find a whole category and sort it for
+//     every page);
+//   - one type: the type index, which holds (type, position), when the
+//     file has it ([Options.TypeIndex]), else the rowid as above;
+//   - up to maxListedTypes types in a file with the type index: one
+//     ordered, limited scan of the index per type, merged.
+func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int, typeIndex bool) (string, []any) {
 	var b strings.Builder
 	var args []any
 	limitClause := " LIMIT " + strconv.FormatInt(statementLimit(limit), 10)
 	// {Major, Minor > 0} sorts after {Major, 0}, which is the only position
 	// this store gives rowid Major: the next event is still Major+1.
-	scan := func(typ *string, types []string) {
-		b.WriteString("SELECT " + eventColumns + " FROM cairn_events WHERE position > ?")
+	scan := func(columns string, typ *string, types []string) {
+		b.WriteString("SELECT " + columns + " FROM cairn_events WHERE position > ?")
 		args = append(args, int64(after.Major))
 		switch {
 		case typ != nil:
@@ -218,22 +220,25 @@ func pageQuery(after eventstore.Position, filter eventstore.Filter, limit int) (
 	types := slices.Compact(slices.Sorted(slices.Values(filter.Types)))
 	switch {
 	case len(types) == 0:
-		scan(nil, nil)
+		scan(eventColumns, nil, nil)
 	case len(types) == 1:
-		scan(&types[0], nil)
-	case len(types) > maxListedTypes:
-		scan(nil, types)
+		scan(eventColumns, &types[0], nil)
+	case len(types) > maxListedTypes || !typeIndex:
+		scan(eventColumns, nil, types)
 	default:
-		b.WriteString("SELECT * FROM (")
+		// The merge picks the page's positions from the index alone, and
+		// only then reads those events: merging whole rows read every
+		// type's candidates and sorted them, several times the page.
+		b.WriteString("SELECT " + eventColumns + " FROM cairn_events WHERE position IN (SELECT position FROM (")
 		for i := range types {
 			if i > 0 {
 				b.WriteString(" UNION ALL ")
 			}
 			b.WriteString("SELECT * FROM (")
-			scan(&types[i], nil)
+			scan("position", &types[i], nil)
 			b.WriteString(")")
 		}
-		b.WriteString(") ORDER BY position" + limitClause)
+		b.WriteString(") ORDER BY position" + limitClause + ") ORDER BY position")
 	}
 	return b.String(), args
 }

@@ -112,7 +112,7 @@ func createAtVersion(t *testing.T, path string, version int) *sql.DB {
 	require.NoError(t, err)
 	var mode string
 	require.NoError(t, conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode))
-	require.NoError(t, migrate(ctx, conn, path))
+	require.NoError(t, migrate(ctx, conn, path, false))
 	require.NoError(t, conn.Close())
 	return db
 }

@@ -1,0 +1,164 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cairn-es/cairn/eventstore"
+)
+
+// A file of schema version 6 has the type index. Opening it drops the
+// index unless Options.TypeIndex asks for it; with the option, Open builds
+// it, later opens without the option keep it and read by it, and a
+// read-only open builds nothing.
+func TestOpenMigratesTheTypeIndex(t *testing.T) {
+	ctx := context.Background()
+	open := func(path string, opts Options) *Store {
+		t.Helper()
+		s, err := Open(ctx, path, opts)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		return s
+	}
+	indexed := func(path string) bool {
+		t.Helper()
+		s := open(path, Options{ReadOnly: true})
+		has, err := hasTypeIndex(ctx, s.readers)
+		require.NoError(t, err)
+		require.Equal(t, has, s.typeIndex)
+		return has
+	}
+	old := func(t *testing.T, dropped bool) string {
+		path := filepath.Join(t.TempDir(), "events.db")
+		db := createAtVersion(t, path, 6)
+		insertAsReleased(t, db, "order-1", 0, uuid.New(), "")
+		if dropped {
+			_, err := db.Exec("DROP INDEX cairn_events_type")
+			require.NoError(t, err)
+		}
+		require.NoError(t, db.Close())
+		return path
+	}
+	readTypes := func(s *Store) int {
+		n := 0
+		for _, err := range s.ReadAll(ctx, eventstore.Start, eventstore.Filter{Types: []string{"order.placed", "x"}}) {
+			require.NoError(t, err)
+			n++
+		}
+		return n
+	}
+
+	t.Run("dropped", func(t *testing.T) {
+		path := old(t, false)
+		s := open(path, Options{})
+		assert.False(t, s.typeIndex)
+		assert.Equal(t, 1, readTypes(s))
+		assert.False(t, indexed(path))
+	})
+	t.Run("kept", func(t *testing.T) {
+		path := old(t, false)
+		s := open(path, Options{TypeIndex: true})
+		assert.True(t, s.typeIndex)
+		assert.Equal(t, 1, readTypes(s))
+		assert.True(t, open(path, Options{}).typeIndex, "an open without the option keeps the index")
+	})
+	t.Run("dropped by hand before", func(t *testing.T) {
+		path := old(t, true)
+		assert.Equal(t, 1, readTypes(open(path, Options{})))
+		assert.False(t, indexed(path))
+	})
+	t.Run("read-only", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "events.db")
+		open(path, Options{})
+		s := open(path, Options{ReadOnly: true, TypeIndex: true})
+		assert.False(t, s.typeIndex)
+		assert.False(t, indexed(path))
+		open(path, Options{TypeIndex: true})
+		assert.True(t, indexed(path), "a writable open builds the index of an existing file")
+	})
+}
+
+// Filtered reads return the same events, page by page, whether or not the
+// file has the type index: every shape of pageQuery against Filter.Match
+// over the whole log, from positions across it, in pages of several sizes.
+// The log holds more of its common types than a statement's LIMIT, so that
+// a merge that cut or ordered its candidates wrongly shows.
+func TestFilteredReadsAgreeWithAndWithoutTypeIndex(t *testing.T) {
+	ctx := context.Background()
+	types := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}
+	streams := []string{"order-1", "order-2", "order-10", "orders-1", "user-1", "user-2"}
+	rng := rand.New(rand.NewPCG(28, 13))
+	var log []eventstore.Event
+	stores := make([]*Store, 2)
+	for i, typeIndex := range []bool{false, true} {
+		s, err := Open(ctx, filepath.Join(t.TempDir(), "events.db"),
+			Options{TypeIndex: typeIndex, NoPolling: true, Synchronous: SyncNormal})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		require.Equal(t, typeIndex, s.typeIndex)
+		stores[i] = s
+	}
+	for range 150 {
+		stream := streams[rng.IntN(len(streams))]
+		events := make([]eventstore.EventData, 1+rng.IntN(40))
+		for j := range events {
+			// Skewed, so that some types are rare and others fill pages.
+			events[j] = eventstore.EventData{ID: uuid.New(), Type: types[min(rng.IntN(len(types)), rng.IntN(len(types)))],
+				Data: []byte("{}")}
+		}
+		for _, s := range stores {
+			_, err := s.Append(ctx, stream, eventstore.Any, events...)
+			require.NoError(t, err)
+		}
+	}
+	for e, err := range stores[0].ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
+		require.NoError(t, err)
+		log = append(log, e)
+	}
+
+	filters := []eventstore.Filter{{Types: []string{"a"}}, {Types: []string{"k"}}, {Types: []string{"zz"}},
+		{Types: []string{"a", "k"}}, {Types: []string{"c", "b", "c"}}, {Types: types[:8]}, {Types: types},
+		{Types: []string{"b", "j"}, StreamPrefixes: []string{"order-1"}}, {Types: []string{"a"}, StreamPrefixes: []string{"user-", "orders-"}}}
+	afters := []uint64{0, 1, 2, uint64(len(log) - 1), uint64(len(log))}
+	for range 40 {
+		afters = append(afters, rng.Uint64N(uint64(len(log))))
+	}
+	for _, f := range filters {
+		for _, limit := range []int{1, 3, 512, 1000} {
+			for _, after := range afters {
+				var want []eventstore.Event
+				for _, e := range log {
+					if e.Position.Major > after && f.Match(&e) {
+						want = append(want, e)
+					}
+				}
+				if len(want) > limit {
+					want = want[:limit]
+				}
+				for _, s := range stores {
+					page, err := s.readPage(ctx, eventstore.Position{Major: after}, f, limit)
+					require.NoError(t, err)
+					require.Equal(t, positions(want), positions(page.Events),
+						"filter %+v after %d, pages of %d, type index %v", f, after, limit, s.typeIndex)
+					require.Equal(t, len(want) == limit, page.Full)
+				}
+			}
+		}
+	}
+}
+
+func positions(events []eventstore.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = fmt.Sprintf("%d %s %s", e.Position.Major, e.StreamID, e.Type)
+	}
+	return out
+}
+

@@ -169,4 +169,3 @@ func positions(events []eventstore.Event) []string {
 	}
 	return out
 }
-

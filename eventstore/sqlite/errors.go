@@ -38,11 +38,18 @@ var (
 	// operation may be tried again. Such an error also matches
 	// [eventstore.ErrUnavailable].
 	ErrBusy = errors.New("sqlite: file is locked by another connection")
+	// ErrIO matches a [*FileError] for a read or write that the file system
+	// failed: the disk is full, the file reached the process's size limit,
+	// or the operating system reported an I/O error. SQLite rolls back the
+	// transaction it failed in, so nothing of it was written; the operation
+	// may be tried again once the cause is cleared. Such an error also
+	// matches [eventstore.ErrUnavailable].
+	ErrIO = errors.New("sqlite: the file system failed a read or write")
 )
 
 // FileError reports a file that [Open] refuses, or that failed a read or a
 // write later, and why. It matches one of [ErrNotEventStore],
-// [ErrCannotOpen], [ErrReadOnly], [ErrBusy], or [eventstore.ErrCorrupt]
+// [ErrCannotOpen], [ErrReadOnly], [ErrBusy], [ErrIO], or [eventstore.ErrCorrupt]
 // when the file is a Cairn event store that SQLite cannot read (a damaged
 // page, found at Open or by any later read or write).
 type FileError struct {
@@ -72,13 +79,14 @@ func (e *FileError) Error() string {
 }
 
 // Is makes errors.Is match the error's class: [ErrNotEventStore],
-// [ErrCannotOpen], [ErrReadOnly], [ErrBusy] or [eventstore.ErrCorrupt].
+// [ErrCannotOpen], [ErrReadOnly], [ErrBusy], [ErrIO] or
+// [eventstore.ErrCorrupt].
 func (e *FileError) Is(target error) bool {
 	switch {
 	case e.corrupt:
 		return target == eventstore.ErrCorrupt
-	case e.class == ErrBusy:
-		return target == ErrBusy || target == eventstore.ErrUnavailable
+	case e.class == ErrBusy || e.class == ErrIO:
+		return target == e.class || target == eventstore.ErrUnavailable
 	case e.class != nil:
 		return target == e.class
 	}
@@ -139,9 +147,10 @@ func resultCode(err error) int {
 // fileErr is the one place where SQLite's errors about the file itself
 // become a [*FileError] naming the file and op (empty for Open): a damaged
 // file, a file that is not a database, one that cannot be written or
-// opened, one locked by another connection past the busy timeout. SQLite's
-// own messages for these ("database disk image is malformed", "database is
-// locked") name neither. It returns nil for any other
+// opened, one locked by another connection past the busy timeout, one the
+// file system failed to read or write. SQLite's own messages for these
+// ("database disk image is malformed", "database is locked", "disk I/O
+// error") name neither. It returns nil for any other
 // error, which the caller reports as it is.
 func fileErr(path, op string, err error) *FileError {
 	code := resultCode(err)
@@ -166,6 +175,10 @@ func fileErr(path, op string, err error) *FileError {
 		return &FileError{Path: path, Op: op, Reason: "SQLite cannot open the file or its -wal and -shm files", Err: err, class: ErrCannotOpen}
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return &FileError{Path: path, Op: op, Reason: "another connection held the file's lock for longer than the busy timeout", Err: err, class: ErrBusy}
+	case sqlite3.SQLITE_FULL:
+		return &FileError{Path: path, Op: op, Reason: "the disk is full, or the file reached a size limit", Err: err, class: ErrIO}
+	case sqlite3.SQLITE_IOERR:
+		return &FileError{Path: path, Op: op, Reason: "the operating system failed a read or write of the file or its -wal and -shm files", Err: err, class: ErrIO}
 	}
 	return nil
 }

@@ -105,7 +105,8 @@ type Options struct {
 	// checks each event's type, about 0.3 s per million events skipped
 	// (docs/sqlite.md). Open builds the index when the file lacks it, in
 	// one transaction that holds the write lock for as long as a large
-	// file takes; the index then stays, and every process that opens the
+	// file takes (Open's context does not cut it short; a failure rolls it
+	// back whole); the index then stays, and every process that opens the
 	// file uses it, until it is dropped (DROP INDEX cairn_events_type).
 	// With ReadOnly it builds nothing.
 	TypeIndex bool

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cairn-es/cairn/eventstore"
+	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 // A file of schema version 6 has the type index. Opening it drops the
@@ -91,6 +92,7 @@ func TestOpenMigratesTheTypeIndex(t *testing.T) {
 // The log holds more of its common types than a statement's LIMIT, so that
 // a merge that cut or ordered its candidates wrongly shows.
 func TestFilteredReadsAgreeWithAndWithoutTypeIndex(t *testing.T) {
+	race.Outside(t)
 	ctx := context.Background()
 	types := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}
 	streams := []string{"order-1", "order-2", "order-10", "orders-1", "user-1", "user-2"}
@@ -168,4 +170,48 @@ func positions(events []eventstore.Event) []string {
 		out[i] = fmt.Sprintf("%d %s %s", e.Position.Major, e.StreamID, e.Type)
 	}
 	return out
+}
+
+// A type index that cannot be built (the disk fills up) fails Open with a
+// typed error naming the file, and the transaction that migrated the file
+// rolls back whole: the file stays at its version, without the index, and
+// opens later.
+func TestFailedTypeIndexBuildLeavesTheFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	db := createAtVersion(t, path, 6)
+	_, err := db.Exec("DROP INDEX cairn_events_type") // so that building it needs pages the file does not have
+	require.NoError(t, err)
+	_, err = db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 3000)
+		INSERT INTO cairn_events (stream, version, id, type, schema_version, data, recorded_at)
+		SELECT 's-' || i, 0, randomblob(16), 'type-' || hex(randomblob(40)), 1, X'7b7d', 1 FROM n`)
+	require.NoError(t, err)
+	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	require.NoError(t, err)
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	var pages int
+	require.NoError(t, conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages))
+	_, err = conn.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages+2)) // room for no index
+	require.NoError(t, err)
+
+	err = classify(path, migrate(ctx, conn, path, true))
+	var fe *FileError
+	require.ErrorAs(t, err, &fe)
+	assert.ErrorIs(t, err, ErrIO)
+	assert.ErrorIs(t, err, eventstore.ErrUnavailable)
+	assert.Contains(t, err.Error(), path)
+	require.NoError(t, conn.Close())
+	var version int
+	require.NoError(t, db.QueryRow("SELECT max(version) FROM cairn_schema").Scan(&version))
+	assert.Equal(t, 6, version, "the migration rolled back")
+	has, err := hasTypeIndex(ctx, db)
+	require.NoError(t, err)
+	assert.False(t, has)
+	require.NoError(t, db.Close())
+
+	s, err := Open(ctx, path, Options{TypeIndex: true})
+	require.NoError(t, err)
+	defer s.Close()
+	assert.True(t, s.typeIndex)
 }

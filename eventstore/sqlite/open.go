@@ -181,6 +181,10 @@ func readOnlyWriter(ctx context.Context, db *sql.DB, abs string) (*writer, bool,
 		return nil, false, &FileError{Path: abs, Reason: fmt.Sprintf("the store is at schema version %d, not %d, and Options.ReadOnly may not migrate it: "+
 			"open it once without ReadOnly", st.version, latest()), class: ErrReadOnly}
 	}
+	typeIndex, err := hasTypeIndex(ctx, db)
+	if err != nil {
+		return nil, false, classify(abs, err)
+	}
 	return refusingWriter(&FileError{Path: abs, Op: "write", Reason: "the store was opened with Options.ReadOnly", class: ErrReadOnly}),
-		st.has(typeIndexName), nil
+		typeIndex, nil
 }

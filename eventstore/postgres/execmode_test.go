@@ -7,6 +7,7 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 	"github.com/cairn-es/cairn/eventstore/postgres"
 	"github.com/cairn-es/cairn/eventstore/storetest"
+	"github.com/cairn-es/cairn/internal/testrig/race"
 )
 
 // The store works whatever query mode the caller's pool runs in: pgx
@@ -14,8 +15,12 @@ import (
 // or go as text (simple protocol, as behind PgBouncer in transaction mode).
 // Every suite runs in each mode, the command bus's small: its size is
 // for the races of TestConformance, and the query modes change only how
-// each statement goes to the server.
+// each statement goes to the server. For the same reason make test runs
+// it without the race detector, which TestConformance's races run under:
+// under it, the two modes took 107 s (48 of them large events' bytes
+// through pgx's text encoding).
 func TestQueryModes(t *testing.T) {
+	race.Outside(t)
 	for _, mode := range []string{"exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
 			storetest.Run(t, func(t testing.TB) eventstore.Store {

@@ -94,44 +94,13 @@ func TestOpenMigratesTheTypeIndex(t *testing.T) {
 func TestFilteredReadsAgreeWithAndWithoutTypeIndex(t *testing.T) {
 	race.Outside(t)
 	ctx := context.Background()
-	types := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}
-	streams := []string{"order-1", "order-2", "order-10", "orders-1", "user-1", "user-2"}
+	// A third of the events are of type a, the others grow rarer down
+	// s13Types (review_s13_reads_test.go).
+	stores, log := s13TwoStores(t, 1600, 28)
 	rng := rand.New(rand.NewPCG(28, 13))
-	var log []eventstore.Event
-	stores := make([]*Store, 2)
-	for i, typeIndex := range []bool{false, true} {
-		s, err := Open(ctx, filepath.Join(t.TempDir(), "events.db"),
-			Options{TypeIndex: typeIndex, NoPolling: true, Synchronous: SyncNormal})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, s.Close()) })
-		require.Equal(t, typeIndex, s.typeIndex)
-		stores[i] = s
-	}
-	for range 75 {
-		stream := streams[rng.IntN(len(streams))]
-		events := make([]eventstore.EventData, 1+rng.IntN(40))
-		for j := range events {
-			// Skewed: half are a, more than a statement's LIMIT, and the
-			// others grow rarer down the list.
-			typ := types[min(rng.IntN(len(types)), rng.IntN(len(types)))]
-			if rng.IntN(2) == 0 {
-				typ = "a"
-			}
-			events[j] = eventstore.EventData{ID: uuid.New(), Type: typ, Data: []byte("{}")}
-		}
-		for _, s := range stores {
-			_, err := s.Append(ctx, stream, eventstore.Any, events...)
-			require.NoError(t, err)
-		}
-	}
-	for e, err := range stores[0].ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
-		require.NoError(t, err)
-		log = append(log, e)
-	}
-
-	filters := []eventstore.Filter{{Types: []string{"a"}}, {Types: []string{"k"}}, {Types: []string{"zz"}},
-		{Types: []string{"a", "k"}}, {Types: []string{"c", "b", "c"}}, {Types: types[:8]}, {Types: types},
-		{Types: []string{"b", "j"}, StreamPrefixes: []string{"order-1"}}, {Types: []string{"a"}, StreamPrefixes: []string{"user-", "orders-"}}}
+	filters := []eventstore.Filter{{Types: []string{"a"}}, {Types: []string{"A"}}, {Types: []string{"zz"}},
+		{Types: []string{"a", "A"}}, {Types: []string{"c", "b", "c"}}, {Types: s13Types[:8]}, {Types: s13Types},
+		{Types: []string{"b", "it's"}, StreamPrefixes: []string{"order-1"}}, {Types: []string{"a"}, StreamPrefixes: []string{"ü", "orders-"}}}
 	afters := []uint64{0, 1, 2, uint64(len(log) - 1), uint64(len(log))}
 	for range 12 {
 		afters = append(afters, rng.Uint64N(uint64(len(log))))

@@ -41,9 +41,13 @@ var (
 	// ErrIO matches a [*FileError] for a read or write that the file system
 	// failed: the disk is full, the file reached the process's size limit,
 	// or the operating system reported an I/O error. SQLite rolls back the
-	// transaction it failed in, so nothing of it was written; the operation
-	// may be tried again once the cause is cleared. Such an error also
-	// matches [eventstore.ErrUnavailable].
+	// transaction it failed in, so nothing of it was written, unless what
+	// failed was the sync of a commit already written to the log
+	// (SQLITE_IOERR_FSYNC, which the error's Reason names): that commit may
+	// be found after a restart, as an append whose reply a lost connection
+	// took may have been stored. Either way the operation may be tried
+	// again once the cause is cleared (an append with the same event IDs is
+	// stored once). Such an error also matches [eventstore.ErrUnavailable].
 	ErrIO = errors.New("sqlite: the file system failed a read or write")
 )
 
@@ -178,6 +182,10 @@ func fileErr(path, op string, err error) *FileError {
 	case sqlite3.SQLITE_FULL:
 		return &FileError{Path: path, Op: op, Reason: "the disk is full, or the file reached a size limit", Err: err, class: ErrIO}
 	case sqlite3.SQLITE_IOERR:
+		if code == sqlite3.SQLITE_IOERR_FSYNC || code == sqlite3.SQLITE_IOERR_DIR_FSYNC {
+			return &FileError{Path: path, Op: op, Reason: "the operating system failed to sync the file: " +
+				"what was being committed may or may not be found after a restart", Err: err, class: ErrIO}
+		}
 		return &FileError{Path: path, Op: op, Reason: "the operating system failed a read or write of the file or its -wal and -shm files", Err: err, class: ErrIO}
 	}
 	return nil

@@ -59,6 +59,9 @@ test-outside-race:
 	@# SIGKILLs): under the race detector above they run 5k events and 10
 	@# SIGKILLs, as SQLite is ~40x slower there.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestConformance/Projections/Crash' ./eventstore/sqlite/ ./eventstore/postgres/
+	@# SQLite's appender crash test at its full 50 SIGKILLs (10 under the
+	@# race detector above).
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestCrashSafety$$' ./eventstore/sqlite/
 	@# The no-skip proof's five rounds of 20 s (one under the race detector).
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestNoSkipUnderConcurrentTransactions$$' ./eventstore/postgres/
 	@# Exhaustive single-goroutine checks, which skip under the race detector

@@ -21,16 +21,16 @@ import (
 // read-only open builds nothing.
 func TestOpenMigratesTheTypeIndex(t *testing.T) {
 	ctx := context.Background()
-	open := func(path string, opts Options) *Store {
+	open := func(t *testing.T, path string, opts Options) *Store {
 		t.Helper()
 		s, err := Open(ctx, path, opts)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		return s
 	}
-	indexed := func(path string) bool {
+	indexed := func(t *testing.T, path string) bool {
 		t.Helper()
-		s := open(path, Options{ReadOnly: true})
+		s := open(t, path, Options{ReadOnly: true})
 		has, err := hasTypeIndex(ctx, s.readers)
 		require.NoError(t, err)
 		require.Equal(t, has, s.typeIndex)
@@ -47,7 +47,7 @@ func TestOpenMigratesTheTypeIndex(t *testing.T) {
 		require.NoError(t, db.Close())
 		return path
 	}
-	readTypes := func(s *Store) int {
+	readTypes := func(t *testing.T, s *Store) int {
 		n := 0
 		for _, err := range s.ReadAll(ctx, eventstore.Start, eventstore.Filter{Types: []string{"order.placed", "x"}}) {
 			require.NoError(t, err)
@@ -58,31 +58,31 @@ func TestOpenMigratesTheTypeIndex(t *testing.T) {
 
 	t.Run("dropped", func(t *testing.T) {
 		path := old(t, false)
-		s := open(path, Options{})
+		s := open(t, path, Options{})
 		assert.False(t, s.typeIndex)
-		assert.Equal(t, 1, readTypes(s))
-		assert.False(t, indexed(path))
+		assert.Equal(t, 1, readTypes(t, s))
+		assert.False(t, indexed(t, path))
 	})
 	t.Run("kept", func(t *testing.T) {
 		path := old(t, false)
-		s := open(path, Options{TypeIndex: true})
+		s := open(t, path, Options{TypeIndex: true})
 		assert.True(t, s.typeIndex)
-		assert.Equal(t, 1, readTypes(s))
-		assert.True(t, open(path, Options{}).typeIndex, "an open without the option keeps the index")
+		assert.Equal(t, 1, readTypes(t, s))
+		assert.True(t, open(t, path, Options{}).typeIndex, "an open without the option keeps the index")
 	})
 	t.Run("dropped by hand before", func(t *testing.T) {
 		path := old(t, true)
-		assert.Equal(t, 1, readTypes(open(path, Options{})))
-		assert.False(t, indexed(path))
+		assert.Equal(t, 1, readTypes(t, open(t, path, Options{})))
+		assert.False(t, indexed(t, path))
 	})
 	t.Run("read-only", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "events.db")
-		open(path, Options{})
-		s := open(path, Options{ReadOnly: true, TypeIndex: true})
+		open(t, path, Options{})
+		s := open(t, path, Options{ReadOnly: true, TypeIndex: true})
 		assert.False(t, s.typeIndex)
-		assert.False(t, indexed(path))
-		open(path, Options{TypeIndex: true})
-		assert.True(t, indexed(path), "a writable open builds the index of an existing file")
+		assert.False(t, indexed(t, path))
+		open(t, path, Options{TypeIndex: true})
+		assert.True(t, indexed(t, path), "a writable open builds the index of an existing file")
 	})
 }
 

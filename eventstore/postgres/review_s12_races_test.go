@@ -19,6 +19,21 @@ import (
 	"github.com/cairn-es/cairn/eventstore"
 )
 
+// s12AtOnce runs fn(0) to fn(n-1), each on a goroutine of its own, released
+// together so that they race, and returns when all have.
+func s12AtOnce(n int, fn func(w int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := range n {
+		wg.Go(func() {
+			<-start
+			fn(w)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
 // s12Winner is one successful append of a race.
 type s12Winner struct {
 	first, last uint64
@@ -81,63 +96,54 @@ func TestReviewS12ExactRace(t *testing.T) {
 			var winners []s12Winner
 			var lost []uuid.UUID
 			errs := make(chan error, workers)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for w := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					exp := eventstore.NoStream
-					for a := range attempts {
-						n := 1
-						if (w+a)%4 == 0 {
-							n = 1 + (w+a)%3 + 1
-						}
-						evs := s12Evs(fmt.Sprintf("w%d", w), n)
-						r, err := s.Append(ctx, stream, exp, evs...)
-						if err == nil {
-							if r.Duplicate {
-								errs <- fmt.Errorf("worker %d: fresh IDs reported duplicate: %+v", w, r)
-								return
-							}
-							mu.Lock()
-							winners = append(winners, s12Winner{r.FirstVersion, r.LastVersion, s12DataIDs(evs), r.Position})
-							mu.Unlock()
-							if v, ok := exp.Version(); ok && r.FirstVersion != v+1 || exp.IsNoStream() && r.FirstVersion != 0 {
-								errs <- fmt.Errorf("worker %d: expected %s, written from %d", w, exp, r.FirstVersion)
-								return
-							}
-							exp = eventstore.Exact(r.LastVersion)
-							continue
-						}
-						var wv *eventstore.WrongVersionError
-						if !errors.As(err, &wv) {
-							errs <- fmt.Errorf("worker %d: expected %s: %T %w", w, exp, err, err)
-							return
-						}
-						av, ok := wv.Actual.Version()
-						ev, _ := exp.Version()
-						switch {
-						case wv.Stream != stream || wv.Expected != exp:
-							errs <- fmt.Errorf("worker %d: error names %q %s, not %s", w, wv.Stream, wv.Expected, exp)
-							return
-						case !ok:
-							errs <- fmt.Errorf("worker %d: expected %s, told the stream is %s", w, exp, wv.Actual)
-							return
-						case !exp.IsNoStream() && av <= ev:
-							errs <- fmt.Errorf("worker %d: expected %s, refused with actual %s, not past it", w, exp, wv.Actual)
+			s12AtOnce(workers, func(w int) {
+				exp := eventstore.NoStream
+				for a := range attempts {
+					n := 1
+					if (w+a)%4 == 0 {
+						n = 1 + (w+a)%3 + 1
+					}
+					evs := s12Evs(fmt.Sprintf("w%d", w), n)
+					r, err := s.Append(ctx, stream, exp, evs...)
+					if err == nil {
+						if r.Duplicate {
+							errs <- fmt.Errorf("worker %d: fresh IDs reported duplicate: %+v", w, r)
 							return
 						}
 						mu.Lock()
-						lost = append(lost, s12DataIDs(evs)...)
+						winners = append(winners, s12Winner{r.FirstVersion, r.LastVersion, s12DataIDs(evs), r.Position})
 						mu.Unlock()
-						exp = wv.Actual
+						if v, ok := exp.Version(); ok && r.FirstVersion != v+1 || exp.IsNoStream() && r.FirstVersion != 0 {
+							errs <- fmt.Errorf("worker %d: expected %s, written from %d", w, exp, r.FirstVersion)
+							return
+						}
+						exp = eventstore.Exact(r.LastVersion)
+						continue
 					}
-				}()
-			}
-			close(start)
-			wg.Wait()
+					var wv *eventstore.WrongVersionError
+					if !errors.As(err, &wv) {
+						errs <- fmt.Errorf("worker %d: expected %s: %T %w", w, exp, err, err)
+						return
+					}
+					av, ok := wv.Actual.Version()
+					ev, _ := exp.Version()
+					switch {
+					case wv.Stream != stream || wv.Expected != exp:
+						errs <- fmt.Errorf("worker %d: error names %q %s, not %s", w, wv.Stream, wv.Expected, exp)
+						return
+					case !ok:
+						errs <- fmt.Errorf("worker %d: expected %s, told the stream is %s", w, exp, wv.Actual)
+						return
+					case !exp.IsNoStream() && av <= ev:
+						errs <- fmt.Errorf("worker %d: expected %s, refused with actual %s, not past it", w, exp, wv.Actual)
+						return
+					}
+					mu.Lock()
+					lost = append(lost, s12DataIDs(evs)...)
+					mu.Unlock()
+					exp = wv.Actual
+				}
+			})
 			got := s12Settle(t, s, stream, errs, winners, lost)
 			t.Logf("%d winners, %d events, %d lost events", len(winners), len(got), len(lost))
 		})
@@ -158,19 +164,12 @@ func TestReviewS12NoStreamRace(t *testing.T) {
 				results := make([]eventstore.AppendResult, workers)
 				errs := make([]error, workers)
 				batches := make([][]eventstore.EventData, workers)
-				var wg sync.WaitGroup
-				start := make(chan struct{})
 				for w := range workers {
 					batches[w] = s12Evs("n", 1+(w+round)%2*(round%3))
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						<-start
-						results[w], errs[w] = s.Append(ctx, stream, eventstore.NoStream, batches[w]...)
-					}()
 				}
-				close(start)
-				wg.Wait()
+				s12AtOnce(workers, func(w int) {
+					results[w], errs[w] = s.Append(ctx, stream, eventstore.NoStream, batches[w]...)
+				})
 				win := -1
 				for w := range workers {
 					if errs[w] == nil {
@@ -218,22 +217,13 @@ func TestReviewS12SameIDsRace(t *testing.T) {
 				}
 				results := make([]eventstore.AppendResult, same+rivals)
 				errs := make([]error, same+rivals)
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for w := range same + rivals {
+				s12AtOnce(same+rivals, func(w int) {
 					evs := batch
 					if w >= same {
 						evs = rivalBatches[w-same]
 					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						<-start
-						results[w], errs[w] = s.Append(ctx, stream, exp, evs...)
-					}()
-				}
-				close(start)
-				wg.Wait()
+					results[w], errs[w] = s.Append(ctx, stream, exp, evs...)
+				})
 				var winner *s12Winner
 				rivalWon := -1
 				for w := same; w < same+rivals; w++ {
@@ -292,97 +282,88 @@ func TestReviewS12MixedKindsRace(t *testing.T) {
 			var winners []s12Winner
 			var lost []uuid.UUID
 			errs := make(chan error, workers)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for w := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					rng := rand.New(rand.NewPCG(uint64(w), 12))
-					<-start
-					known := eventstore.NoStream
-					for a := range attempts {
-						n := 1
-						if rng.IntN(3) == 0 {
-							n = 2 + rng.IntN(3)
-						}
-						evs := s12Evs(fmt.Sprintf("m%d-%d", w, a), n)
-						var exp eventstore.ExpectedVersion
-						switch rng.IntN(6) {
-						case 0:
-							exp = eventstore.Any
-						case 1:
-							exp = eventstore.StreamExists
-						case 2:
-							exp = eventstore.NoStream
-						default:
-							exp = known
-						}
-						var r eventstore.AppendResult
-						var err error
-						inTx := w%4 == 3
-						if inTx {
-							side := fmt.Sprintf("side-%d", w)
-							var refused error
-							_, err = inTxRetrying(ctx, s, func(ctx context.Context, tx pgx.Tx, _ int) error {
-								refused = nil
-								if _, err := s.AppendTx(ctx, tx, side, eventstore.Any, s12Ev("side")); err != nil {
-									return err
-								}
-								var aerr error
-								r, aerr = s.AppendTx(ctx, tx, stream, exp, evs...)
-								if errors.Is(aerr, eventstore.ErrWrongVersion) {
-									refused = aerr // keep the side event, report the refusal below
-									return nil
-								}
-								return aerr
-							})
-							if err == nil && refused != nil {
-								err = refused
+			s12AtOnce(workers, func(w int) {
+				rng := rand.New(rand.NewPCG(uint64(w), 12))
+				known := eventstore.NoStream
+				for a := range attempts {
+					n := 1
+					if rng.IntN(3) == 0 {
+						n = 2 + rng.IntN(3)
+					}
+					evs := s12Evs(fmt.Sprintf("m%d-%d", w, a), n)
+					var exp eventstore.ExpectedVersion
+					switch rng.IntN(6) {
+					case 0:
+						exp = eventstore.Any
+					case 1:
+						exp = eventstore.StreamExists
+					case 2:
+						exp = eventstore.NoStream
+					default:
+						exp = known
+					}
+					var r eventstore.AppendResult
+					var err error
+					inTx := w%4 == 3
+					if inTx {
+						side := fmt.Sprintf("side-%d", w)
+						var refused error
+						_, err = inTxRetrying(ctx, s, func(ctx context.Context, tx pgx.Tx, _ int) error {
+							refused = nil
+							if _, err := s.AppendTx(ctx, tx, side, eventstore.Any, s12Ev("side")); err != nil {
+								return err
 							}
-						} else {
-							r, err = s.Append(ctx, stream, exp, evs...)
+							var aerr error
+							r, aerr = s.AppendTx(ctx, tx, stream, exp, evs...)
+							if errors.Is(aerr, eventstore.ErrWrongVersion) {
+								refused = aerr // keep the side event, report the refusal below
+								return nil
+							}
+							return aerr
+						})
+						if err == nil && refused != nil {
+							err = refused
 						}
-						if err == nil {
-							if r.Duplicate {
-								errs <- fmt.Errorf("worker %d: duplicate of fresh IDs", w)
-								return
-							}
-							if v, ok := exp.Version(); ok && r.FirstVersion != v+1 || exp.IsNoStream() && r.FirstVersion != 0 ||
-								exp.IsStreamExists() && r.FirstVersion == 0 {
-								errs <- fmt.Errorf("worker %d: expected %s, written from %d", w, exp, r.FirstVersion)
-								return
-							}
-							mu.Lock()
-							winners = append(winners, s12Winner{r.FirstVersion, r.LastVersion, s12DataIDs(evs), r.Position})
-							mu.Unlock()
-							known = eventstore.Exact(r.LastVersion)
-							continue
+					} else {
+						r, err = s.Append(ctx, stream, exp, evs...)
+					}
+					if err == nil {
+						if r.Duplicate {
+							errs <- fmt.Errorf("worker %d: duplicate of fresh IDs", w)
+							return
+						}
+						if v, ok := exp.Version(); ok && r.FirstVersion != v+1 || exp.IsNoStream() && r.FirstVersion != 0 ||
+							exp.IsStreamExists() && r.FirstVersion == 0 {
+							errs <- fmt.Errorf("worker %d: expected %s, written from %d", w, exp, r.FirstVersion)
+							return
 						}
 						mu.Lock()
-						lost = append(lost, s12DataIDs(evs)...)
+						winners = append(winners, s12Winner{r.FirstVersion, r.LastVersion, s12DataIDs(evs), r.Position})
 						mu.Unlock()
-						var wv *eventstore.WrongVersionError
-						if !errors.As(err, &wv) {
-							errs <- fmt.Errorf("worker %d: expected %s: %T %w", w, exp, err, err)
-							return
-						}
-						if exp.IsAny() || wv.Expected != exp || wv.Stream != stream || wv.Actual.Matches(0, false) && exp.IsNoStream() {
-							errs <- fmt.Errorf("worker %d: expected %s: bad refusal %v", w, exp, err)
-							return
-						}
-						if v, ok := exp.Version(); ok {
-							if av, ok := wv.Actual.Version(); !ok || av <= v {
-								errs <- fmt.Errorf("worker %d: expected %s, refused with actual %s", w, exp, wv.Actual)
-								return
-							}
-						}
-						known = wv.Actual
+						known = eventstore.Exact(r.LastVersion)
+						continue
 					}
-				}()
-			}
-			close(start)
-			wg.Wait()
+					mu.Lock()
+					lost = append(lost, s12DataIDs(evs)...)
+					mu.Unlock()
+					var wv *eventstore.WrongVersionError
+					if !errors.As(err, &wv) {
+						errs <- fmt.Errorf("worker %d: expected %s: %T %w", w, exp, err, err)
+						return
+					}
+					if exp.IsAny() || wv.Expected != exp || wv.Stream != stream || wv.Actual.Matches(0, false) && exp.IsNoStream() {
+						errs <- fmt.Errorf("worker %d: expected %s: bad refusal %v", w, exp, err)
+						return
+					}
+					if v, ok := exp.Version(); ok {
+						if av, ok := wv.Actual.Version(); !ok || av <= v {
+							errs <- fmt.Errorf("worker %d: expected %s, refused with actual %s", w, exp, wv.Actual)
+							return
+						}
+					}
+					known = wv.Actual
+				}
+			})
 			got := s12Settle(t, s, stream, errs, winners, lost)
 			order := newVersionOrder()
 			for e, err := range s.ReadAll(ctx, eventstore.Start, eventstore.Filter{}) {
@@ -408,70 +389,61 @@ func TestReviewS12GroupCommitExact(t *testing.T) {
 			var winners []s12Winner
 			own := make([][]s12Winner, workers)
 			errs := make(chan error, workers)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for w := range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					mine := fmt.Sprintf("grp-%d", w)
-					sharedExp := eventstore.NoStream
-					for i := range per {
-						exp := eventstore.NoStream
-						if i > 0 {
-							exp = eventstore.Exact(uint64(i - 1))
-						}
-						e := s12Ev("own")
-						r, err := s.Append(ctx, mine, exp, e)
-						if err != nil || r.FirstVersion != uint64(i) || r.Duplicate {
-							errs <- fmt.Errorf("worker %d own %d: %+v %v", w, i, r, err)
-							return
-						}
-						own[w] = append(own[w], s12Winner{r.FirstVersion, r.LastVersion, []uuid.UUID{e.ID}, r.Position})
-						// A refused own append (behind and beyond) writes nothing.
-						if i%5 == 4 {
-							_, err := s.Append(ctx, mine, eventstore.Exact(uint64(i-1)), s12Ev("late"))
-							var wv *eventstore.WrongVersionError
-							if !errors.As(err, &wv) || wv.Actual != eventstore.Exact(uint64(i)) {
-								errs <- fmt.Errorf("worker %d own %d: stale Exact: %v", w, i, err)
-								return
-							}
-							_, err = s.Append(ctx, mine, eventstore.Exact(uint64(i+1)), s12Ev("early"))
-							if !errors.As(err, &wv) || wv.Actual != eventstore.Exact(uint64(i)) {
-								errs <- fmt.Errorf("worker %d own %d: future Exact: %v", w, i, err)
-								return
-							}
-						}
-						if w%2 == 1 {
-							continue
-						}
-						se := s12Ev("shared")
-						r, err = s.Append(ctx, shared, sharedExp, se)
-						if err == nil {
-							mu.Lock()
-							winners = append(winners, s12Winner{r.FirstVersion, r.LastVersion, []uuid.UUID{se.ID}, r.Position})
-							mu.Unlock()
-							sharedExp = eventstore.Exact(r.LastVersion)
-							continue
-						}
-						var wv *eventstore.WrongVersionError
-						if !errors.As(err, &wv) {
-							errs <- fmt.Errorf("worker %d shared: %w", w, err)
-							return
-						}
-						av, ok := wv.Actual.Version()
-						ev, isExact := sharedExp.Version()
-						if !ok || isExact && av <= ev {
-							errs <- fmt.Errorf("worker %d shared: expected %s, actual %s", w, sharedExp, wv.Actual)
-							return
-						}
-						sharedExp = wv.Actual
+			s12AtOnce(workers, func(w int) {
+				mine := fmt.Sprintf("grp-%d", w)
+				sharedExp := eventstore.NoStream
+				for i := range per {
+					exp := eventstore.NoStream
+					if i > 0 {
+						exp = eventstore.Exact(uint64(i - 1))
 					}
-				}()
-			}
-			close(start)
-			wg.Wait()
+					e := s12Ev("own")
+					r, err := s.Append(ctx, mine, exp, e)
+					if err != nil || r.FirstVersion != uint64(i) || r.Duplicate {
+						errs <- fmt.Errorf("worker %d own %d: %+v %v", w, i, r, err)
+						return
+					}
+					own[w] = append(own[w], s12Winner{r.FirstVersion, r.LastVersion, []uuid.UUID{e.ID}, r.Position})
+					// A refused own append (behind and beyond) writes nothing.
+					if i%5 == 4 {
+						_, err := s.Append(ctx, mine, eventstore.Exact(uint64(i-1)), s12Ev("late"))
+						var wv *eventstore.WrongVersionError
+						if !errors.As(err, &wv) || wv.Actual != eventstore.Exact(uint64(i)) {
+							errs <- fmt.Errorf("worker %d own %d: stale Exact: %v", w, i, err)
+							return
+						}
+						_, err = s.Append(ctx, mine, eventstore.Exact(uint64(i+1)), s12Ev("early"))
+						if !errors.As(err, &wv) || wv.Actual != eventstore.Exact(uint64(i)) {
+							errs <- fmt.Errorf("worker %d own %d: future Exact: %v", w, i, err)
+							return
+						}
+					}
+					if w%2 == 1 {
+						continue
+					}
+					se := s12Ev("shared")
+					r, err = s.Append(ctx, shared, sharedExp, se)
+					if err == nil {
+						mu.Lock()
+						winners = append(winners, s12Winner{r.FirstVersion, r.LastVersion, []uuid.UUID{se.ID}, r.Position})
+						mu.Unlock()
+						sharedExp = eventstore.Exact(r.LastVersion)
+						continue
+					}
+					var wv *eventstore.WrongVersionError
+					if !errors.As(err, &wv) {
+						errs <- fmt.Errorf("worker %d shared: %w", w, err)
+						return
+					}
+					av, ok := wv.Actual.Version()
+					ev, isExact := sharedExp.Version()
+					if !ok || isExact && av <= ev {
+						errs <- fmt.Errorf("worker %d shared: expected %s, actual %s", w, sharedExp, wv.Actual)
+						return
+					}
+					sharedExp = wv.Actual
+				}
+			})
 			close(errs)
 			for err := range errs {
 				require.NoError(t, err)

@@ -237,7 +237,7 @@ func TestReviewS13KilledDuringBuild(t *testing.T) {
 func TestReviewS13HelperChild(t *testing.T) {
 	path := os.Getenv(s13ChildEnv)
 	if path == "" {
-		t.Skip("child process only")
+		t.Skip("runs only as the child of TestReviewS13KilledDuringBuild")
 	}
 	fmt.Println("opening")
 	s, err := Open(context.Background(), path, Options{TypeIndex: true})
